@@ -1,0 +1,1 @@
+"""palletizer.telemetry."""
