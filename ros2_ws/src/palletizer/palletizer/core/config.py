@@ -1,0 +1,667 @@
+"""Load and validate configs/*.yaml; every error names the file, key path, bad value and what is allowed."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from palletizer.core.errors import ConfigError, close_match
+
+__all__ = [
+    'COG_MODES',
+    'DECORS',
+    'SOURCES',
+    'CartonType',
+    'Catalogue',
+    'Config',
+    'Level',
+    'RandomSpec',
+    'config_dir',
+    'load_config',
+]
+
+SOURCES: dict[str, int] = {'table': 1, 'conveyor': 2, 'truck': 3}  # source -> level tens digit
+COG_MODES = ('centred', 'catalogue', 'adversarial')
+DECORS = ('cell', 'plant')
+CONFIG_FILES = (
+    'catalogue.yaml',
+    'levels.yaml',
+    'cell.yaml',
+    'planner.yaml',
+    'perception.yaml',
+    'stability.yaml',
+    'telemetry.yaml',
+)
+
+Validator = Callable[[Any, str], Any]
+
+
+# ---------------------------------------------------------------------------------------------
+# Value validators. Each takes (value, where) and returns the normalised value or raises.
+
+
+def _fail(where: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f'{where} = {value!r}; expected {allowed}')
+
+
+def _num(lo: float = -math.inf, hi: float = math.inf, *, integer: bool = False) -> Validator:
+    def check(v: Any, where: str) -> float | int:
+        kind = 'an integer' if integer else 'a number'
+        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok_type or not math.isfinite(v):
+            raise _fail(where, v, f'{kind} in [{lo}, {hi}]')
+        if not lo <= v <= hi:
+            raise _fail(where, v, f'{kind} in [{lo}, {hi}]')
+        return int(v) if integer else float(v)
+
+    return check
+
+
+def _vec(n: int | None, lo: float = -math.inf, hi: float = math.inf) -> Validator:
+    item = _num(lo, hi)
+
+    def check(v: Any, where: str) -> tuple[float, ...]:
+        size = f'{n} numbers' if n is not None else 'numbers'
+        if not isinstance(v, (list, tuple)) or (n is not None and len(v) != n):
+            raise _fail(where, v, f'a list of {size} in [{lo}, {hi}]')
+        return tuple(item(x, f'{where}[{i}]') for i, x in enumerate(v))
+
+    return check
+
+
+def _one_of(*allowed: Any) -> Validator:
+    def check(v: Any, where: str) -> Any:
+        if v not in allowed:
+            names = [str(a) for a in allowed]
+            raise ConfigError(
+                f'{where} = {v!r}; expected one of {", ".join(names)}{close_match(v, names)}'
+            )
+        return v
+
+    return check
+
+
+def _bool(v: Any, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, v, 'true or false')
+    return v
+
+
+def _text(v: Any, where: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise _fail(where, v, 'a non-empty string')
+    return v
+
+
+def _list_of(item: Validator, min_len: int = 0) -> Validator:
+    def check(v: Any, where: str) -> tuple[Any, ...]:
+        if not isinstance(v, list) or len(v) < min_len:
+            raise _fail(where, v, f'a list of at least {min_len} items')
+        return tuple(item(x, f'{where}[{i}]') for i, x in enumerate(v))
+
+    return check
+
+
+def _map_of(item: Validator) -> Validator:
+    def check(v: Any, where: str) -> dict[str, Any]:
+        if not isinstance(v, dict) or not v:
+            raise _fail(where, v, 'a non-empty mapping')
+        return {str(k): item(x, f'{where}.{k}') for k, x in v.items()}
+
+    return check
+
+
+@dataclass(frozen=True)
+class _Opt:
+    """Marks a schema entry optional, with a default."""
+
+    validator: Any
+    default: Any = None
+
+
+def _record(schema: Mapping[str, Any]) -> Validator:
+    """Validate a mapping against a schema; nested dicts are sub-records; unknown keys are errors."""
+
+    def check(v: Any, where: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise _fail(where, v, f'a mapping with keys {", ".join(schema)}')
+        out: dict[str, Any] = {}
+        for key in v:
+            if key not in schema:
+                raise ConfigError(
+                    f'{where}.{key}: unknown key; expected one of {", ".join(schema)}'
+                    f'{close_match(key, schema)}'
+                )
+        for key, spec in schema.items():
+            sub = f'{where}.{key}' if where else key
+            optional = isinstance(spec, _Opt)
+            rule = spec.validator if optional else spec
+            if key not in v:
+                if optional:
+                    out[key] = spec.default
+                    continue
+                raise ConfigError(f'{sub}: missing required key')
+            out[key] = _record(rule)(v[key], sub) if isinstance(rule, dict) else rule(v[key], sub)
+        return out
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas of the free-form files (the catalogue and levels get typed records below).
+
+_FRICTION = _vec(3, 0.0, 5.0)
+_POS = _num(0.0, 10.0)
+_TABLE = {'centre': _vec(2), 'half_size': _vec(3, 0.0), 'top': _POS, 'friction': _FRICTION}
+_CAMERA = {
+    'pos': _vec(3),
+    'look_at': _vec(3),
+    'up': _Opt(_vec(3)),
+    'fovy_deg': _num(1.0, 179.0),
+    'size': _vec(2, 16, 8192),
+    'role': _one_of('pallet', 'pick', 'photo'),
+}
+_CELL = {
+    'schema': _num(1, 1, integer=True),
+    'robot': {
+        'model': _one_of('UR10e'),
+        'base_pos': _vec(3),
+        'base_quat': _vec(4, -1.0, 1.0),
+        'pedestal': {'radius': _POS, 'height': _POS},
+        'joint_names': _list_of(_text, 6),
+        'dh': {k: _num(-2.0, 2.0) for k in ('d1', 'a2', 'a3', 'd4', 'd5', 'd6')},
+        'joint_speed_limits_deg_s': _vec(6, 0.0, 360.0),
+        'torque_limits_nm': _vec(6, 0.0, 1000.0),
+        'joint_lower': _vec(6, -7.0, 7.0),
+        'joint_upper': _vec(6, -7.0, 7.0),
+        'link_masses_kg': _vec(6, 0.0, 50.0),
+        'payload_kg': _num(0.0, 50.0),
+        'home': _vec(6, -7.0, 7.0),
+        'rest': _vec(6, -7.0, 7.0),
+    },
+    'gripper': {
+        'model': _text,
+        'mass_kg': _num(0.0, 20.0),
+        'body': _vec(3, 0.0, 1.0),
+        'tcp_offset': _num(0.0, 1.0),
+        'cups': {
+            'columns': _num(1, 16, integer=True),
+            'rows': _num(1, 16, integer=True),
+            'pitch_x': _num(0.0, 1.0),
+            'pitch_y': _num(0.0, 1.0),
+            'radius': _num(0.001, 0.2),
+        },
+        'force_per_cup_n': _num(0.0, 1000.0),
+        'derating': _num(0.0, 1.0),
+        'safety_factor': _num(1.0, 10.0),
+        'cup_gap': _num(0.0, 0.02),
+        'seal_band': _num(0.0, 0.02),
+        'vacuum_io': {'fun': _num(1, 4, integer=True), 'pin': _num(0, 17, integer=True)},
+    },
+    'pallet': {
+        'size': _vec(3, 0.0, 5.0),
+        'centre': _vec(2),
+        'mass_kg': _num(0.0, 200.0),
+        'max_load_kg': _num(0.0, 5000.0),
+        'max_height': _num(0.0, 5.0),
+        'layer_clearance': _num(0.0, 0.5),
+        'friction': _FRICTION,
+    },
+    'tables': {'pick': _TABLE, 'auxiliary': _TABLE},
+    'conveyor': {
+        'centre': _vec(2),
+        'size': _vec(2, 0.0, 10.0),
+        'top': _POS,
+        'speed': _num(0.0, 5.0),
+        'station': _vec(2),
+        'station_tol': _num(0.0, 0.5),
+        'rest_speed': _num(0.0, 1.0),
+        'rest_time': _num(0.0, 10.0),
+        'timeout_s': _num(0.0, 600.0),
+        'friction': _FRICTION,
+    },
+    'truck': {
+        'origin': _vec(2),
+        'size': _vec(2, 0.0, 10.0),
+        'floor': _POS,
+        'column_gap': _num(0.0, 1.0),
+        'max_stack_height': _num(0.0, 5.0),
+        'max_column_items': _num(1, 50, integer=True),
+        'min_support': _num(0.0, 1.0),
+        'max_slide': _num(0.0, 1.0),
+        'loader_jitter': {'pos': _num(0.0, 0.1), 'yaw_deg': _num(0.0, 45.0)},
+        'friction': _FRICTION,
+    },
+    'cameras': _map_of(_record(_CAMERA)),
+    'physics': {
+        'timestep': _num(1e-5, 0.1),
+        'control_rate_hz': _num(1.0, 10000.0),
+        'integrator': _one_of('Euler', 'RK4', 'implicit', 'implicitfast'),
+        'cone': _one_of('pyramidal', 'elliptic'),
+        'gravity': _vec(3),
+        'settle_after_release_s': _num(0.0, 60.0),
+        'rest_speed': _num(0.0, 1.0),
+    },
+    'wrench': {
+        'noise_force_n': _num(0.0, 100.0),
+        'noise_torque_nm': _num(0.0, 10.0),
+        'bias_force_n': _vec(3),
+        'bias_torque_nm': _vec(3),
+        'rate_hz': _num(1.0, 10000.0),
+    },
+    'motion': {
+        'cartesian_speed': _num(0.0, 5.0),
+        'approach_speed': _num(0.0, 5.0),
+        'joint_accel_limits': _vec(6, 0.0, 100.0),
+        'joint_jerk_limits': _vec(6, 0.0, 10000.0),
+        'transit_height': _num(0.0, 3.0),
+        'place_clearance': _num(0.0, 1.0),
+        'stack_clearance': _num(0.0, 1.0),
+        'drop_clearance': _num(0.0, 0.1),
+        'reach_tolerance': _num(0.0, 0.5),
+        'settle_seconds': _num(0.0, 60.0),
+    },
+    'episode': {
+        'max_duration_s': _num(1.0, 1e5),
+        'place_retries': _num(0, 20, integer=True),
+        'tolerance': {'xy': _num(0.0, 1.0), 'yaw': _num(0.0, 3.2), 'overhang': _num(0.0, 1.0)},
+    },
+}
+HEURISTIC_TERMS = (
+    'support_ratio',
+    'com_margin',
+    'lowness',
+    'void_fill',
+    'levelness',
+    'peak_penalty',
+    'lateral_proximity',
+    'edge_flush',
+    'seam_break',
+    'overhang',
+    'pallet_com',
+    'reachability',
+    'bridge',
+    'gap_waste',
+)
+BEAM_TERMS = (
+    'support',
+    'tipping_margin',
+    'centered_com',
+    'low_height',
+    'compactness',
+    'regular_surface',
+)
+_WEIGHT = _num(0.0, 100.0)
+_PLANNER = {
+    'schema': _num(1, 1, integer=True),
+    'default': _one_of('heuristic', 'beam', 'grid'),
+    'heuristic': {
+        'cell': _num(0.001, 0.1),
+        'clearance': _num(0.0, 0.5),
+        'support_tol': _num(0.0, 0.05),
+        'proximity_band': _num(0.0, 0.5),
+        'levelness_scale': _num(1e-6, 10.0),
+        'useful_gap': _num(0.0, 1.0),
+        'min_support_ratio': _num(0.0, 1.0),
+        'max_stack_height': _num(0.0, 5.0),
+        'lowness_scale': _num(0.01, 5.0),
+        'tie_eps': _num(0.0, 1.0),
+        'yaws_deg': _list_of(_one_of(0, 90, 180, 270), 1),
+        'allow_unobserved': _bool,
+        'weights': {t: _WEIGHT for t in HEURISTIC_TERMS},
+    },
+    'beam': {
+        'beam_width': _num(1, 1000, integer=True),
+        'lookahead': _num(1, 20, integer=True),
+        'candidates_per_node': _num(1, 10000, integer=True),
+        'minimum_support_ratio': _num(0.0, 1.0),
+        'minimum_tipping_margin': _num(0.0, 1.0),
+        'heightmap_resolution': _vec(2, 1, 1000),
+        'weights': {t: _WEIGHT for t in BEAM_TERMS},
+    },
+    'grid': {'min_support_ratio': _num(0.0, 1.0), 'clearance': _num(0.0, 0.5)},
+}
+_PERCEPTION = {
+    'schema': _num(1, 1, integer=True),
+    'heightmap': {
+        'cameras': _list_of(_text, 1),
+        'cell': _num(0.001, 0.1),
+        'min_upward_nz': _num(0.0, 1.0),
+        'depth_range': _vec(2, 0.0, 100.0),
+        'z_range': _vec(2, -1.0, 10.0),
+        'exclude_robot': _bool,
+        'depth_noise_std': _num(0.0, 0.1),
+    },
+    'detector': {'camera': _text, 'min_confidence': _num(0.0, 1.0)},
+    'gauge': {
+        'samples': _num(1, 10000, integer=True),
+        'still_speed': _num(0.0, 1.0),
+        'still_steps': _num(1, 10000, integer=True),
+        'hidden_limit': _num(0.0, 1.0),
+        'no_payload_kg': _num(0.0, 10.0),
+        'tare_offsets': _list_of(_vec(3, -3.2, 3.2), 3),
+    },
+}
+_STABILITY = {
+    'schema': _num(1, 1, integer=True),
+    'jolts': {
+        'levels_g': _vec(None, 0.0, 5.0),
+        'axes': _list_of(_one_of('x', 'y', 'z'), 1),
+        'duration': _num(0.01, 10.0),
+        'settle_seconds': _num(0.0, 60.0),
+        'hold_seconds': _num(0.0, 60.0),
+        'rest_seconds': _num(0.0, 60.0),
+        'max_shift_m': _num(0.0, 1.0),
+    },
+    'beam': {
+        'width': _num(0.0, 1.0),
+        'height': _num(0.0, 1.0),
+        'settle_seconds': _num(0.0, 60.0),
+        'max_tilt_deg': _num(0.0, 90.0),
+    },
+    'eumos': {
+        'accel_g': _num(0.0, 5.0),
+        'ramp_s': _num(0.0, 1.0),
+        'hold_s': _num(0.0, 10.0),
+        'max_displacement_m': _num(0.0, 1.0),
+    },
+    'transport_accel_g': _num(0.0, 2.0),
+}
+_TELEMETRY = {
+    'schema': _num(1, 1, integer=True),
+    'mode': _one_of('disk', 'remote'),
+    'runs_dir': _text,
+    'bag': {
+        'enabled': _bool,
+        'version': _num(8, 9, integer=True),
+        'compression': _one_of('none', 'zstd'),
+        'topics': _list_of(_text, 1),
+    },
+    'snapshots': {
+        'views': _list_of(_one_of('top', 'side', 'iso', 'camera'), 1),
+        'size': _vec(2, 16, 8192),
+    },
+    'remote': {'timeout_s': _num(0.1, 120.0), 'outbox': _text},
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed records.
+
+
+@dataclass(frozen=True)
+class CartonType:
+    """A declared carton type: full dims [m], mass [kg], true CoG offset [m] from the centre."""
+
+    name: str
+    dims: tuple[float, float, float]
+    mass: float
+    cog_offset: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+    friction: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """Envelope of the random carton generator (ranges are [lo, hi])."""
+
+    length: tuple[float, float]
+    width: tuple[float, float]
+    height: tuple[float, float]
+    volume: tuple[float, float]
+    max_aspect: float
+    density: tuple[float, float]
+    mass: tuple[float, float]
+    max_attempts: int
+    adversarial_fraction: float
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The carton types by name plus the random generator."""
+
+    types: Mapping[str, CartonType]
+    random: RandomSpec
+    friction: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level: its source, load and staging jitter."""
+
+    id: int
+    source: str
+    name: str
+    n: int
+    types: tuple[str, ...]
+    yaw_jitter_deg: float
+    pos_jitter_m: float
+    cog: str
+    loader_jitter: bool
+    decor: str
+    same_load_as: int | None
+
+    @property
+    def load_level(self) -> int:
+        """Level whose draw this level reuses (34 reuses 33: only scenery differs)."""
+        return self.same_load_as if self.same_load_as is not None else self.id
+
+
+@dataclass(frozen=True)
+class Config:
+    """All validated configuration, as loaded from one configs/ folder."""
+
+    root: Path
+    catalogue: Catalogue
+    levels: Mapping[int, Level]
+    default_level: int
+    cell: Mapping[str, Any]
+    planner: Mapping[str, Any]
+    perception: Mapping[str, Any]
+    stability: Mapping[str, Any]
+    telemetry: Mapping[str, Any]
+
+    def level(self, level_id: int) -> Level:
+        """The level with this id, or a ConfigError listing the valid ids."""
+        if level_id not in self.levels:
+            valid = ', '.join(str(i) for i in sorted(self.levels))
+            raise ConfigError(f'level {level_id!r} does not exist; valid levels: {valid}')
+        return self.levels[level_id]
+
+    def levels_of(self, source: str) -> tuple[int, ...]:
+        """Level ids of one source, ascending."""
+        _one_of(*SOURCES)(source, 'source')
+        return tuple(sorted(i for i, lv in self.levels.items() if lv.source == source))
+
+
+def _read_catalogue(doc: Any, where: str) -> Catalogue:
+    rules = {
+        'schema': _num(1, 1, integer=True),
+        'friction': _FRICTION,
+        'types': _map_of(
+            _record(
+                {
+                    'dims': _vec(3, 0.01, 3.0),
+                    'mass': _num(0.01, 100.0),
+                    'cog_offset': _vec(3, -1.0, 1.0),
+                    'rgba': _vec(4, 0.0, 1.0),
+                }
+            )
+        ),
+        'random': {
+            'length': _vec(2, 0.01, 3.0),
+            'width': _vec(2, 0.01, 3.0),
+            'height': _vec(2, 0.01, 3.0),
+            'volume': _vec(2, 0.0, 10.0),
+            'max_aspect': _num(1.0, 100.0),
+            'density': _vec(2, 1.0, 10000.0),
+            'mass': _vec(2, 0.0, 100.0),
+            'max_attempts': _num(1, 10**7, integer=True),
+            'adversarial_fraction': _num(0.0, 1.0),
+        },
+    }
+    d = _record(rules)(doc, where)
+    friction = d['friction']
+    types: dict[str, CartonType] = {}
+    for name, t in d['types'].items():
+        if name == 'random':
+            raise ConfigError(f'types.random: the name random is reserved for the generator')
+        half = [t['dims'][0] / 2, t['dims'][1] / 2, t['dims'][2] / 2]
+        for axis in range(3):
+            if abs(t['cog_offset'][axis]) > half[axis]:
+                raise ConfigError(
+                    f'types.{name}.cog_offset[{axis}] = {t["cog_offset"][axis]!r}; '
+                    f'expected a value inside the box, |x| <= {half[axis]}'
+                )
+        types[name] = CartonType(name, t['dims'], t['mass'], t['cog_offset'], t['rgba'], friction)
+    r = d['random']
+    for key in ('length', 'width', 'height', 'volume', 'density', 'mass'):
+        lo, hi = r[key]
+        if lo > hi:
+            raise ConfigError(f'random.{key} = {list(r[key])!r}; expected [lo, hi] with lo <= hi')
+    return Catalogue(types=types, random=RandomSpec(**r), friction=friction)
+
+
+def _read_levels(doc: Any, where: str, catalogue: Catalogue) -> tuple[dict[int, Level], int]:
+    rules = {
+        'schema': _num(1, 1, integer=True),
+        'default_level': _num(10, 99, integer=True),
+        'levels': _list_of(lambda v, w: v, 1),
+    }
+    d = _record(rules)(doc, where)
+    type_names = [*catalogue.types, 'random']
+    level_rule = _record(
+        {
+            'id': _num(10, 99, integer=True),
+            'source': _one_of(*SOURCES),
+            'name': _text,
+            'n': _num(1, 200, integer=True),
+            'types': _list_of(_text, 1),
+            'yaw_jitter_deg': _num(0.0, 180.0),
+            'pos_jitter_m': _num(0.0, 0.5),
+            'cog': _one_of(*COG_MODES),
+            'loader_jitter': _Opt(_bool, False),
+            'decor': _Opt(_one_of(*DECORS), 'cell'),
+            'same_load_as': _Opt(_num(10, 99, integer=True)),
+        }
+    )
+    levels: dict[int, Level] = {}
+    for i, raw in enumerate(d['levels']):
+        here = f'levels[{i}]'
+        lv = level_rule(raw, here)
+        if lv['id'] in levels:
+            raise ConfigError(f'{here}.id = {lv["id"]!r}; duplicate level id (ids must be unique)')
+        decade = SOURCES[lv['source']]
+        if lv['id'] // 10 != decade:
+            raise ConfigError(
+                f'{here}.id = {lv["id"]!r}; a {lv["source"]} level must be in the {decade}x '
+                f'decade ({decade}0-{decade}9)'
+            )
+        for j, name in enumerate(lv['types']):
+            if name not in type_names:
+                raise ConfigError(
+                    f'{here}.types[{j}] = {name!r}; expected a catalogue type: '
+                    f'{", ".join(type_names)}{close_match(name, type_names)}'
+                )
+        if 'random' in lv['types'] and len(lv['types']) > 1:
+            raise ConfigError(f'{here}.types = {list(lv["types"])!r}; random cannot be mixed')
+        if len(lv['types']) > lv['n']:
+            # A longer list would be truncated and drop whole types (cell-facts §2.2).
+            raise ConfigError(
+                f'{here}.types has {len(lv["types"])} entries but n = {lv["n"]}; expected at '
+                f'most n types'
+            )
+        if lv['source'] != 'truck' and lv['loader_jitter']:
+            raise ConfigError(f'{here}.loader_jitter = true; only truck levels have a loader')
+        levels[lv['id']] = Level(**lv)
+    for lv in levels.values():
+        if lv.same_load_as is not None:
+            twin = levels.get(lv.same_load_as)
+            if twin is None or twin.source != lv.source or twin.same_load_as is not None:
+                raise ConfigError(
+                    f'levels[id={lv.id}].same_load_as = {lv.same_load_as!r}; expected the '
+                    f'id of another {lv.source} level that has its own load'
+                )
+    if d['default_level'] not in levels:
+        raise ConfigError(
+            f'default_level = {d["default_level"]!r}; expected one of '
+            f'{", ".join(str(i) for i in sorted(levels))}'
+        )
+    return levels, d['default_level']
+
+
+def config_dir() -> Path:
+    """The configs/ folder: $PALLETIZER_CONFIG_DIR, the installed share, or the repository's."""
+    env = os.environ.get('PALLETIZER_CONFIG_DIR')
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        for cand in (parent / 'configs', parent / 'share' / 'palletizer' / 'configs'):
+            if (cand / 'levels.yaml').is_file():
+                return cand
+    raise ConfigError(
+        'cannot find the configs folder (levels.yaml); set PALLETIZER_CONFIG_DIR to the '
+        "repository's configs/"
+    )
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        with path.open(encoding='utf-8') as f:
+            return yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(f'{path.name}: file not found in {path.parent}') from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{path.name}: not valid YAML: {exc}') from None
+
+
+def load_config(root: str | os.PathLike[str] | None = None) -> Config:
+    """Load and validate every file in configs/ (or `root`); raise ConfigError on the first problem."""
+    base = Path(root) if root is not None else config_dir()
+    docs = {name: _load_yaml(base / name) for name in CONFIG_FILES}
+    try:
+        catalogue = _read_catalogue(docs['catalogue.yaml'], '')
+    except ConfigError as exc:
+        raise ConfigError(f'catalogue.yaml: {exc}') from None
+    try:
+        levels, default = _read_levels(docs['levels.yaml'], '', catalogue)
+    except ConfigError as exc:
+        raise ConfigError(f'levels.yaml: {exc}') from None
+    free = {
+        'cell.yaml': _CELL,
+        'planner.yaml': _PLANNER,
+        'perception.yaml': _PERCEPTION,
+        'stability.yaml': _STABILITY,
+        'telemetry.yaml': _TELEMETRY,
+    }
+    parsed = {}
+    for name, schema in free.items():
+        try:
+            parsed[name] = _record(schema)(docs[name], '')
+        except ConfigError as exc:
+            raise ConfigError(f'{name}: {exc}') from None
+    cams = parsed['cell.yaml']['cameras']
+    for i, cam in enumerate(parsed['perception.yaml']['heightmap']['cameras']):
+        if cam not in cams:
+            raise ConfigError(
+                f'perception.yaml: heightmap.cameras[{i}] = {cam!r}; expected a camera of '
+                f'cell.yaml: {", ".join(cams)}{close_match(cam, cams)}'
+            )
+    return Config(
+        root=base,
+        catalogue=catalogue,
+        levels=levels,
+        default_level=default,
+        cell=parsed['cell.yaml'],
+        planner=parsed['planner.yaml'],
+        perception=parsed['perception.yaml'],
+        stability=parsed['stability.yaml'],
+        telemetry=parsed['telemetry.yaml'],
+    )

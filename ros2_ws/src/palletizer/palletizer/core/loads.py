@@ -1,0 +1,147 @@
+"""Level loads: which cartons a (level, seed) brings, drawn with counter-based randomness."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from palletizer.core.config import Catalogue, Config, Level, load_config
+from palletizer.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from palletizer.core.contracts import PackageSpec
+
+__all__ = ['CartonDraw', 'draw_carton', 'draw_load', 'staging_jitter']
+
+# Stream ids keep the draws for different purposes independent of each other.
+_STREAM_ORDER = 1
+_STREAM_CARTON = 2
+_STREAM_STAGING = 3
+
+
+def _rng(*key: int) -> np.random.Generator:
+    """A generator keyed by a tuple of non-negative ints: the same key gives the same stream."""
+    return np.random.default_rng(np.random.SeedSequence([int(k) for k in key]))
+
+
+@dataclass(frozen=True)
+class CartonDraw:
+    """One carton of a load: true size [m], mass [kg] and CoG offset [m] in the package frame."""
+
+    index: int
+    package_id: str
+    type_name: str
+    dims: tuple[float, float, float]
+    mass: float
+    cog_offset: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+    friction: tuple[float, float, float]
+
+    @property
+    def spec(self) -> PackageSpec:
+        """The true PackageSpec (what an oracle gauge would report)."""
+        from palletizer.core.contracts import PackageSpec
+
+        return PackageSpec(
+            package_id=self.package_id,
+            type_name=self.type_name,
+            dims_m=np.asarray(self.dims, dtype=float),
+            mass_kg=self.mass,
+            cog_offset_m=np.asarray(self.cog_offset, dtype=float),
+        )
+
+
+@lru_cache(maxsize=4)
+def _default_config() -> Config:
+    return load_config()
+
+
+def _type_order(level: Level, seed: int, index: int) -> str:
+    """Declared lists are shuffled and walked, batch by batch: each type appears as listed."""
+    batch, pos = divmod(index, len(level.types))
+    order = _rng(_STREAM_ORDER, level.load_level, seed, batch).permutation(len(level.types))
+    return level.types[int(order[pos])]
+
+
+def _random_dims(cat: Catalogue, rng: np.random.Generator) -> tuple[tuple[float, ...], float]:
+    r = cat.random
+    for _ in range(r.max_attempts):
+        length, width = rng.uniform(*r.length), rng.uniform(*r.width)
+        length, width = max(length, width), min(length, width)
+        height = rng.uniform(*r.height)
+        volume = length * width * height
+        mass = rng.uniform(*r.density) * volume
+        if not r.volume[0] <= volume <= r.volume[1]:
+            continue
+        if length > r.max_aspect * height or not r.mass[0] <= mass <= r.mass[1]:
+            continue
+        return (round(length, 3), round(width, 3), round(height, 3)), round(mass, 3)
+    raise ConfigError(
+        f'catalogue.yaml: random: no carton satisfied the envelope in {r.max_attempts} draws'
+    )
+
+
+def draw_carton(
+    level_id: int, seed: int, index: int, attempt: int = 0, config: Config | None = None
+) -> CartonDraw:
+    """Carton `index` of (level, seed); depends on nothing drawn for other cartons."""
+    cfg = config or _default_config()
+    level = cfg.level(level_id)
+    if not 0 <= index < level.n:
+        raise ConfigError(f'carton index {index} out of range for level {level_id} (n = {level.n})')
+    if seed < 0 or attempt < 0:
+        raise ConfigError(f'seed and attempt must be >= 0; got seed={seed}, attempt={attempt}')
+    cat = cfg.catalogue
+    rng = _rng(_STREAM_CARTON, level.load_level, seed, index, attempt)
+    type_name = _type_order(level, seed, index)
+    palette = [t.rgba for t in cat.types.values()]
+    if type_name == 'random':
+        dims, mass = _random_dims(cat, rng)
+        catalogue_cog = (0.0, 0.0, 0.0)
+        rgba = palette[index % len(palette)]
+    else:
+        t = cat.types[type_name]
+        dims, mass, catalogue_cog, rgba = t.dims, t.mass, t.cog_offset, t.rgba
+    if level.cog == 'centred':
+        cog = (0.0, 0.0, 0.0)
+    elif level.cog == 'catalogue':
+        cog = tuple(catalogue_cog)
+    else:
+        # Adversarial: push every CoG to the envelope edge with random signs, and low (cell-facts §1.4).
+        f = cat.random.adversarial_fraction
+        sx, sy = rng.choice((-1.0, 1.0), size=2)
+        cog = (sx * f * dims[0] / 2, sy * f * dims[1] / 2, -f * dims[2] / 2)
+    return CartonDraw(
+        index=index,
+        package_id=f'{type_name}-{index:02d}',
+        type_name=type_name,
+        dims=tuple(float(x) for x in dims),
+        mass=float(mass),
+        cog_offset=tuple(float(x) for x in cog),
+        rgba=tuple(float(x) for x in rgba),
+        friction=cat.friction,
+    )
+
+
+def draw_load(level_id: int, seed: int, config: Config | None = None) -> list[CartonDraw]:
+    """All cartons of (level, seed), in arrival order (attempt 0)."""
+    cfg = config or _default_config()
+    return [draw_carton(level_id, seed, i, 0, cfg) for i in range(cfg.level(level_id).n)]
+
+
+def staging_jitter(
+    level_id: int, seed: int, index: int, attempt: int = 0, config: Config | None = None
+) -> tuple[float, float, float]:
+    """Staging offset (dx [m], dy [m], dyaw [rad]) of carton `index`, uniform in +-jitter."""
+    cfg = config or _default_config()
+    level = cfg.level(level_id)
+    rng = _rng(_STREAM_STAGING, level.load_level, seed, index, attempt)
+    j = level.pos_jitter_m
+    dx, dy = rng.uniform(-j, j, size=2) if j > 0 else (0.0, 0.0)
+    yj = math.radians(level.yaw_jitter_deg)
+    dyaw = rng.uniform(-yj, yj) if yj > 0 else 0.0
+    return float(dx), float(dy), float(dyaw)
