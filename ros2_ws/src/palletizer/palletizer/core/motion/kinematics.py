@@ -1,0 +1,394 @@
+"""UR10e kinematics: DH forward kinematics, analytic IK (all 8 branches) and branch selection."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+import ur_analytic_ik
+
+from palletizer.core.motion.errors import MotionError
+
+__all__ = [
+    'DH',
+    'Frame',
+    'HOME_Q',
+    'JointLimits',
+    'UR10eKinematics',
+    'branch_family',
+    'fk_dh',
+    'ik_batch',
+    'tool_down',
+    'tool_down_batch',
+    'yaw_of',
+]
+
+TWO_PI = 2.0 * math.pi
+
+# Official UR10e DH (mujoco-notes.md "UR10e"); d6 ends at the flange.
+DH = {
+    'd1': 0.1807,
+    'a2': -0.6127,
+    'a3': -0.57155,
+    'd4': 0.17415,
+    'd5': 0.11985,
+    'd6': 0.11655,
+}
+_D = np.array([DH['d1'], 0.0, 0.0, DH['d4'], DH['d5'], DH['d6']])
+_A = np.array([0.0, DH['a2'], DH['a3'], 0.0, 0.0, 0.0])
+_ALPHA = np.array([math.pi / 2, 0.0, 0.0, math.pi / 2, -math.pi / 2, 0.0])
+
+# IK seed / home, tool vertical (cell-facts §3.1).
+HOME_Q = (-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0)
+
+# Tool pointing straight down with yaw 0: tool x = world x, tool y = -world y (cell-facts §3.1).
+_R_TOOL_DOWN = np.diag([1.0, -1.0, -1.0])
+
+
+class Frame(Enum):
+    """Frame a Cartesian pose is expressed in."""
+
+    WORLD = 'world'
+    BASE = 'base'
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Joint position [rad], speed [rad/s], acceleration [rad/s^2] and jerk [rad/s^3] limits.
+
+    Position and speed: UR10e datasheet (cell-facts §3.1, mujoco-notes "Limits"): +-2 pi, elbow
+    +-pi; 120/120/180/180/180/180 deg/s. UR publishes no acceleration limit: 5 rad/s^2 is the ROS
+    description's placeholder (mujoco-notes), kept as the default. Jerk 50 rad/s^3 is chosen (a
+    0.1 s ramp to full acceleration), not measured; both match configs/cell.yaml `motion`.
+    """
+
+    lower: tuple[float, ...] = (-TWO_PI, -TWO_PI, -math.pi, -TWO_PI, -TWO_PI, -TWO_PI)
+    upper: tuple[float, ...] = (TWO_PI, TWO_PI, math.pi, TWO_PI, TWO_PI, TWO_PI)
+    velocity: tuple[float, ...] = tuple(math.radians(v) for v in (120, 120, 180, 180, 180, 180))
+    acceleration: tuple[float, ...] = (5.0,) * 6
+    jerk: tuple[float, ...] = (50.0,) * 6
+
+    def __post_init__(self) -> None:
+        for name in ('lower', 'upper', 'velocity', 'acceleration', 'jerk'):
+            value = getattr(self, name)
+            if len(value) != 6 or not all(math.isfinite(v) for v in value):
+                raise MotionError(f'JointLimits.{name} = {value!r}; expected 6 finite numbers')
+        for name in ('velocity', 'acceleration', 'jerk'):
+            if min(getattr(self, name)) <= 0:
+                raise MotionError(
+                    f'JointLimits.{name} = {getattr(self, name)!r}; expected all > 0'
+                )
+        if any(lo >= hi for lo, hi in zip(self.lower, self.upper, strict=True)):
+            raise MotionError(
+                f'JointLimits.lower {self.lower!r} must be below upper {self.upper!r}'
+            )
+
+    def within(self, q: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """True where every joint of q (..., 6) lies inside [lower, upper]."""
+        q = np.asarray(q, dtype=float)
+        lo = np.asarray(self.lower) - tol
+        hi = np.asarray(self.upper) + tol
+        return np.all((q >= lo) & (q <= hi), axis=-1)
+
+
+def _dh_matrices(q: np.ndarray) -> np.ndarray:
+    """Per-joint DH transforms (n, 6, 4, 4) for joint angles q (n, 6)."""
+    ct, st = np.cos(q), np.sin(q)
+    ca, sa = np.cos(_ALPHA), np.sin(_ALPHA)
+    n = q.shape[0]
+    m = np.zeros((n, 6, 4, 4))
+    m[..., 0, 0] = ct
+    m[..., 0, 1] = -st * ca
+    m[..., 0, 2] = st * sa
+    m[..., 0, 3] = _A * ct
+    m[..., 1, 0] = st
+    m[..., 1, 1] = ct * ca
+    m[..., 1, 2] = -ct * sa
+    m[..., 1, 3] = _A * st
+    m[..., 2, 1] = sa
+    m[..., 2, 2] = ca
+    m[..., 2, 3] = _D
+    m[..., 3, 3] = 1.0
+    return m
+
+
+def _dh_single(theta: np.ndarray, i: int) -> np.ndarray:
+    """DH transform (n, 4, 4) of joint i for angles theta (n,)."""
+    ct, st = np.cos(theta), np.sin(theta)
+    ca, sa = math.cos(_ALPHA[i]), math.sin(_ALPHA[i])
+    m = np.zeros((theta.shape[0], 4, 4))
+    m[:, 0, 0], m[:, 0, 1], m[:, 0, 2], m[:, 0, 3] = ct, -st * ca, st * sa, _A[i] * ct
+    m[:, 1, 0], m[:, 1, 1], m[:, 1, 2], m[:, 1, 3] = st, ct * ca, -ct * sa, _A[i] * st
+    m[:, 2, 1], m[:, 2, 2], m[:, 2, 3] = sa, ca, _D[i]
+    m[:, 3, 3] = 1.0
+    return m
+
+
+def _rigid_inv(t: np.ndarray) -> np.ndarray:
+    """Inverse of rigid transforms (n, 4, 4) without a general matrix inverse."""
+    out = np.zeros_like(t)
+    rt = np.swapaxes(t[:, :3, :3], 1, 2)
+    out[:, :3, :3] = rt
+    out[:, :3, 3] = -np.einsum('nij,nj->ni', rt, t[:, :3, 3])
+    out[:, 3, 3] = 1.0
+    return out
+
+
+def fk_dh(q: np.ndarray) -> np.ndarray:
+    """T_base_flange from the DH table, numpy only: q (..., 6) [rad] -> (..., 4, 4) [m]."""
+    q = np.asarray(q, dtype=float)
+    flat = q.reshape(-1, 6)
+    m = _dh_matrices(flat)
+    t = m[:, 0]
+    for i in range(1, 6):
+        t = t @ m[:, i]
+    return t.reshape(q.shape[:-1] + (4, 4))
+
+
+def _wrap(a: np.ndarray) -> np.ndarray:
+    """Angles wrapped to [-pi, pi)."""
+    return (a + math.pi) % TWO_PI - math.pi
+
+
+def ik_batch(
+    T_base_flange: np.ndarray, branches: tuple[int, ...] = tuple(range(8))
+) -> tuple[np.ndarray, np.ndarray]:
+    """Analytic IK branches for many flange poses at once (numpy, no Python loop over poses).
+
+    T_base_flange: (n, 4, 4). Returns (q (n, 8, 6) [rad] wrapped to [-pi, pi), valid (n, 8));
+    branches not listed in `branches` come back NaN and invalid (solving one branch is 8x
+    cheaper when a path follows a known branch).
+    Branch index b = 4 * shoulder + 2 * wrist + elbow; the same index is the same analytic
+    branch for every pose, so following one index along a smooth path stays continuous away from
+    singularities. Closed form after Hawkins, "Analytic inverse kinematics for the Universal
+    Robots UR-5/UR-10 arms" (2013); cross-checked against ur_analytic_ik in the tests.
+    """
+    T = np.asarray(T_base_flange, dtype=float).reshape(-1, 4, 4)
+    n = T.shape[0]
+    a2, a3, d4, d6 = DH['a2'], DH['a3'], DH['d4'], DH['d6']
+    q = np.full((n, 8, 6), np.nan)
+    valid = np.zeros((n, 8), dtype=bool)
+    wanted = set(branches)
+    p06 = T[:, :3, 3]
+    p05 = p06 - d6 * T[:, :3, 2]
+    r05 = np.hypot(p05[:, 0], p05[:, 1])
+    c1 = np.divide(d4, r05, out=np.full(n, np.inf), where=r05 > 0)
+    ok1 = np.abs(c1) <= 1.0
+    phi = np.arccos(np.clip(c1, -1.0, 1.0))
+    psi = np.arctan2(p05[:, 1], p05[:, 0])
+    r00, r01, r10, r11 = T[:, 0, 0], T[:, 0, 1], T[:, 1, 0], T[:, 1, 1]
+    for s, s_sign in enumerate((1.0, -1.0)):
+        q1 = psi + s_sign * phi + math.pi / 2
+        s1, c1_ = np.sin(q1), np.cos(q1)
+        c5 = (p06[:, 0] * s1 - p06[:, 1] * c1_ - d4) / d6
+        ok5 = np.abs(c5) <= 1.0
+        for w, w_sign in enumerate((1.0, -1.0)):
+            if not wanted & {4 * s + 2 * w, 4 * s + 2 * w + 1}:
+                continue
+            q5 = w_sign * np.arccos(np.clip(c5, -1.0, 1.0))
+            s5 = np.sin(q5)
+            # Wrist singularity (s5 = 0): q6 is free; pick 0 rather than dividing by zero.
+            safe = np.abs(s5) > 1e-12
+            s5s = np.where(safe, s5, 1.0)
+            q6 = np.where(
+                safe,
+                np.arctan2((-r01 * s1 + r11 * c1_) / s5s, (r00 * s1 - r10 * c1_) / s5s),
+                0.0,
+            )
+            # T14 = inv(T01) T06 inv(T45 T56): reduce the problem to the planar 3R chain.
+            t01 = _dh_single(q1, 0)
+            t46 = _dh_single(q5, 4) @ _dh_single(q6, 5)
+            t14 = _rigid_inv(t01) @ T @ _rigid_inv(t46)
+            p13 = t14[:, :3, 3] - d4 * t14[:, :3, 1]
+            r13 = np.hypot(p13[:, 0], p13[:, 1])
+            c3 = (r13**2 - a2**2 - a3**2) / (2.0 * a2 * a3)
+            ok3 = np.abs(c3) <= 1.0
+            for e, e_sign in enumerate((1.0, -1.0)):
+                if 4 * s + 2 * w + e not in wanted:
+                    continue
+                q3 = e_sign * np.arccos(np.clip(c3, -1.0, 1.0))
+                r13s = np.where(r13 > 1e-12, r13, 1.0)
+                q2 = -np.arctan2(p13[:, 1], -p13[:, 0]) + np.arcsin(
+                    np.clip(a3 * np.sin(q3) / r13s, -1.0, 1.0)
+                )
+                # T34 = inv(T12 T23) T14 -> q4 is the remaining planar rotation.
+                q4 = np.arctan2(t14[:, 1, 0], t14[:, 0, 0]) - q2 - q3
+                b = 4 * s + 2 * w + e
+                q[:, b] = np.stack([q1, q2, q3, q4, q5, q6], axis=1)
+                valid[:, b] = ok1 & ok5 & ok3
+    # q3 and q5 come from arccos and q6 from arctan2: only q1, q2, q4 can leave [-pi, pi).
+    q[..., [0, 1, 3]] = _wrap(q[..., [0, 1, 3]])
+    return q, valid
+
+
+def branch_family(q: np.ndarray) -> np.ndarray:
+    """True where q (..., 6) is elbow-up and wrist-not-flipped (the working family).
+
+    In the arm plane the wrist centre sits at r_w = a2 cos q2 + a3 cos(q2 + q3) along frame 1's
+    x axis. Elbow-up: the elbow lies above the shoulder-wrist line, which works out to
+    sin(q3) * r_w < 0. Wrist not flipped: the joint-5 axis points away from the base along the
+    reach direction (as at home), i.e. sin(q2 + q3 + q4) * r_w > 0. Both hold at HOME_Q.
+    """
+    q = np.asarray(q, dtype=float)
+    q2, q3, q4 = q[..., 1], q[..., 2], q[..., 3]
+    r_w = DH['a2'] * np.cos(q2) + DH['a3'] * np.cos(q2 + q3)
+    elbow_up = np.sin(q3) * r_w < 0.0
+    wrist_ok = np.sin(q2 + q3 + q4) * r_w > 0.0
+    return elbow_up & wrist_ok
+
+
+def tool_down(x: float, y: float, z: float, yaw: float) -> np.ndarray:
+    """T_world_tcp (4, 4) for a tool pointing straight down: rot_z(yaw) @ diag(1, -1, -1)."""
+    return tool_down_batch(np.array([x]), np.array([y]), np.array([z]), np.array([yaw]))[0]
+
+
+def tool_down_batch(x: np.ndarray, y: np.ndarray, z: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Vectorised tool_down: arrays (n,) [m], [rad] -> (n, 4, 4)."""
+    x, y, z, yaw = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, y, z, yaw)))
+    n = x.size
+    c, s = np.cos(yaw.ravel()), np.sin(yaw.ravel())
+    T = np.zeros((n, 4, 4))
+    # rot_z(yaw) @ diag(1, -1, -1)
+    T[:, 0, 0], T[:, 0, 1] = c, s
+    T[:, 1, 0], T[:, 1, 1] = s, -c
+    T[:, 2, 2] = -1.0
+    T[:, 0, 3], T[:, 1, 3], T[:, 2, 3] = x.ravel(), y.ravel(), z.ravel()
+    T[:, 3, 3] = 1.0
+    return T
+
+
+def yaw_of(T: np.ndarray) -> np.ndarray:
+    """Yaw [rad] of tool-down pose(s) T (..., 4, 4): the heading of the tool x axis."""
+    T = np.asarray(T, dtype=float)
+    return np.arctan2(T[..., 1, 0], T[..., 0, 0])
+
+
+def _translation(x: float, y: float, z: float) -> np.ndarray:
+    t = np.eye(4)
+    t[:3, 3] = (x, y, z)
+    return t
+
+
+def _rot_z(yaw: float) -> np.ndarray:
+    t = np.eye(4)
+    c, s = math.cos(yaw), math.sin(yaw)
+    t[:2, :2] = ((c, -s), (s, c))
+    return t
+
+
+@dataclass(frozen=True)
+class UR10eKinematics:
+    """The UR10e on its pedestal with the VGP20 tool: frames, FK, IK and branch choice.
+
+    base_xyz: world position of the DH base frame [m] (cell-facts §3.1).
+    base_yaw: rotation of the DH base frame about world Z [rad]. The MuJoCo base body carries
+      quat (0, 0, 0, -1), and the Menagerie/ROS base body is itself rotated 180 deg from the DH
+      base frame (mujoco-notes "Kinematic chain"); the two cancel, so the DH base is
+      axis-aligned with the world. Check: the reference sweep puts pan -90 / lift -120 at
+      x = 0.426 m over the pallet (cell-facts §3.1), which this frame reproduces.
+    tcp_offset: flange to cup faces along the tool axis [m] (VGP20 body height, §3.10).
+    weights: per-joint weights of the branch-selection distance; the inverse joint speed limits,
+      so the nearest branch is the one the arm reaches soonest.
+    """
+
+    base_xyz: tuple[float, float, float] = (0.60, -0.72, 0.48)
+    base_yaw: float = 0.0
+    tcp_offset: float = 0.092
+    limits: JointLimits = field(default_factory=JointLimits)
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.tcp_offset < 1.0):
+            raise MotionError(f'tcp_offset = {self.tcp_offset!r}; expected 0 <= value < 1 m')
+        if self.weights is not None and (len(self.weights) != 6 or min(self.weights) <= 0):
+            raise MotionError(f'weights = {self.weights!r}; expected 6 positive numbers')
+
+    # Frames -----------------------------------------------------------------------------------
+    @property
+    def T_world_base(self) -> np.ndarray:
+        """World <- DH base (4, 4)."""
+        return _translation(*self.base_xyz) @ _rot_z(self.base_yaw)
+
+    @property
+    def T_flange_tcp(self) -> np.ndarray:
+        """Flange <- TCP (4, 4): a pure offset along the tool axis (tool x = flange x)."""
+        return _translation(0.0, 0.0, self.tcp_offset)
+
+    @property
+    def joint_weights(self) -> np.ndarray:
+        w = self.weights if self.weights is not None else 1.0 / np.asarray(self.limits.velocity)
+        return np.asarray(w, dtype=float)
+
+    # FK ---------------------------------------------------------------------------------------
+    def fk(self, q: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:
+        """TCP pose for joints q (..., 6) [rad]: T_world_tcp or T_base_tcp (..., 4, 4) [m]."""
+        T = fk_dh(q) @ self.T_flange_tcp
+        return self.T_world_base @ T if frame is Frame.WORLD else T
+
+    def to_base_flange(self, T_tcp: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:
+        """T_base_flange (..., 4, 4) for TCP pose(s) given in `frame`."""
+        T = np.asarray(T_tcp, dtype=float)
+        if frame is Frame.WORLD:
+            T = np.linalg.inv(self.T_world_base) @ T
+        return T @ np.linalg.inv(self.T_flange_tcp)
+
+    # IK ---------------------------------------------------------------------------------------
+    def ik_all(self, T_tcp: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:
+        """Every IK solution (k, 6) [rad] in [-pi, pi) that lies within the joint limits.
+
+        Uses ur_analytic_ik (up to 8 branches); k = 0 when the pose is out of reach.
+        """
+        T_bf = np.ascontiguousarray(self.to_base_flange(T_tcp, frame))
+        sols = ur_analytic_ik.ur10e.inverse_kinematics(T_bf)
+        if not sols:
+            return np.zeros((0, 6))
+        q = _wrap(np.array(sols))
+        q = q[np.all(np.isfinite(q), axis=1)]
+        return q[self.limits.within(q)]
+
+    def resolve_turns(self, q: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
+        """Per joint, the 2 pi equivalent of q (..., 6) nearest q_ref that stays within limits.
+
+        Where no equivalent is within limits the joint is returned as NaN.
+        """
+        q = np.asarray(q, dtype=float)
+        q_ref = np.asarray(q_ref, dtype=float)
+        k = np.round((q_ref - q) / TWO_PI)
+        best = np.full(np.broadcast_shapes(q.shape, q_ref.shape), np.nan)
+        best_d = np.full(best.shape, np.inf)
+        lo, hi = np.asarray(self.limits.lower), np.asarray(self.limits.upper)
+        for dk in (-1.0, 0.0, 1.0):
+            cand = q + (k + dk) * TWO_PI
+            ok = (cand >= lo - 1e-9) & (cand <= hi + 1e-9)
+            d = np.where(ok, np.abs(cand - q_ref), np.inf)
+            better = d < best_d
+            best = np.where(better, cand, best)
+            best_d = np.where(better, d, best_d)
+        return best
+
+    def select_nearest(self, candidates: np.ndarray, q_ref: np.ndarray) -> np.ndarray | None:
+        """From IK candidates (k, 6), the in-family one nearest q_ref, or None.
+
+        Distance: weighted Euclidean (joint_weights) after resolving 2 pi equivalents.
+        """
+        if len(candidates) == 0:
+            return None
+        cand = self.resolve_turns(candidates, np.asarray(q_ref, dtype=float)[None, :])
+        ok = np.all(np.isfinite(cand), axis=1) & branch_family(cand)
+        if not np.any(ok):
+            return None
+        cand = cand[ok]
+        d = np.sqrt((((cand - q_ref) * self.joint_weights) ** 2).sum(axis=1))
+        return cand[int(np.argmin(d))]
+
+    def ik_nearest(
+        self, T_tcp: np.ndarray, q_ref: np.ndarray, frame: Frame = Frame.WORLD
+    ) -> np.ndarray | None:
+        """The in-family IK solution (6,) nearest q_ref (weighted), or None when unreachable."""
+        return self.select_nearest(self.ik_all(T_tcp, frame), np.asarray(q_ref, dtype=float))
+
+    def ik_batch_world(self, T_world_tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """ik_batch for TCP poses in the world frame: (n, 4, 4) -> (q (n, 8, 6), valid (n, 8))."""
+        return ik_batch(self.to_base_flange(T_world_tcp, Frame.WORLD))
