@@ -1,0 +1,239 @@
+"""Scene assembly: floor, robot on its pedestal, gripper, pallet, a source, cartons, lights."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import mujoco
+
+from palletizer.core.errors import PalletizerError
+from palletizer.sim.cameras import CAMERAS, CameraSpec, cameras_xml
+from palletizer.sim.gripper import GripperParams, gripper_body_xml, gripper_defaults_xml
+from palletizer.sim.pallet import PalletParams, beam_xml, pallet_equality_xml, pallet_xml
+from palletizer.sim.robot import (
+    ArmParams,
+    arm_actuators_xml,
+    arm_body_xml,
+    arm_defaults_xml,
+)
+from palletizer.sim.wrench import ft_sensors_xml
+
+__all__ = [
+    'CartonPlacement',
+    'SceneError',
+    'SceneOptions',
+    'build_scene_xml',
+    'compile_scene',
+    'package_indices',
+]
+
+
+class SceneError(PalletizerError):
+    """The scene did not compile, or MuJoCo warned while compiling or stepping it."""
+
+
+class _CartonLike(Protocol):
+    index: int
+    package_id: str
+    dims: tuple[float, float, float]
+    mass: float
+    cog_offset: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+    friction: tuple[float, float, float]
+
+
+class _SceneSource(Protocol):
+    def scenery_xml(self) -> str: ...
+    def cartons_xml(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class CartonPlacement:
+    """A carton placed directly in the scene: draw-like record, position [m], quat (w x y z)."""
+
+    draw: Any
+    pos: tuple[float, float, float]
+    quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class SceneOptions:
+    """Physics and model parameters of the cell; defaults from configs/cell.yaml `physics`."""
+
+    timestep: float = 0.002
+    integrator: str = 'implicitfast'
+    cone: str = 'elliptic'  # creeps less and runs faster with 20 cartons (mujoco-notes)
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    njmax: int = 4000  # reference buffers (cell-facts §3.9)
+    nconmax: int = 800
+    arm: ArmParams = ArmParams()
+    gripper: GripperParams = GripperParams()
+    pallet: PalletParams = PalletParams()
+    cameras: tuple[CameraSpec, ...] = field(default_factory=lambda: CAMERAS)
+    # Suction weld stiffness: 2 x timestep; measured slip < 0.05 mm at 2 m/s^2 with 5 kg
+    # (mujoco-notes "Suction").
+    suction_solref: tuple[float, float] = (0.004, 1.0)
+
+
+_PACKAGE_RE = re.compile(r'<body\b[^>]*\bname="package_(\d+)"')
+
+
+def package_indices(xml: str) -> list[int]:
+    """Indices i of every `package_{i}` body declared in `xml`, ascending."""
+    return sorted({int(m) for m in _PACKAGE_RE.findall(xml)})
+
+
+def _fmt(v: Sequence[float]) -> str:
+    return ' '.join(f'{float(x):.10g}' for x in v)
+
+
+def _carton_xml(draw: _CartonLike, pos: Sequence[float], quat: Sequence[float]) -> str:
+    """A carton body following the sim layout contract (sim/cartons.py provides the real one)."""
+    try:
+        from palletizer.sim.cartons import carton_body_xml
+    except ImportError:
+        carton_body_xml = None
+    if carton_body_xml is not None:
+        return carton_body_xml(draw, tuple(pos), tuple(quat))
+    i = draw.index
+    L, W, H = draw.dims
+    m = draw.mass
+    inertia = (m * (W * W + H * H) / 12, m * (L * L + H * H) / 12, m * (L * L + W * W) / 12)
+    return f"""
+    <body name="package_{i}" pos="{_fmt(pos)}" quat="{_fmt(quat)}">
+      <joint name="package_joint_{i}" type="free"/>
+      <inertial pos="{_fmt(draw.cog_offset)}" mass="{m:.10g}" diaginertia="{_fmt(inertia)}"/>
+      <geom name="package_geom_{i}" class="carton" size="{_fmt((L / 2, W / 2, H / 2))}"
+            rgba="{_fmt(draw.rgba)}" friction="{_fmt(draw.friction)}"/>
+      <site name="package_lid_{i}" pos="0 0 {H / 2:.10g}" size="0.005" group="4"/>
+    </body>"""
+
+
+def _defaults_xml(opts: SceneOptions) -> str:
+    return f"""
+  <default>{arm_defaults_xml()}{gripper_defaults_xml()}
+    <default class="solid">
+      <!-- furniture and pallet: touch cartons (1) and the arm (2) -->
+      <geom contype="3" conaffinity="3" group="0" friction="0.9 0.01 0.001"/>
+    </default>
+    <default class="carton">
+      <!-- cartons touch cartons, furniture and the pallet, never the arm (cell-facts §1.2) -->
+      <geom type="box" contype="1" conaffinity="1" group="1" density="0"
+            friction="0.95 0.01 0.001"/>
+    </default>
+    <default class="decor">
+      <geom contype="0" conaffinity="0" group="2" density="0"/>
+    </default>
+  </default>"""
+
+
+def _lights_xml() -> str:
+    # Cell decor lighting of the reference rig (cell-facts §3.8): overhead directional, spot over
+    # the pick station and a shallow fill that lifts the side view without saturating the top.
+    return """
+    <light name="overhead" directional="true" pos="0.60 -0.40 4.00" dir="0 0 -1"
+           diffuse="0.35 0.35 0.35" castshadow="false"/>
+    <light name="station_spot" pos="-0.20 -0.66 2.20" dir="0 0 -1" diffuse="0.35 0.35 0.35"
+           castshadow="false"/>
+    <light name="fill" directional="true" pos="0 0 3" dir="-0.55 0.62 -0.28"
+           diffuse="1.10 1.10 1.12" castshadow="false"/>"""
+
+
+def build_scene_xml(
+    source: _SceneSource | None = None,
+    cartons: Sequence[CartonPlacement] = (),
+    options: SceneOptions = SceneOptions(),
+) -> str:
+    """The full cell MJCF: robot first (so the `home` key covers its joints), then the world.
+
+    `source` contributes its furniture and cartons; `cartons` places extra cartons directly (test
+    scenes). One inactive weld `suction_{i}` (gripper <-> package_i) is declared per carton.
+    """
+    o = options
+    cartons_xml = ''.join(_carton_xml(c.draw, c.pos, c.quat) for c in cartons)
+    scenery = ''
+    if source is not None:
+        scenery = source.scenery_xml()
+        cartons_xml = source.cartons_xml() + cartons_xml
+    indices = package_indices(cartons_xml)
+    sr = _fmt(o.suction_solref)
+    welds = '\n'.join(
+        f'    <weld name="suction_{i}" body1="gripper" body2="package_{i}" active="false" '
+        f'solref="{sr}" torquescale="1"/>'
+        for i in indices
+    )
+    tool = gripper_body_xml(o.gripper)
+    return f"""<mujoco model="palletizer_cell">
+  <compiler angle="radian" autolimits="true"/>
+  <option timestep="{o.timestep}" integrator="{o.integrator}" cone="{o.cone}"
+          gravity="{_fmt(o.gravity)}"/>
+  <size njmax="{o.njmax}" nconmax="{o.nconmax}"/>
+  <visual>
+    <global offwidth="1280" offheight="960"/>
+    <quality shadowsize="2048"/>
+    <headlight diffuse="0.30 0.30 0.30" ambient="0.22 0.22 0.22" specular="0.03 0.03 0.03"/>
+  </visual>
+  <asset>
+    <texture name="floor_tex" type="2d" builtin="checker" width="512" height="512"
+             rgb1="0.42 0.43 0.45" rgb2="0.36 0.37 0.39"/>
+    <material name="floor_mat" texture="floor_tex" texrepeat="12 12"/>
+  </asset>{_defaults_xml(o)}
+  <worldbody>{arm_body_xml(tool, o.arm)}
+    <!-- floor friction 1.0 (cell-facts §3.9) -->
+    <geom name="floor" class="solid" type="plane" size="6 6 0.05" material="floor_mat"
+          friction="1.0 0.01 0.001"/>{_lights_xml()}{pallet_xml(o.pallet)}{beam_xml(o.pallet)}
+{cameras_xml(o.cameras)}
+{scenery}
+{cartons_xml}
+  </worldbody>
+  <contact>
+    <exclude body1="world" body2="pallet"/>
+  </contact>
+  <equality>
+{pallet_equality_xml()}
+{welds}
+  </equality>
+  <actuator>
+{arm_actuators_xml(o.arm)}
+  </actuator>
+  <sensor>{ft_sensors_xml()}
+  </sensor>
+  <keyframe>
+    <key name="home" qpos="{_fmt(o.arm.home)}"/>
+  </keyframe>
+</mujoco>"""
+
+
+def compile_scene(xml: str, *, check_steps: int = 0) -> mujoco.MjModel:
+    """Compile `xml`; raise SceneError on a compile error or on any MuJoCo warning.
+
+    With `check_steps` > 0 the model is also stepped that many times from its `home` key and any
+    runtime warning (contact buffer full, bad qacc, ...) is an error too.
+    """
+    warnings: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(warnings.append)
+    try:
+        try:
+            model = mujoco.MjModel.from_xml_string(xml)
+        except ValueError as exc:
+            raise SceneError(f'scene does not compile: {exc}') from exc
+        if check_steps > 0:
+            data = mujoco.MjData(model)
+            mujoco.mj_resetDataKeyframe(model, data, 0)
+            mujoco.mj_step(model, data, check_steps)
+            counts = {
+                mujoco.mjtWarning(k).name: int(data.warning[k].number)
+                for k in range(len(data.warning))
+                if data.warning[k].number
+            }
+            if counts:
+                warnings.append(f'runtime warnings {counts}')
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    if warnings:
+        raise SceneError('MuJoCo warned: ' + '; '.join(warnings))
+    return model
