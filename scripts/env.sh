@@ -17,7 +17,12 @@ if [ -d "$_pz_install" ]; then
     [ -d "$_pz_pkg/lib" ] && _pz_libs="$_pz_pkg/lib:$_pz_libs"
     _pz_ament="$_pz_pkg:${_pz_ament:-}"
     for _pz_py in "$_pz_pkg"/lib/python3*/site-packages; do
-      [ -d "$_pz_py" ] && _pz_pypath="$_pz_py:${_pz_pypath:-}"
+      [ -d "$_pz_py" ] || continue
+      _pz_pypath="$_pz_py:${_pz_pypath:-}"
+      # colcon --symlink-install leaves ament_python packages as egg-links to the build folder.
+      for _pz_link in "$_pz_py"/*.egg-link; do
+        [ -f "$_pz_link" ] && _pz_pypath="$(head -n 1 "$_pz_link"):$_pz_pypath"
+      done
     done
   done
 fi
@@ -29,4 +34,4 @@ export PYTHONPATH="${PYTHONPATH%:}"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PALLETIZER_CONFIG_DIR="${PALLETIZER_CONFIG_DIR:-$_pz_root/configs}"
-unset _pz_root _pz_site _pz_libs _pz_install _pz_pkg _pz_ament _pz_py _pz_pypath
+unset _pz_root _pz_site _pz_libs _pz_install _pz_pkg _pz_ament _pz_py _pz_pypath _pz_link

@@ -1,0 +1,21 @@
+"""ros2 launch palletizer conveyor.launch.py -- the node graph for a conveyor level."""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from palletizer.launcher.graph import LAUNCH_ARGUMENTS, launch_node_kwargs
+
+SOURCE = 'conveyor'  # only conveyor levels; the default is the first one
+
+
+def _nodes(context):
+    values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
+    return [Node(**kw) for kw in launch_node_kwargs(values, source=SOURCE)]
+
+
+def generate_launch_description():
+    args = [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
+            for a in LAUNCH_ARGUMENTS]
+    return LaunchDescription([*args, OpaqueFunction(function=_nodes)])

@@ -1,0 +1,323 @@
+"""The one declarative node graph: which nodes run, with what names, parameters and remappings.
+
+Both `ros2 launch palletizer level.launch.py` (through launch/*.launch.py) and the standalone
+launcher (`python -m palletizer.launcher`) build their processes from `describe()`, so the two
+ways to launch cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from palletizer.core.config import SOURCES, Config, load_config
+from palletizer.core.errors import GraphError, close_match
+
+__all__ = [
+    'LAUNCH_ARGUMENTS',
+    'PLANNERS',
+    'ROBOTS',
+    'TELEMETRY_MODES',
+    'GraphOptions',
+    'LaunchArgument',
+    'NodeSpec',
+    'describe',
+    'launch_node_kwargs',
+    'options_from_mapping',
+    'parse_launch_args',
+]
+
+PACKAGE = 'palletizer'
+PLANNERS = ('heuristic', 'beam', 'grid')
+ROBOTS = ('sim', 'ur')
+TELEMETRY_MODES = ('disk', 'remote', 'off')
+LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
+
+# The UR driver's own names: with robot:=ur the executor talks to a real ur_robot_driver.
+UR_TRAJECTORY_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+UR_SET_IO_SERVICE = '/io_and_status_controller/set_io'
+UR_WRENCH_TOPIC = '/force_torque_sensor_broadcaster/wrench'
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    """A launch argument: name, default (as text) and description."""
+
+    name: str
+    default: str
+    description: str
+
+
+LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
+    LaunchArgument('level', '', 'level id (11-17 table, 21-23 conveyor, 31-34 truck); empty = default'),
+    LaunchArgument('seed', '1', 'load seed of the first episode; episode k uses seed + k'),
+    LaunchArgument('episodes', '1', 'number of episodes (>= 1)'),
+    LaunchArgument('planner', 'heuristic', 'placement planner: heuristic | beam | grid'),
+    LaunchArgument('speed', '0', 'motion speed: 0 = fast-forward, > 0 interpolated (1 = real UR speed)'),
+    LaunchArgument('robot', 'sim', 'sim = MuJoCo cell bridge; ur = a real UR driver provides the arm'),
+    LaunchArgument('telemetry', 'disk', 'telemetry mode: disk | remote | off'),
+    LaunchArgument('use_sim_time', 'true', 'nodes follow /clock from the cell'),
+    LaunchArgument('params_file', '', 'extra ROS parameters YAML, keyed by node name'),
+    LaunchArgument('log_level', 'info', 'debug | info | warn | error | fatal'),
+)
+_ARG_NAMES = tuple(a.name for a in LAUNCH_ARGUMENTS)
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """Validated launch options."""
+
+    level: int
+    seed: int = 1
+    episodes: int = 1
+    planner: str = 'heuristic'
+    speed: float = 0.0
+    robot: str = 'sim'
+    telemetry: str = 'disk'
+    use_sim_time: bool = True
+    params_file: str = ''
+    log_level: str = 'info'
+    source: str = ''  # the level's source (table | conveyor | truck)
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node process: executable, ROS name, parameters, remappings and lifecycle policy."""
+
+    name: str
+    executable: str
+    package: str = PACKAGE
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    respawn: bool = False
+    respawn_delay: float = 1.0  # [s]
+    required: bool = False  # the whole graph stops when this node exits
+    command: tuple[str, ...] = ()  # explicit argv instead of lib/<package>/<executable>
+
+
+def _as_int(name: str, text: str, lo: int) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise GraphError(f'{name}:={text!r}; expected an integer >= {lo}') from None
+    if value < lo:
+        raise GraphError(f'{name}:={text!r}; expected an integer >= {lo}')
+    return value
+
+
+def _as_choice(name: str, text: str, allowed: Sequence[str]) -> str:
+    value = str(text).strip()
+    if value not in allowed:
+        raise GraphError(
+            f'{name}:={text!r}; expected one of {", ".join(allowed)}{close_match(value, allowed)}'
+        )
+    return value
+
+
+def _as_bool(name: str, text: str) -> bool:
+    value = str(text).strip().lower()
+    if value in ('true', '1', 'yes'):
+        return True
+    if value in ('false', '0', 'no'):
+        return False
+    raise GraphError(f'{name}:={text!r}; expected true or false')
+
+
+def options_from_mapping(
+    values: Mapping[str, str], source: str | None = None, config: Config | None = None
+) -> GraphOptions:
+    """Validate launch argument values (text, as launch passes them) into GraphOptions.
+
+    `source` restricts the level to one source, as the per-source launch files do; their default
+    level is that source's first level.
+    """
+    for key in values:
+        if key not in _ARG_NAMES:
+            raise GraphError(
+                f'unknown launch argument {key!r}; expected one of {", ".join(_ARG_NAMES)}'
+                f'{close_match(key, _ARG_NAMES)}'
+            )
+    cfg = config or load_config()
+    defaults = {a.name: a.default for a in LAUNCH_ARGUMENTS}
+    v = {**defaults, **{k: str(x) for k, x in values.items()}}
+    if source is not None:
+        _as_choice('source', source, tuple(SOURCES))
+    allowed = cfg.levels_of(source) if source else tuple(sorted(cfg.levels))
+    if v['level'].strip() == '':
+        level = allowed[0] if source else cfg.default_level
+    else:
+        level = _as_int('level', v['level'], 0)
+        if level not in allowed:
+            where = f'{source} levels' if source else 'levels'
+            raise GraphError(
+                f'level:={v["level"]!r}; expected one of the {where}: '
+                f'{", ".join(str(i) for i in allowed)}'
+            )
+    try:
+        speed = float(v['speed'])
+    except ValueError:
+        raise GraphError(f'speed:={v["speed"]!r}; expected a number >= 0') from None
+    if not math.isfinite(speed) or speed < 0:
+        raise GraphError(f'speed:={v["speed"]!r}; expected a number >= 0 (0 = fast-forward)')
+    return GraphOptions(
+        level=level,
+        seed=_as_int('seed', v['seed'], 0),
+        episodes=_as_int('episodes', v['episodes'], 1),
+        planner=_as_choice('planner', v['planner'], PLANNERS),
+        speed=speed,
+        robot=_as_choice('robot', v['robot'], ROBOTS),
+        telemetry=_as_choice('telemetry', v['telemetry'], TELEMETRY_MODES),
+        use_sim_time=_as_bool('use_sim_time', v['use_sim_time']),
+        params_file=v['params_file'].strip(),
+        log_level=_as_choice('log_level', v['log_level'], LOG_LEVELS),
+        source=cfg.level(level).source,
+    )
+
+
+def parse_launch_args(
+    argv: Sequence[str], source: str | None = None, config: Config | None = None
+) -> GraphOptions:
+    """Parse `name:=value` arguments, as `ros2 launch` takes them."""
+    values: dict[str, str] = {}
+    for arg in argv:
+        if ':=' not in arg:
+            raise GraphError(f'argument {arg!r}; expected name:=value (e.g. level:=23)')
+        name, _, value = arg.partition(':=')
+        if name in values:
+            raise GraphError(f'argument {name!r} given twice')
+        values[name] = value
+    return options_from_mapping(values, source=source, config=config)
+
+
+def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
+    """The node graph for these options, in start order."""
+    common = {'use_sim_time': opts.use_sim_time}
+    joint_states = (('joint_states', '/joint_states'),)
+    nodes: list[NodeSpec] = []
+    if opts.robot == 'sim':
+        nodes.append(
+            NodeSpec(
+                name='cell_bridge',
+                executable='cell_bridge',
+                # The cell publishes /clock itself, so it never follows sim time.
+                parameters={
+                    'use_sim_time': False,
+                    'level': opts.level,
+                    'seed': opts.seed,
+                    'speed': opts.speed,
+                    'trajectory_action': UR_TRAJECTORY_ACTION,
+                    'set_io_service': UR_SET_IO_SERVICE,
+                    'wrench_topic': UR_WRENCH_TOPIC,
+                },
+                remappings=joint_states,
+                required=True,
+            )
+        )
+    nodes += [
+        NodeSpec(
+            name='state_publisher',
+            executable='state_publisher',
+            parameters=common,
+            remappings=joint_states,
+            respawn=True,
+        ),
+        NodeSpec(
+            name='depth_fusion',
+            executable='depth_fusion',
+            parameters={**common, 'cameras': ['top', 'diag_a', 'diag_b']},
+            remappings=(('heightmap', '/palletizer/heightmap'),),
+            respawn=True,
+        ),
+        NodeSpec(
+            name='wrist_gauge',
+            executable='wrist_gauge',
+            parameters={**common, 'wrench_topic': UR_WRENCH_TOPIC},
+            respawn=True,
+        ),
+        NodeSpec(
+            name='planner',
+            executable='planner',
+            parameters={**common, 'kind': opts.planner},
+            respawn=True,
+        ),
+        NodeSpec(
+            name='trajectory_executor',
+            executable='trajectory_executor',
+            parameters={
+                **common,
+                'speed': opts.speed,
+                'trajectory_action': UR_TRAJECTORY_ACTION,
+                'set_io_service': UR_SET_IO_SERVICE,
+                'wrench_topic': UR_WRENCH_TOPIC,
+                'vacuum_fun': 1,  # ur_msgs/SetIO FUN_SET_DIGITAL_OUT
+                'vacuum_pin': 0,
+            },
+            remappings=joint_states,
+        ),
+        NodeSpec(
+            name='telemetry',
+            executable='telemetry',
+            parameters={**common, 'mode': opts.telemetry},
+            remappings=(
+                ('episode_events', '/palletizer/episode_events'),
+                ('placements', '/palletizer/placements'),
+                ('pallet_states', '/palletizer/pallet_states'),
+            ),
+        ),
+        NodeSpec(
+            name='episode_director',
+            executable='episode_director',
+            parameters={
+                **common,
+                'level': opts.level,
+                'seed': opts.seed,
+                'episodes': opts.episodes,
+                'planner': opts.planner,
+                'speed': opts.speed,
+                'robot': opts.robot,
+                'telemetry': opts.telemetry,
+            },
+            remappings=(
+                ('episode_events', '/palletizer/episode_events'),
+                ('placements', '/palletizer/placements'),
+                ('pallet_states', '/palletizer/pallet_states'),
+            ),
+            required=True,
+        ),
+    ]
+    return tuple(nodes)
+
+
+def launch_node_kwargs(values: Mapping[str, str], source: str | None = None) -> list[dict[str, Any]]:
+    """Keyword arguments for launch_ros.actions.Node, one dict per node of the graph.
+
+    This is all the launch files do: they declare LAUNCH_ARGUMENTS, resolve them, and pass these
+    to Node(...). Keeping the translation here makes it testable without the launch package.
+    """
+    opts = options_from_mapping(values, source=source)
+    out = []
+    for n in describe(opts):
+        params: list[Any] = [dict(n.parameters)]
+        if opts.params_file:
+            params.append(opts.params_file)
+        out.append(
+            {
+                'package': n.package,
+                'executable': n.executable,
+                'name': n.name,
+                'parameters': params,
+                'remappings': [tuple(r) for r in n.remappings],
+                'respawn': n.respawn,
+                'respawn_delay': n.respawn_delay,
+                'output': 'screen',
+                'arguments': ['--ros-args', '--log-level', opts.log_level],
+            }
+        )
+    return out
+
+
+def with_command(spec: NodeSpec, command: Sequence[str]) -> NodeSpec:
+    """A copy of `spec` that runs an explicit argv (used by tests and custom graphs)."""
+    return replace(spec, command=tuple(command))

@@ -1,0 +1,114 @@
+"""The one graph description, for every level, and the launch files that adapt it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from palletizer.core.config import load_config
+from palletizer.core.errors import GraphError
+from palletizer.launcher.graph import (
+    UR_SET_IO_SERVICE,
+    UR_TRAJECTORY_ACTION,
+    UR_WRENCH_TOPIC,
+    describe,
+    launch_node_kwargs,
+    parse_launch_args,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CFG = load_config(ROOT / 'configs')
+ALL_NODES = ['cell_bridge', 'state_publisher', 'depth_fusion', 'wrist_gauge', 'planner',
+             'trajectory_executor', 'telemetry', 'episode_director']
+
+
+@pytest.mark.parametrize('level', sorted(CFG.levels))
+def test_every_level_gets_the_full_graph_with_its_level_and_seed(level):
+    opts = parse_launch_args([f'level:={level}', 'seed:=7', 'episodes:=3', 'planner:=beam',
+                              'speed:=1'], config=CFG)
+    nodes = {n.name: n for n in describe(opts)}
+    assert list(nodes) == ALL_NODES
+    assert nodes['cell_bridge'].parameters['level'] == level
+    assert nodes['cell_bridge'].parameters['seed'] == 7
+    assert nodes['cell_bridge'].parameters['use_sim_time'] is False  # it owns /clock
+    assert nodes['episode_director'].parameters['episodes'] == 3
+    assert nodes['planner'].parameters['kind'] == 'beam'
+    assert nodes['trajectory_executor'].parameters['speed'] == 1.0
+    assert nodes['episode_director'].required and nodes['cell_bridge'].required
+    assert opts.source == CFG.levels[level].source
+    for n in nodes.values():
+        if n.name != 'cell_bridge':
+            assert n.parameters['use_sim_time'] is True
+
+
+def test_executor_and_cell_speak_the_ur_driver_names():
+    nodes = {n.name: n for n in describe(parse_launch_args(['level:=23'], config=CFG))}
+    for name in ('cell_bridge', 'trajectory_executor'):
+        p = nodes[name].parameters
+        assert p['trajectory_action'] == '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+        assert p['set_io_service'] == '/io_and_status_controller/set_io'
+        assert p['wrench_topic'] == '/force_torque_sensor_broadcaster/wrench'
+    assert ('joint_states', '/joint_states') in nodes['trajectory_executor'].remappings
+
+
+def test_robot_ur_starts_no_cell_bridge():
+    names = [n.name for n in describe(parse_launch_args(['robot:=ur'], config=CFG))]
+    assert 'cell_bridge' not in names and 'trajectory_executor' in names
+
+
+@pytest.mark.parametrize('level', sorted(CFG.levels))
+def test_launch_files_pass_exactly_the_description(level):
+    kwargs = launch_node_kwargs({'level': str(level), 'log_level': 'warn'})
+    nodes = describe(parse_launch_args([f'level:={level}'], config=CFG))
+    assert [k['name'] for k in kwargs] == [n.name for n in nodes]
+    for kw, n in zip(kwargs, nodes, strict=True):
+        assert kw['package'] == 'palletizer' and kw['executable'] == n.executable
+        assert kw['parameters'] == [dict(n.parameters)]
+        assert kw['remappings'] == list(n.remappings)
+        assert kw['respawn'] == n.respawn
+        assert kw['arguments'] == ['--ros-args', '--log-level', 'warn']
+
+
+@pytest.mark.parametrize('source', ['table', 'conveyor', 'truck'])
+def test_per_source_launch_defaults_to_its_first_level_and_refuses_others(source):
+    levels = CFG.levels_of(source)
+    assert parse_launch_args([], source=source, config=CFG).level == levels[0]
+    other = next(i for i in CFG.levels if CFG.levels[i].source != source)
+    with pytest.raises(GraphError, match=f'expected one of the {source} levels'):
+        parse_launch_args([f'level:={other}'], source=source, config=CFG)
+
+
+@pytest.mark.parametrize('name, source', [('level', None), ('table', 'table'),
+                                          ('conveyor', 'conveyor'), ('truck', 'truck')])
+def test_launch_files_are_thin_adapters_over_the_description(name, source):
+    tree = ast.parse((ROOT / 'launch' / f'{name}.launch.py').read_text())
+    assigns = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+               if isinstance(t, ast.Name)}
+    assert ast.literal_eval(assigns['SOURCE']) == source
+    calls = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name)]
+    assert 'launch_node_kwargs' in calls and 'Node' in calls
+    assert len((ROOT / 'launch' / f'{name}.launch.py').read_text().splitlines()) < 30
+
+
+@pytest.mark.parametrize('args, match', [
+    (['level:=41'], "level:='41'; expected one of the levels: 11, 12"),
+    (['planer:=beam'], "did you mean 'planner'"),
+    (['planner:=astar'], 'expected one of heuristic, beam, grid'),
+    (['episodes:=-1'], 'expected an integer >= 1'),
+    (['speed:=fast'], 'expected a number >= 0'),
+    (['robot:=ur5'], 'expected one of sim, ur'),
+    (['level23'], 'expected name:=value'),
+    (['seed:=1', 'seed:=2'], 'given twice'),
+])
+def test_bad_launch_arguments_name_the_argument_and_what_is_allowed(args, match):
+    with pytest.raises(GraphError, match=match):
+        parse_launch_args(args, config=CFG)
+
+
+def test_the_ur_names_are_the_drivers():
+    assert UR_TRAJECTORY_ACTION.endswith('scaled_joint_trajectory_controller/follow_joint_trajectory')
+    assert UR_SET_IO_SERVICE == '/io_and_status_controller/set_io'
+    assert UR_WRENCH_TOPIC == '/force_torque_sensor_broadcaster/wrench'
