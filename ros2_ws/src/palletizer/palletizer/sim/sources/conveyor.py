@@ -1,0 +1,649 @@
+"""Conveyor source: an opaque store, an elevator and two belt sections that stop at the station."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from palletizer.sim.cartons import CartonHandle, CartonLike, carton_body_xml, yaw_quat
+from palletizer.sim.sources.base import (
+    JitterFn,
+    Presented,
+    RestMeter,
+    SourceError,
+    SourceState,
+    StepWorld,
+)
+
+__all__ = ['ConveyorSource', 'LineParams', 'TableTop', 'conveyor_params']
+
+# Collision bits (cell-facts §1.2): furniture 3 meets cartons (1) and the arm (2); visuals 0.
+_SOLID = 'contype="3" conaffinity="3" group="0"'
+_VISUAL = 'contype="0" conaffinity="0" group="2"'
+_DECK_RGBA = '0.12 0.12 0.13 1'
+_FRAME_RGBA = '0.55 0.57 0.60 1'
+_STORE_RGBA = '0.05 0.05 0.06 1'  # the black box: opaque, hides waiting cartons (cell-facts §2.3)
+_MARKER_RGBA = '0.95 0.80 0.10 1'  # yellow station marker (§3.4)
+
+
+@dataclass(frozen=True)
+class TableTop:
+    """A static pick table the line delivers onto: centre (x, y), half sizes, top [m]."""
+
+    centre: tuple[float, float] = (-0.20, -0.80)  # cell-facts §3.3, clear of the pallet corner
+    half_size: tuple[float, float, float] = (0.36, 0.34, 0.29)
+    top: float = 0.58
+    friction: tuple[float, float, float] = (0.9, 0.01, 0.001)
+
+
+@dataclass(frozen=True)
+class LineParams:
+    """Geometry and timing of a store -> elevator -> two belts delivery line. Lengths [m].
+
+    Defaults are the conveyor of cell-facts §3.4 (line A dimensions) with the line-B store and
+    elevator in front of it (§2.3). Elevator and store numbers are not in any available
+    reference file; each says why it was chosen.
+    """
+
+    kind: str = 'conveyor'
+    belt_x: tuple[float, float] = (-1.55, 0.15)  # ends 0.35 m past the station (§2.3 history)
+    belt_y: float = -0.80
+    belt_width: float = 0.50
+    top: float = 0.58  # same height as the pick table so the pick pose is shared
+    speed: float = 0.25  # [m/s]
+    friction: tuple[float, float, float] = (0.9, 0.01, 0.001)
+    station: tuple[float, float] = (-0.20, -0.80)
+    station_tol: float = 0.020
+    rest_speed: float = 0.015  # [m/s] lid centre; between chatter (~9 mm/s) and bounce (~300)
+    rest_time: float = 0.10  # [s] sustained (§2.3)
+    timeout_s: float = 25.0  # [s] simulated, per present() call
+    ride_tol: float = 0.04  # on the surface = centre within this of surface + H/2 (§2.3)
+    max_tilt: float = math.radians(10.0)  # more than this and the carton has tipped: a jam
+    # Belts stop this far short of the target: a carton on a belt that stops dead slides
+    # v^2 / (2 mu g) = 0.25^2 / (2 0.95 9.81) = 3.4 mm before it rests.
+    brake_lead: float = 0.0035
+    table: TableTop | None = None
+    deck_thickness: float = 0.04
+    elevator_depth: float = 0.75  # along X: the largest rotated footprint (0.55 x 0.40 at 30 deg
+    # = 0.68 m) fits with margin, so the carton never touches the belt end while lifting
+    elevator_side: float = 0.05  # platform wider than the belt by this on each side
+    lower_height: float = 0.20  # store floor / elevator low stop: the line-B value is unknown
+    lift_time: float = 1.6  # [s] cosine profile; peak 0.73 m/s^2 for 0.38 m, well under g
+    seam_gap: float = 0.003  # air between neighbouring decks, so moving decks never touch
+    infeed_length: float = 0.40  # metering belt between the store queue and the elevator
+    store_gap: float = 0.10  # black-box mouth upstream of the elevator (§2.3 `gap`)
+    store_speed: float = 0.25  # [m/s] store queue and infeed belts
+    queue_gap: float = 0.05  # air between waiting cartons in the store
+    store_height: float = 1.25  # black box (§2.3)
+    store_margin: float = 0.15
+    guide_margin: float = 0.01  # side guides keep the rotated footprint this far inside the belt
+
+    @property
+    def platform_width(self) -> float:
+        """Elevator platform and store width [m]."""
+        return self.belt_width + 2.0 * self.elevator_side
+
+    @property
+    def platform_x(self) -> tuple[float, float]:
+        """X range of the elevator platform [m]."""
+        x1 = self.belt_x[0] - self.seam_gap
+        return (x1 - self.elevator_depth, x1)
+
+    @property
+    def infeed_x(self) -> tuple[float, float]:
+        """X range of the metering belt between store queue and elevator [m]."""
+        x1 = self.platform_x[0] - self.seam_gap
+        return (x1 - self.infeed_length, x1)
+
+    @property
+    def queue_end(self) -> float:
+        """Downstream end of the store queue belt [m]."""
+        return self.infeed_x[0] - self.seam_gap
+
+    @property
+    def mouth_x(self) -> float:
+        """Face of the black box with the mouth [m]."""
+        return self.platform_x[0] - self.store_gap
+
+
+def conveyor_params(cell: Mapping[str, Any] | None = None) -> LineParams:
+    """LineParams of the conveyor, read from the `conveyor:` block of cell.yaml when given."""
+    if cell is None or 'conveyor' not in cell:
+        return LineParams()
+    c = cell['conveyor']
+    cx, cy = c['centre']
+    length, width = c['size']
+    return LineParams(
+        kind='conveyor',
+        belt_x=(cx - length / 2.0, cx + length / 2.0),
+        belt_y=float(cy),
+        belt_width=float(width),
+        top=float(c['top']),
+        speed=float(c['speed']),
+        friction=tuple(c['friction']),
+        station=tuple(c['station']),
+        station_tol=float(c['station_tol']),
+        rest_speed=float(c['rest_speed']),
+        rest_time=float(c['rest_time']),
+        timeout_s=float(c['timeout_s']),
+    )
+
+
+class _Lift(Enum):
+    DOWN = 'down'
+    LIFTING = 'lifting'
+    UP = 'up'
+    LOWERING = 'lowering'
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """Staged pose of one carton in the store: centre [m], yaw [rad], lateral offset dy [m]."""
+
+    pos: tuple[float, float, float]
+    yaw: float
+    dy: float
+
+
+def _guided(
+    dims: tuple[float, float, float], dy: float, dyaw: float, width: float
+) -> tuple[float, float]:
+    """Clamp staging (dy, dyaw) so the rotated footprint fits a lane `width` wide.
+
+    Side guides on the store belt would square a carton up the same way. Without them a
+    0.535 x 0.356 carton at 25 deg (level 23, seed 1) spans 0.55 m on a 0.50 m belt.
+    """
+    length, wide = dims[0], dims[1]
+
+    def span(a: float) -> float:
+        return length * abs(math.sin(a)) + wide * abs(math.cos(a))
+
+    if span(dyaw) > width:
+        if span(0.0) > width:
+            dyaw = 0.0
+        else:
+            lo, hi = 0.0, abs(dyaw)
+            for _ in range(40):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if span(mid) <= width else (lo, mid)
+            dyaw = math.copysign(lo, dyaw)
+    room = max(0.0, (width - span(dyaw)) / 2.0)
+    return float(np.clip(dy, -room, room)), float(dyaw)
+
+
+def _x_half(dims: tuple[float, float, float], yaw: float) -> float:
+    return 0.5 * (dims[0] * abs(math.cos(yaw)) + dims[1] * abs(math.sin(yaw)))
+
+
+def _v(values: Sequence[float]) -> str:
+    return ' '.join(f'{v:.6g}' for v in values)
+
+
+def _box(
+    name: str | None,
+    centre: Sequence[float],
+    half: Sequence[float],
+    attrs: str,
+    rgba: str,
+    extra: str = '',
+) -> str:
+    label = f'name="{name}" ' if name else ''
+    return (
+        f'<geom {label}type="box" pos="{_v(centre)}" size="{_v(half)}" {attrs} '
+        f'rgba="{rgba}" {extra}/>'
+    )
+
+
+def _fric(f: Sequence[float]) -> str:
+    return f'friction="{_v(f)}"'
+
+
+def _deck_body(
+    name: str, centre: Sequence[float], half: Sequence[float], friction: Sequence[float]
+) -> str:
+    """A kinematic deck: a body on an X slide whose velocity (never position) is commanded.
+
+    Its joint is reset to 0 and given the belt speed before every step, so contacts see a
+    surface moving at belt speed while the deck itself stays put: cartons ride it by friction
+    with no slip, as on a real belt, instead of being dragged over a static deck (which rocks
+    them and turned a book_s 35 deg over the run).
+    """
+    return (
+        f'<body name="{name}" pos="{_v(centre)}">'
+        f'<joint name="{name}_drive" type="slide" axis="1 0 0" armature="1000" damping="0"/>'
+        + _box(name, (0.0, 0.0, 0.0), half, _SOLID, _DECK_RGBA, _fric(friction) + ' mass="20"')
+        + '</body>'
+    )
+
+
+class ConveyorSource:
+    """Cartons wait in a black-box store, ride an elevator up and two belts to the station.
+
+    Nothing teleports after staging. Every moving surface (store queue, infeed, elevator
+    rollers, the two belt sections and, on table lines, the powered table top) is a kinematic
+    deck whose surface velocity is set before every physics step; cartons move only through
+    contact and friction. The elevator is a kinematically driven slide that lifts the carton by
+    contact. A carton that tips or leaves the belt never arrives upright at the station, so the
+    wait ends as jammed after `timeout_s`.
+    """
+
+    kind = 'conveyor'
+
+    def __init__(
+        self,
+        draws: Sequence[CartonLike],
+        jitter: JitterFn | None = None,
+        params: LineParams | None = None,
+    ) -> None:
+        """`draws` in arrival order; `jitter(index, attempt)` gives (dx, dy, dyaw) staging offsets."""
+        self.p = params or LineParams()
+        if self.p.kind != self.kind:
+            raise SourceError(
+                f'{type(self).__name__}: params.kind = {self.p.kind!r}; expected {self.kind!r}'
+            )
+        self._draws = list(draws)
+        if not self._draws:
+            raise SourceError(f'{self.kind}: an empty load; expected at least one carton')
+        self._jitter = jitter or (lambda index, attempt: (0.0, 0.0, 0.0))
+        self._stages = self._plan_store()
+        self._ids = {d.index: d.package_id for d in self._draws}
+        self._handles: dict[int, CartonHandle] = {}
+        self._joints: dict[str, tuple[int, int]] = {}
+        self._queue: list[int] = [d.index for d in self._draws]
+        self._loading: int | None = None
+        self._lifted: int | None = None
+        self._active: int | None = None
+        self._presented: Presented | None = None
+        self._taken: list[int] = []
+        self._jammed = False
+        self._phase = _Lift.DOWN
+        self._phase_t0 = 0.0
+        self._load_rest = RestMeter(0.02, self.p.rest_time)
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def _plan_store(self) -> dict[int, _Stage]:
+        """Park the load single file on the store queue belt, head at its end, in arrival order.
+
+        The x jitter is not applied: the queue and the station stop erase it.
+        """
+        p = self.p
+        lane = min(p.belt_width, p.platform_width) - 2.0 * p.guide_margin
+        stages: dict[int, _Stage] = {}
+        front = p.queue_end - 0.02
+        for d in self._draws:
+            _, dy, dyaw = self._jitter(d.index, 0)
+            dy, dyaw = _guided(d.dims, dy, dyaw, lane)
+            hx = _x_half(d.dims, dyaw)
+            z = p.lower_height + d.dims[2] / 2.0 + 0.001  # 1 mm drop settles at reset
+            stages[d.index] = _Stage(pos=(front - hx, p.belt_y + dy, z), yaw=dyaw, dy=dy)
+            front -= 2.0 * hx + p.queue_gap
+        self._store_x0 = front - p.store_margin
+        return stages
+
+    def staged_offsets(self) -> dict[int, tuple[float, float]]:
+        """(dy [m], dyaw [rad]) each carton was staged with, after the side guides."""
+        return {i: (s.dy, s.yaw) for i, s in self._stages.items()}
+
+    # -- MJCF -----------------------------------------------------------------------------------
+
+    def scenery_xml(self) -> str:
+        """Store, infeed, elevator, the two belt sections (and the table on table lines)."""
+        p = self.p
+        k = self.kind
+        y = p.belt_y
+        hw = p.belt_width / 2.0
+        pw = p.platform_width / 2.0
+        dz = p.deck_thickness / 2.0
+        parts: list[str] = []
+        mid = 0.5 * (p.belt_x[0] + p.belt_x[1])
+        # Two adjoining sections meeting at the middle (line B); both run together.
+        for name, (a, b) in (
+            ('a', (p.belt_x[0], mid - p.seam_gap / 2)),
+            ('b', (mid + p.seam_gap / 2, p.belt_x[1])),
+        ):
+            parts.append(
+                _deck_body(
+                    f'{k}_belt_{name}',
+                    ((a + b) / 2, y, p.top - dz),
+                    ((b - a) / 2, hw, dz),
+                    p.friction,
+                )
+            )
+        length = p.belt_x[1] - p.belt_x[0]
+        frame_h = (p.top - p.deck_thickness - 0.002) / 2.0
+        parts.append(
+            _box(
+                f'{k}_belt_frame',
+                (mid, y, frame_h),
+                (length / 2, hw * 0.8, frame_h),
+                _VISUAL,
+                _FRAME_RGBA,
+            )
+        )
+        for side in (-1.0, 1.0):
+            parts.append(
+                _box(
+                    None,
+                    (mid, y + side * (hw + 0.015), p.top - 0.03),
+                    (length / 2, 0.015, 0.035),
+                    _VISUAL,
+                    _FRAME_RGBA,
+                )
+            )
+        sx, _ = p.station
+        parts.append(
+            _box(
+                f'{k}_station_marker',
+                (sx, y + hw + 0.015, p.top + 0.0055),
+                (0.01, 0.015, 0.0005),
+                _VISUAL,
+                _MARKER_RGBA,
+            )
+        )
+        if p.table is not None:
+            t = p.table
+            base_h = (t.top - p.deck_thickness - 0.001) / 2.0
+            parts.append(
+                _box(
+                    'pick_table_base',
+                    (t.centre[0], t.centre[1], base_h),
+                    (t.half_size[0], t.half_size[1], base_h),
+                    _SOLID,
+                    '0.45 0.47 0.50 1',
+                )
+            )
+            parts.append(
+                _deck_body(
+                    'pick_table',
+                    (t.centre[0], t.centre[1], t.top - dz),
+                    (t.half_size[0], t.half_size[1], dz),
+                    t.friction,
+                )
+            )
+        # Elevator: a platform on a vertical slide with powered rollers, driven kinematically.
+        x0, x1 = p.platform_x
+        parts.append(
+            f'<body name="{k}_elevator" pos="{(x0 + x1) / 2:.6g} {y:.6g} {p.lower_height - dz:.6g}">'
+            f'<joint name="{k}_elevator_lift" type="slide" axis="0 0 1" armature="1000" damping="0"/>'
+            f'<joint name="{k}_elevator_drive" type="slide" axis="1 0 0" armature="1000" damping="0"/>'
+            + _box(
+                f'{k}_elevator_platform',
+                (0.0, 0.0, 0.0),
+                ((x1 - x0) / 2, pw, dz),
+                _SOLID,
+                _FRAME_RGBA,
+                _fric(p.friction) + ' mass="20"',
+            )
+            + '</body>'
+        )
+        for side in (-1.0, 1.0):
+            parts.append(
+                _box(
+                    None,
+                    (x0 - 0.03, y + side * (pw + 0.04), p.store_height / 2),
+                    (0.03, 0.03, p.store_height / 2),
+                    _VISUAL,
+                    _FRAME_RGBA,
+                )
+            )
+        # Store: a queue belt and a metering infeed belt, inside an opaque non-colliding box.
+        floor_z = p.lower_height - dz
+        qx0, qx1 = self._store_x0, p.queue_end
+        parts.append(
+            _deck_body(
+                f'{k}_store_queue',
+                ((qx0 + qx1) / 2, y, floor_z),
+                ((qx1 - qx0) / 2, pw, dz),
+                p.friction,
+            )
+        )
+        ix0, ix1 = p.infeed_x
+        parts.append(
+            _deck_body(
+                f'{k}_infeed', ((ix0 + ix1) / 2, y, floor_z), ((ix1 - ix0) / 2, pw, dz), p.friction
+            )
+        )
+        plinth = (p.lower_height - p.deck_thickness - 0.002) / 2.0
+        parts.append(
+            _box(
+                f'{k}_store_plinth',
+                ((qx0 + ix1) / 2, y, plinth),
+                ((ix1 - qx0) / 2, pw, plinth),
+                _VISUAL,
+                _DECK_RGBA,
+            )
+        )
+        parts.append(self._black_box_xml())
+        return ''.join(parts)
+
+    def _black_box_xml(self) -> str:
+        p = self.p
+        k = self.kind
+        y = p.belt_y
+        wall = 0.05
+        bx0 = self._store_x0 - wall
+        bx1 = p.mouth_x
+        hy = p.platform_width / 2.0 + p.store_margin
+        h = p.store_height
+        tallest = max(d.dims[2] for d in self._draws)
+        mouth_w = p.belt_width / 2.0 + 0.02  # §2.3: just wider than the belt
+        mouth_top = p.lower_height + tallest + 0.05
+        cx = (bx0 + bx1) / 2.0
+        lx = (bx1 - bx0) / 2.0
+        g = [
+            _box(
+                f'{k}_store_roof', (cx, y, h - wall / 2), (lx, hy, wall / 2), _VISUAL, _STORE_RGBA
+            )
+        ]
+        for side, tag in ((-1.0, 'right'), (1.0, 'left')):
+            g.append(
+                _box(
+                    f'{k}_store_{tag}',
+                    (cx, y + side * (hy - wall / 2), h / 2),
+                    (lx, wall / 2, h / 2),
+                    _VISUAL,
+                    _STORE_RGBA,
+                )
+            )
+        g.append(
+            _box(
+                f'{k}_store_back',
+                (bx0 + wall / 2, y, h / 2),
+                (wall / 2, hy, h / 2),
+                _VISUAL,
+                _STORE_RGBA,
+            )
+        )
+        fx = bx1 - wall / 2
+        side_w = (hy - mouth_w) / 2.0
+        for side in (-1.0, 1.0):
+            g.append(
+                _box(
+                    None,
+                    (fx, y + side * (mouth_w + side_w), h / 2),
+                    (wall / 2, side_w, h / 2),
+                    _VISUAL,
+                    _STORE_RGBA,
+                )
+            )
+        g.append(
+            _box(
+                None,
+                (fx, y, (mouth_top + h) / 2),
+                (wall / 2, mouth_w, (h - mouth_top) / 2),
+                _VISUAL,
+                _STORE_RGBA,
+            )
+        )
+        return ''.join(g)
+
+    def cartons_xml(self) -> str:
+        """Every carton parked in the store (staging happens here, at build time)."""
+        return ''.join(
+            carton_body_xml(d, self._stages[d.index].pos, yaw_quat(self._stages[d.index].yaw))
+            for d in self._draws
+        )
+
+    # -- runtime --------------------------------------------------------------------------------
+
+    def _deck_names(self) -> list[str]:
+        k = self.kind
+        names = [f'{k}_belt_a', f'{k}_belt_b', f'{k}_elevator', f'{k}_infeed', f'{k}_store_queue']
+        return names + (['pick_table'] if self.p.table is not None else [])
+
+    def bind(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Resolve carton and deck ids; put the elevator at its low stop, every deck still."""
+        self._handles = {d.index: CartonHandle.bind(model, d.index, d.dims) for d in self._draws}
+        joints = [f'{n}_drive' for n in self._deck_names()] + [f'{self.kind}_elevator_lift']
+        for name in joints:
+            jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if jid < 0:
+                raise SourceError(
+                    f'{self.kind}: joint {name!r} missing; compile scenery_xml() first'
+                )
+            self._joints[name] = (int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid]))
+        for qadr, dadr in self._joints.values():
+            data.qpos[qadr] = 0.0
+            data.qvel[dadr] = 0.0
+
+    def _drive(self, data: mujoco.MjData, joint: str, qpos: float, qvel: float) -> None:
+        qadr, dadr = self._joints[joint]
+        data.qpos[qadr] = qpos
+        data.qvel[dadr] = qvel
+
+    def _lift_height(self, t: float) -> tuple[float, float]:
+        """Commanded elevator (height above the low stop [m], velocity [m/s]); ends phases."""
+        p = self.p
+        travel = p.top - p.lower_height
+        if self._phase in (_Lift.DOWN, _Lift.UP):
+            return (0.0 if self._phase is _Lift.DOWN else travel), 0.0
+        s = min(max((t - self._phase_t0) / p.lift_time, 0.0), 1.0)
+        z = 0.5 * travel * (1.0 - math.cos(math.pi * s))
+        v = 0.5 * travel * math.pi / p.lift_time * math.sin(math.pi * s)
+        if self._phase is _Lift.LOWERING:
+            z, v = travel - z, -v
+        if s >= 1.0:
+            self._phase = _Lift.UP if self._phase is _Lift.LIFTING else _Lift.DOWN
+        return z, v
+
+    def before_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Run the line for one physics step: elevator, loading, delivery."""
+        p = self.p
+        k = self.kind
+        t = float(data.time)
+        z, vz = self._lift_height(t)
+        pcx = 0.5 * (p.platform_x[0] + p.platform_x[1])
+        v_queue = v_infeed = v_rollers = v_belt = 0.0
+
+        # Loading: the head of the store rolls onto the platform while it is down and empty.
+        if self._phase is _Lift.DOWN and self._loading is None and self._lifted is None:
+            if self._queue:
+                self._loading = self._queue.pop(0)
+                self._load_rest.reset()
+        if self._loading is not None and self._phase is _Lift.DOWN:
+            h = self._handles[self._loading]
+            x = float(data.xpos[h.body][0])
+            if x - h.half_extents(data)[0] < p.queue_end + 0.01:
+                v_queue = p.store_speed  # the whole queue closes up behind the head
+            if x < pcx - p.brake_lead:
+                v_infeed = v_rollers = p.store_speed
+                self._load_rest.reset()
+            elif self._load_rest.update(t, h.lid_speed(model, data)):
+                self._lifted, self._loading = self._loading, None
+                self._phase, self._phase_t0 = _Lift.LIFTING, t
+
+        # Delivery: one carton at a time leaves the raised platform for the station.
+        if self._phase is _Lift.UP:
+            if self._lifted is not None and self._active is None and self._presented is None:
+                self._active, self._lifted = self._lifted, None
+            if self._lifted is None and self._platform_clear(data):
+                self._phase, self._phase_t0 = _Lift.LOWERING, t
+        if self._active is not None and self._presented is None:
+            h = self._handles[self._active]
+            if data.xpos[h.body][0] < p.station[0] - p.brake_lead:
+                v_belt = p.speed
+                if self._phase is _Lift.UP:
+                    v_rollers = p.speed
+
+        self._drive(data, f'{k}_elevator_lift', z, vz)
+        self._drive(data, f'{k}_elevator_drive', 0.0, v_rollers)
+        self._drive(data, f'{k}_store_queue_drive', 0.0, v_queue)
+        self._drive(data, f'{k}_infeed_drive', 0.0, v_infeed)
+        self._drive(data, f'{k}_belt_a_drive', 0.0, v_belt)
+        self._drive(data, f'{k}_belt_b_drive', 0.0, v_belt)
+        if p.table is not None:
+            self._drive(data, 'pick_table_drive', 0.0, v_belt)
+
+    def _platform_clear(self, data: mujoco.MjData) -> bool:
+        """True when no delivered carton still stands over the raised platform."""
+        if self._active is None:
+            return True
+        h = self._handles[self._active]
+        back = data.xpos[h.body][0] - h.half_extents(data)[0]
+        return bool(back > self.p.platform_x[1] + 0.01)
+
+    def _arrived(self, data: mujoco.MjData, h: CartonHandle) -> bool:
+        """At the station, upright, and standing on the belt (not fallen or tipped)."""
+        p = self.p
+        pos = data.xpos[h.body]
+        return bool(
+            abs(pos[0] - p.station[0]) <= p.station_tol
+            and h.tilt(data) <= p.max_tilt
+            and abs(pos[2] - (p.top + h.dims[2] / 2.0)) <= p.ride_tol
+        )
+
+    def present(self, world: StepWorld) -> Presented | None:
+        """Step until the next carton rests at the station (lid slower than rest_speed for rest_time)."""
+        if self._presented is not None:
+            return self._presented
+        if self._jammed or not self._pending():
+            return None
+        p = self.p
+        tick = max(1, round(0.02 / float(world.model.opt.timestep)))  # 50 Hz measurement
+        rest = RestMeter(p.rest_speed, p.rest_time)
+        t0 = world.time
+        while world.time - t0 < p.timeout_s:
+            world.step(tick)
+            if self._active is None:
+                continue
+            h = self._handles[self._active]
+            if self._arrived(world.data, h):
+                if rest.update(world.time, h.lid_speed(world.model, world.data)):
+                    self._presented = Presented(self._ids[self._active], self._active)
+                    return self._presented
+            else:
+                rest.reset()
+        self._jammed = True
+        return None
+
+    def release(self, package_id: str) -> None:
+        """The arm took the presented carton; the next one may roll off the elevator."""
+        if self._presented is None or self._presented.package_id != package_id:
+            current = self._presented.package_id if self._presented else None
+            raise SourceError(
+                f'{self.kind}: release({package_id!r}) but the presented carton is {current!r}'
+            )
+        self._taken.append(self._presented.index)
+        self._presented = None
+        self._active = None
+
+    def _pending(self) -> int:
+        return len(self._draws) - len(self._taken)
+
+    def state(self) -> SourceState:
+        """Pending count, exhausted and jammed."""
+        pending = self._pending()
+        return SourceState(
+            kind=self.kind, pending=pending, exhausted=pending == 0, jammed=self._jammed
+        )
+
+    def forecast(self) -> list[str]:
+        """The store is opaque: nothing is seen ahead."""
+        return []

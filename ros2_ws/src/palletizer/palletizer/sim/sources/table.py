@@ -1,0 +1,67 @@
+"""Table source: the store, elevator and a feeder belt that ends at the pick table and delivers to its centre."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from palletizer.sim.cartons import CartonLike
+from palletizer.sim.sources.base import JitterFn
+from palletizer.sim.sources.conveyor import ConveyorSource, LineParams, TableTop
+
+__all__ = ['TableSource', 'table_params']
+
+# Feeder lane of the reference line B (cell-facts §2.3): 1.20 x 0.44 m at table height, ending
+# exactly at the table edge; friction 1.10 / 0.02 / 0.002; station tolerance 0.030 m.
+_FEEDER_LENGTH = 1.20
+_FEEDER_WIDTH = 0.44
+_FEEDER_FRICTION = (1.10, 0.02, 0.002)
+_FEEDER_TOL = 0.030
+
+
+def table_params(cell: Mapping[str, Any] | None = None) -> LineParams:
+    """LineParams of the table line; the table comes from `tables.pick` of cell.yaml when given."""
+    table = TableTop()
+    if cell is not None and 'tables' in cell and 'pick' in cell['tables']:
+        t = cell['tables']['pick']
+        table = TableTop(
+            centre=tuple(t['centre']),
+            half_size=tuple(t['half_size']),
+            top=float(t['top']),
+            friction=tuple(t['friction']),
+        )
+    edge = table.centre[0] - table.half_size[0]
+    timing: dict[str, Any] = {}
+    if cell is not None and 'conveyor' in cell:
+        c = cell['conveyor']
+        timing = {k: float(c[k]) for k in ('speed', 'rest_speed', 'rest_time', 'timeout_s')}
+    return LineParams(
+        kind='table',
+        belt_x=(edge - _FEEDER_LENGTH, edge),
+        belt_y=table.centre[1],
+        belt_width=_FEEDER_WIDTH,
+        top=table.top,
+        friction=_FEEDER_FRICTION,
+        station=table.centre,
+        station_tol=_FEEDER_TOL,
+        table=table,
+        **timing,
+    )
+
+
+class TableSource(ConveyorSource):
+    """One carton at a time arrives on the pick table; the feeder keeps dragging it to the centre.
+
+    Riding is decided by height, so the drag continues on the table surface (line B, §2.3).
+    """
+
+    kind = 'table'
+
+    def __init__(
+        self,
+        draws: Sequence[CartonLike],
+        jitter: JitterFn | None = None,
+        params: LineParams | None = None,
+    ) -> None:
+        """`draws` in arrival order; `jitter(index, attempt)` gives (dx, dy, dyaw) staging offsets."""
+        super().__init__(draws, jitter, params or table_params())
