@@ -1,0 +1,298 @@
+"""Beam search over whole-stack quasi-static validation, with lookahead where a forecast exists."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from palletizer.core.contracts import (
+    HeightMap,
+    PackageSpec,
+    PalletGeometry,
+    PalletState,
+    Placement,
+    PlacementPlan,
+    PlanResult,
+)
+from palletizer.core.planning.base import LayerBook, PlannerKind
+from palletizer.core.planning.params import BEAM_TERMS, BeamParams
+from palletizer.core.planning.stack import map_max_under, stack_from_placements
+from palletizer.core.stability import StackBox, validate_stack
+
+__all__ = ['BeamPlanner', 'Move', 'expand']
+
+
+@dataclass(frozen=True)
+class Move:
+    """One valid placement of one carton on a given stack (PALLET frame).
+
+    box: the carton as placed; yaw [rad]; score: weighted sum of components;
+    components: BEAM_TERMS -> value in [0, 1]; rank: index among the node's candidates.
+    """
+
+    box: StackBox
+    yaw: float
+    score: float
+    components: dict[str, float]
+    rank: int
+
+
+def _axis_starts(size: float, half: float, lo: np.ndarray, hi: np.ndarray, c: float) -> np.ndarray:
+    """Candidate low edges along one axis: pallet rim, centred, far rim, and around each box."""
+    starts = [-half + c / 2.0, -size / 2.0, half - size - c / 2.0]
+    for a, b in zip(lo, hi, strict=True):
+        starts += [a - size - c, a, b - size, b + c]
+    s = np.unique(np.round(np.array(starts), 6))
+    return s[(s >= -half - 1e-9) & (s + size <= half + 1e-9)]
+
+
+def _surface_std(
+    boxes: Sequence[StackBox], samples: tuple[int, int], size: tuple[float, float]
+) -> float:
+    nx, ny = samples
+    xs = (np.arange(nx) + 0.5) / nx * size[0] - size[0] / 2
+    ys = (np.arange(ny) + 0.5) / ny * size[1] - size[1] / 2
+    gx, gy = np.meshgrid(xs, ys)
+    top = np.zeros_like(gx)
+    for b in boxes:
+        r = b.rect
+        inside = (gx >= r[0]) & (gx <= r[1]) & (gy >= r[2]) & (gy <= r[3])
+        top = np.where(inside, np.maximum(top, b.top), top)
+    return float(top.std())
+
+
+def expand(
+    stack: Sequence[StackBox],
+    spec: PackageSpec,
+    params: BeamParams,
+    pallet: PalletGeometry,
+    heightmap: HeightMap | None = None,
+    rejects: dict[str, int] | None = None,
+) -> list[Move]:
+    """Up to candidates_per_node valid moves of `spec` on `stack`, best first.
+
+    Candidates (cell-facts §6.7): yaws 0/90 (plus 180/270 for an off-centre CoG); low edges
+    from the rims, the centre and every placed box, on each axis; each rests on the highest box
+    under it. Rejected: above the height cap, a height-map cell higher than the base by more than
+    map_tol (something unrecorded is there), a same-layer neighbour closer than the clearance on
+    both axes, interface support below the minimum, and any whole-stack validation failure.
+    """
+    L, W, H = spec.dims_m
+    hx, hy = pallet.size_xy[0] / 2.0, pallet.size_xy[1] / 2.0
+    c = params.clearance
+    rej = rejects if rejects is not None else {}
+    n = len(stack)
+    bx0 = np.array([b.rect[0] for b in stack])
+    bx1 = np.array([b.rect[1] for b in stack])
+    by0 = np.array([b.rect[2] for b in stack])
+    by1 = np.array([b.rect[3] for b in stack])
+    bz0 = np.array([b.z for b in stack])
+    btop = np.array([b.top for b in stack])
+    off = spec.cog_offset_m
+    yaws = [0.0, 90.0]
+    if math.hypot(off[0], off[1]) > 1e-9:
+        yaws += [180.0, 270.0]
+    pre: list[tuple[float, int, float, StackBox]] = []
+    base_mass = sum(b.mass_kg for b in stack)
+    base_moment = np.array([sum(b.mass_kg * b.cog[k] for b in stack) for k in range(2)])
+    volume = sum(b.ex * b.ey * b.h for b in stack) + L * W * H
+    stack_top = max((b.top for b in stack), default=0.0)
+    for yaw_deg in yaws:
+        yaw = math.radians(yaw_deg)
+        ex, ey = (W, L) if round(yaw_deg / 90.0) % 2 else (L, W)
+        xs = _axis_starts(ex, hx, bx0, bx1, c)
+        ys = _axis_starts(ey, hy, by0, by1, c)
+        if len(xs) == 0 or len(ys) == 0:
+            continue
+        gx, gy = np.meshgrid(xs, ys)
+        x0, y0 = gx.ravel(), gy.ravel()
+        x1, y1 = x0 + ex, y0 + ey
+        k = len(x0)
+        if n:
+            ox = np.minimum(x1[:, None], bx1) - np.maximum(x0[:, None], bx0)
+            oy = np.minimum(y1[:, None], by1) - np.maximum(y0[:, None], by0)
+            area = np.clip(ox, 0, None) * np.clip(oy, 0, None)
+            touching = area > 1e-6
+            z = np.where(touching, btop, 0.0).max(axis=1)
+        else:
+            z = np.zeros(k)
+            area = np.zeros((k, 0))
+        ok = np.ones(k, dtype=bool)
+        tall = z + H > params.max_height_m + 1e-9
+        rej['max_height'] = rej.get('max_height', 0) + int(np.count_nonzero(ok & tall))
+        ok &= ~tall
+        if heightmap is not None:
+            mm = map_max_under(heightmap, x0, x1, y0, y1, pallet)
+            conflict = mm > z + params.map_tol
+            rej['map_conflict'] = rej.get('map_conflict', 0) + int(np.count_nonzero(ok & conflict))
+            ok &= ~conflict
+        if n:
+            vert = (bz0 < (z + H)[:, None] - params.level_tol) & (
+                btop > z[:, None] + params.level_tol
+            )
+            gap_x = np.maximum(bx0 - x1[:, None], x0[:, None] - bx1)
+            gap_y = np.maximum(by0 - y1[:, None], y0[:, None] - by1)
+            close = vert & (gap_x < c - 1e-9) & (gap_y < c - 1e-9)
+            crowded = close.any(axis=1)
+            rej['clearance'] = rej.get('clearance', 0) + int(np.count_nonzero(ok & crowded))
+            ok &= ~crowded
+            on_top = np.abs(btop - z[:, None]) <= params.level_tol
+            support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
+        else:
+            support = np.ones(k)
+        weak = support < params.min_support_ratio - 1e-9
+        rej['min_support'] = rej.get('min_support', 0) + int(np.count_nonzero(ok & weak))
+        ok &= ~weak
+        cs, sn = math.cos(yaw), math.sin(yaw)
+        cgx = x0 + ex / 2 + cs * off[0] - sn * off[1]
+        cgy = y0 + ey / 2 + sn * off[0] + cs * off[1]
+        mass = base_mass + spec.mass_kg
+        gx_all = (base_moment[0] + spec.mass_kg * cgx) / mass if mass > 0 else cgx
+        gy_all = (base_moment[1] + spec.mass_kg * cgy) / mass if mass > 0 else cgy
+        centred = np.clip(1 - np.hypot(gx_all, gy_all) / pallet.half_diagonal, 0, 1)
+        top = np.maximum(stack_top, z + H)
+        low = np.clip(1 - top / params.max_height_m, 0, 1)
+        compact = np.clip(volume / (pallet.size_xy[0] * pallet.size_xy[1] * top), 0, 1)
+        w = params.weights
+        quick = (
+            w['support'] * np.clip(support, 0, 1)
+            + w['centered_com'] * centred
+            + w['low_height'] * low
+            + w['compactness'] * compact
+        )
+        for idx in np.flatnonzero(ok):
+            box = StackBox(
+                float(x0[idx] + ex / 2),
+                float(y0[idx] + ey / 2),
+                float(z[idx]),
+                ex,
+                ey,
+                H,
+                spec.mass_kg,
+                (float(cgx[idx]), float(cgy[idx]), float(z[idx] + H / 2 + off[2])),
+            )
+            pre.append((float(quick[idx]), len(pre), yaw, box))
+    pre.sort(key=lambda t: (-t[0], t[3].z, t[3].y, t[3].x, t[2]))
+    moves: list[Move] = []
+    w = params.weights
+    for _, _, yaw, box in pre:
+        if len(moves) >= params.candidates_per_node:
+            break
+        check = validate_stack(
+            [*stack, box],
+            pallet.size_xy,
+            min_support=params.min_support_ratio,
+            min_margin=params.min_tipping_margin,
+            max_mass_kg=pallet.max_mass_kg,
+            max_height_m=params.max_height_m,
+            check_overlaps=False,
+        )
+        if not check.ok:
+            rej['unstable'] = rej.get('unstable', 0) + 1
+            continue
+        tip = float(np.clip(check.margin[-1] / (min(box.ex, box.ey) / 2), 0, 1))
+        comps = {
+            'support': float(np.clip(check.support[-1], 0, 1)),
+            'tipping_margin': tip,
+            'regular_surface': float(
+                np.clip(
+                    1
+                    - _surface_std([*stack, box], params.surface_samples, pallet.size_xy)
+                    / params.max_height_m,
+                    0,
+                    1,
+                )
+            ),
+        }
+        mass = base_mass + box.mass_kg
+        g = (base_moment + box.mass_kg * np.array(box.cog[:2])) / mass if mass > 0 else box.cog[:2]
+        comps['centered_com'] = float(np.clip(1 - math.hypot(*g) / pallet.half_diagonal, 0, 1))
+        top_all = max(stack_top, box.top)
+        comps['low_height'] = float(np.clip(1 - top_all / params.max_height_m, 0, 1))
+        comps['compactness'] = float(
+            np.clip(volume / (pallet.size_xy[0] * pallet.size_xy[1] * top_all), 0, 1)
+        )
+        score = sum(w[t] * comps[t] for t in BEAM_TERMS)
+        moves.append(Move(box, yaw, score, {t: comps[t] for t in BEAM_TERMS}, len(moves)))
+    moves.sort(key=lambda m: (-m.score, m.box.z, m.box.y, m.box.x, m.yaw))
+    return [Move(m.box, m.yaw, m.score, m.components, r) for r, m in enumerate(moves)]
+
+
+class BeamPlanner:
+    """Beam search (cell-facts §6.7) over the measured stack.
+
+    The stack model is the recorded measured placements (yaw snapped to 0/90) checked against
+    the height map. With a forecast, it searches min(lookahead, 1 + len(forecast)) cartons deep
+    and returns the first move of the best sequence; without one it is greedy with whole-stack
+    quasi-static validation. It reads no simulator truth, so it is not an oracle; the forecast
+    it gets may come from an oracle gauge, which the caller flags.
+    """
+
+    kind = PlannerKind.beam
+    oracle = False
+
+    def __init__(self, params: BeamParams | None = None, *, pallet: PalletGeometry | None = None):
+        self.params = params or BeamParams()
+        self.pallet = pallet or PalletGeometry()
+        self.book = LayerBook(self.pallet)
+        self.forecast: tuple[PackageSpec, ...] = ()
+
+    def set_forecast(self, specs: Sequence[PackageSpec]) -> None:
+        """The cartons expected after the one in hand, in order."""
+        self.forecast = tuple(specs)
+
+    def record(self, placement: Placement) -> None:
+        self.book.record(placement)
+
+    def stack(self) -> list[StackBox]:
+        return stack_from_placements(self.book.placements, self.book.specs)
+
+    def choose(
+        self,
+        spec: PackageSpec,
+        heightmap: HeightMap,
+        pallet: PalletState | None,
+        excluded_slots: Collection[str] = (),
+    ) -> PlanResult:
+        self.book.remember(spec)
+        p = self.params
+        base = self.stack()
+        rejects: dict[str, int] = {}
+        roots = expand(base, spec, p, self.pallet, heightmap, rejects)
+        summary = {k: v for k, v in rejects.items() if v > 0}
+        named = [(m, self._slot(m)) for m in roots]
+        roots = [m for m, slot in named if slot not in excluded_slots]
+        if len(roots) < len(named):
+            summary['excluded'] = len(named) - len(roots)
+        if not roots:
+            return PlanResult(None, summary)
+        seq = [spec, *self.forecast][: max(1, p.lookahead)]
+        beam = [(m.score, [*base, m.box], m) for m in roots[: p.beam_width]]
+        for nxt in seq[1:]:
+            children = []
+            for score, boxes, first in beam:
+                for m in expand(boxes, nxt, p, self.pallet, None):
+                    children.append((score + m.score, [*boxes, m.box], first))
+            if not children:
+                break
+            children.sort(key=lambda t: -t[0])
+            beam = children[: p.beam_width]
+        best = max(beam, key=lambda t: t[0])[2]
+        b = best.box
+        wx, wy = b.x + self.pallet.centre_xy[0], b.y + self.pallet.centre_xy[1]
+        plan = PlacementPlan(
+            position=(wx, wy, self.pallet.deck_z + b.z + b.h / 2.0),
+            yaw=best.yaw,
+            layer=self.book.layer(b.z),
+            slot=self._slot(best),
+            score=best.score,
+            predicted_support=best.components['support'],
+            breakdown=best.components,
+        )
+        return PlanResult(plan, summary)
+
+    def _slot(self, m: Move) -> str:
+        return f'beam-L{self.book.layer(m.box.z)}-{m.rank}'

@@ -1,0 +1,291 @@
+"""Validated planner parameters; defaults are the reference cell's measured values (§6.3-6.8)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from palletizer.core.errors import ConfigError, close_match
+
+__all__ = [
+    'BEAM_TERMS',
+    'DEFAULT_BEAM_WEIGHTS',
+    'DEFAULT_WEIGHTS',
+    'TERMS',
+    'BeamParams',
+    'GridParams',
+    'HeuristicParams',
+]
+
+# The 14 scoring terms of the score heuristic, in breakdown order (cell-facts §6.4).
+TERMS: tuple[str, ...] = (
+    'support_ratio',
+    'com_margin',
+    'lowness',
+    'void_fill',
+    'levelness',
+    'peak_penalty',
+    'lateral_proximity',
+    'edge_flush',
+    'seam_break',
+    'overhang',
+    'pallet_com',
+    'reachability',
+    'bridge',
+    'gap_waste',
+)
+
+# Configured weights of the reference cell (pallet.yaml c6edd9b, cell-facts §6.4). They were
+# tuned on a 0.60 x 0.40 pallet with a Panda; pallet_com 0.8 was re-measured on the EUR-1
+# (level 11 seed 1: stack CoG 287 mm -> 10 mm off centre); reachability 0 on purpose (0.7 broke
+# level 31).
+DEFAULT_WEIGHTS: Mapping[str, float] = {
+    'support_ratio': 1.0,
+    'com_margin': 0.4,
+    'lowness': 0.6,
+    'void_fill': 1.2,
+    'levelness': 0.8,
+    'peak_penalty': 0.5,
+    'lateral_proximity': 0.3,
+    'edge_flush': 0.4,
+    'seam_break': 0.2,
+    'overhang': 0.5,
+    'pallet_com': 0.8,
+    'reachability': 0.0,
+    'bridge': 0.5,
+    'gap_waste': 0.8,
+}
+
+BEAM_TERMS: tuple[str, ...] = (
+    'support',
+    'tipping_margin',
+    'centered_com',
+    'low_height',
+    'compactness',
+    'regular_surface',
+)
+
+# Demonstrator weights 3.5/2.5/2.2/1.1/1.0/0.8 normalised by their sum 11.1 (cell-facts §6.7).
+DEFAULT_BEAM_WEIGHTS: Mapping[str, float] = {
+    'support': 0.3153,
+    'tipping_margin': 0.2252,
+    'centered_com': 0.1982,
+    'low_height': 0.0991,
+    'compactness': 0.0901,
+    'regular_surface': 0.0721,
+}
+
+
+def _err(where: str, key: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f'{where}.{key} = {value!r}; expected {allowed}')
+
+
+def _number(where: str, key: str, value: Any, lo: float, hi: float = math.inf) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not lo <= value <= hi:
+        raise _err(where, key, value, f'a finite number in [{lo}, {hi}]')
+    return float(value)
+
+
+def _integer(where: str, key: str, value: Any, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise _err(where, key, value, f'an integer >= {lo}')
+    return int(value)
+
+
+def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> dict[str, float]:
+    """All names exactly, each finite and >= 0, at least one > 0."""
+    if not isinstance(value, Mapping):
+        raise _err(where, key, value, f'a mapping of the {len(names)} weights {", ".join(names)}')
+    for name in value:
+        if name not in names:
+            raise ConfigError(
+                f'{where}.{key}.{name}: unknown weight; expected one of {", ".join(names)}'
+                f'{close_match(str(name), names)}'
+            )
+    missing = [n for n in names if n not in value]
+    if missing:
+        raise ConfigError(
+            f'{where}.{key}: missing weight {missing[0]!r}; all {len(names)} are required: '
+            f'{", ".join(names)}'
+        )
+    out = {n: _number(where, f'{key}.{n}', value[n], 0.0) for n in names}
+    if not any(v > 0.0 for v in out.values()):
+        raise _err(where, key, dict(value), 'at least one weight > 0')
+    return out
+
+
+def _from_mapping(cls: type, d: Any, where: str) -> Any:
+    """Build a params dataclass from a config mapping; unknown keys are errors, absent = default."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(f'{where} = {d!r}; expected a mapping of {cls.__name__} keys')
+    names = [f.name for f in fields(cls)]
+    for key in d:
+        if key not in names:
+            raise ConfigError(
+                f'{where}.{key}: unknown key; expected one of {", ".join(names)}'
+                f'{close_match(str(key), names)}'
+            )
+    kwargs = dict(d)
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        # Field validators name the dataclass; name the config location instead.
+        raise ConfigError(str(e).replace(cls.__name__, where, 1)) from None
+
+
+@dataclass(frozen=True)
+class HeuristicParams:
+    """Score heuristic parameters (cell-facts §6.2-6.4).
+
+    weights: the 14 term weights (TERMS); cell: planning grid [m] (finer maps are max-pooled);
+    clearance: air kept around a box inside a layer [m] (40 mm: no scrapes in 168 trials, 20 mm
+    scraped); support_tol: height tolerance of "resting on" [m]; proximity_band: band beyond the
+    clearance that counts as a neighbour [m]; levelness_scale: map std giving levelness 0.5 [m];
+    useful_gap: narrowest useful gap [m] (0 = the box's shorter side); min_support_ratio;
+    max_stack_height: hard cap on a box top above the deck [m] (EUR-1 paper limit 1.35; with a
+    reach oracle the arm decides the real limit); lowness_scale: height above the deck where
+    lowness reaches its floor [m] (0.55 is the height the reference IK sweep validated; 1.494
+    diluted the gradient 3.4x and built towers, §6.4); tie_eps: score quantum for ties;
+    yaws: candidate yaws [deg], quarter turns only (the footprint is rasterised axis-aligned);
+    180/270 are added for off-centre CoGs; allow_unobserved: accept footprints touching
+    unobserved cells; cup_gap, drop_clearance: TCP above the lid at release [m] (§3.11);
+    approach_height: pre-place waypoint above the release pose [m]; reach_probe: lateral offset
+    of the reachability probes [m].
+    """
+
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    cell: float = 0.010
+    clearance: float = 0.040
+    support_tol: float = 0.001
+    proximity_band: float = 0.02
+    levelness_scale: float = 0.2
+    useful_gap: float = 0.0
+    min_support_ratio: float = 0.60
+    max_stack_height: float = 1.35
+    lowness_scale: float = 0.55
+    tie_eps: float = 1e-9
+    yaws: tuple[float, ...] = (0.0, 90.0)
+    allow_unobserved: bool = True
+    cup_gap: float = 0.0015
+    drop_clearance: float = 0.002
+    approach_height: float = 0.18
+    reach_probe: float = 0.02
+
+    def __post_init__(self) -> None:
+        w = 'HeuristicParams'
+        object.__setattr__(self, 'weights', _weights(w, 'weights', self.weights, TERMS))
+        for key, lo in (
+            ('clearance', 0.0),
+            ('support_tol', 0.0),
+            ('proximity_band', 0.0),
+            ('useful_gap', 0.0),
+            ('cup_gap', 0.0),
+            ('drop_clearance', 0.0),
+            ('approach_height', 0.0),
+            ('reach_probe', 0.0),
+        ):
+            object.__setattr__(self, key, _number(w, key, getattr(self, key), lo))
+        for key in ('cell', 'levelness_scale', 'max_stack_height', 'lowness_scale', 'tie_eps'):
+            value = getattr(self, key)
+            object.__setattr__(self, key, _number(w, key, value, 1e-12))
+        ratio = _number(w, 'min_support_ratio', self.min_support_ratio, 0.0, 1.0)
+        object.__setattr__(self, 'min_support_ratio', ratio)
+        yaws = self.yaws
+        if (
+            not isinstance(yaws, (list, tuple))
+            or not yaws
+            or any(
+                isinstance(y, bool) or not isinstance(y, (int, float)) or float(y) % 90.0 != 0.0
+                for y in yaws
+            )
+        ):
+            raise _err(w, 'yaws', yaws, 'a non-empty list of quarter turns [deg] (0, 90, ...)')
+        object.__setattr__(self, 'yaws', tuple(sorted({float(y) % 360.0 for y in yaws})))
+        if not isinstance(self.allow_unobserved, bool):
+            raise _err(w, 'allow_unobserved', self.allow_unobserved, 'true or false')
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any], where: str) -> HeuristicParams:
+        """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
+        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class BeamParams:
+    """Beam search parameters (cell-facts §6.7, measured in the demonstrator: seed 17, 10
+    permutations -> 100 % strictly stable vs 50 % for first-fit).
+
+    min_support_ratio; min_tipping_margin [m]; beam_width; lookahead (search depth, current box
+    included); candidates_per_node; surface_samples: (nx, ny) samples of the top surface for
+    regular_surface; clearance [m]; weights: the 6 components (BEAM_TERMS); max_height_m: height
+    scale and cap above the deck [m]; level_tol: height match for resting on a top [m];
+    map_tol: how far the height map may rise above a candidate's base before it is rejected
+    (something unrecorded is there) [m].
+    """
+
+    min_support_ratio: float = 0.62
+    min_tipping_margin: float = 0.008
+    beam_width: int = 20
+    lookahead: int = 3
+    candidates_per_node: int = 40
+    surface_samples: tuple[int, int] = (12, 10)
+    clearance: float = 0.040
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BEAM_WEIGHTS))
+    max_height_m: float = 1.35
+    level_tol: float = 0.004
+    map_tol: float = 0.010
+
+    def __post_init__(self) -> None:
+        w = 'BeamParams'
+        object.__setattr__(self, 'weights', _weights(w, 'weights', self.weights, BEAM_TERMS))
+        ratio = _number(w, 'min_support_ratio', self.min_support_ratio, 0.0, 1.0)
+        object.__setattr__(self, 'min_support_ratio', ratio)
+        for key in ('min_tipping_margin', 'clearance', 'level_tol', 'map_tol'):
+            object.__setattr__(self, key, _number(w, key, getattr(self, key), 0.0))
+        object.__setattr__(
+            self, 'max_height_m', _number(w, 'max_height_m', self.max_height_m, 1e-3)
+        )
+        for key in ('beam_width', 'lookahead', 'candidates_per_node'):
+            object.__setattr__(self, key, _integer(w, key, getattr(self, key), 1))
+        s = self.surface_samples
+        if not isinstance(s, (list, tuple)) or len(s) != 2:
+            raise _err(w, 'surface_samples', s, 'two integers >= 1 (nx, ny)')
+        samples = (
+            _integer(w, 'surface_samples', s[0], 1),
+            _integer(w, 'surface_samples', s[1], 1),
+        )
+        object.__setattr__(self, 'surface_samples', samples)
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any], where: str) -> BeamParams:
+        """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
+        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class GridParams:
+    """Grid baseline parameters (cell-facts §6.8).
+
+    clearance [m]; min_support_ratio (the heuristic's 0.60); level_tol: a top counts as this
+    level within it [m] (6 mm); overlap_tol: vertical overlap tolerated between boxes [m] (3 mm).
+    """
+
+    clearance: float = 0.040
+    min_support_ratio: float = 0.60
+    level_tol: float = 0.006
+    overlap_tol: float = 0.003
+
+    def __post_init__(self) -> None:
+        w = 'GridParams'
+        for key in ('clearance', 'level_tol', 'overlap_tol'):
+            object.__setattr__(self, key, _number(w, key, getattr(self, key), 0.0))
+        ratio = _number(w, 'min_support_ratio', self.min_support_ratio, 0.0, 1.0)
+        object.__setattr__(self, 'min_support_ratio', ratio)
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any], where: str) -> GridParams:
+        """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
+        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]

@@ -1,0 +1,367 @@
+"""Score heuristic: the reference planner checks (cell-facts §11.1) and the vectorised terms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from palletizer.core.contracts import HeightMap, PackageSpec, Placement
+from palletizer.core.planning import (
+    DEFAULT_WEIGHTS,
+    REJECT_REASONS,
+    TERMS,
+    HeuristicParams,
+    ScorePlanner,
+)
+from palletizer.core.planning.heuristic import score_candidates
+
+STD_M = PackageSpec('std_m-00', 'std_m', (0.42, 0.30, 0.18), 4.2)
+
+
+def _params(**over) -> HeuristicParams:
+    """Reference placing defaults: pallet_com off (it pulls to the centre)."""
+    weights = dict(DEFAULT_WEIGHTS, pallet_com=0.0)
+    weights.update(over.pop('weights', {}))
+    return HeuristicParams(weights=weights, **over)
+
+
+def _map(cells) -> HeightMap:
+    return HeightMap(np.asarray(cells, dtype=float))
+
+
+def test_empty_pallet_takes_the_corner():
+    res = ScorePlanner(_params()).choose(STD_M, HeightMap.flat(), None)
+    plan = res.plan
+    assert plan is not None and res.reject_summary == {}
+    assert plan.yaw == 0.0 and plan.layer == 1 and plan.slot == 'score-L1-0x0'
+    np.testing.assert_allclose(plan.position, (0.21, -0.25, 0.144 + 0.09), atol=1e-12)
+    assert plan.predicted_support == 1.0
+    assert plan.breakdown['gap_waste'] == 1.0 and plan.breakdown['support_ratio'] == 1.0
+
+
+def test_a_notch_beats_a_plateau():
+    cells = np.full((80, 120), 0.24)
+    cells[:, :34] = 0.12  # a 0.34 m wide notch, 0.12 deep, along the -x rim
+    spec = PackageSpec('b', 'small', (0.30, 0.22, 0.12), 1.8)
+    plan = ScorePlanner(_params()).choose(spec, _map(cells), None).plan
+    assert plan is not None
+    np.testing.assert_allclose(plan.position[2] - 0.144, 0.12 + 0.06)
+    assert plan.position[0] < 0.34
+
+
+def _pocket(cells_support) -> np.ndarray:
+    """A 0.55 m high wall everywhere except a 0.50 x 0.40 pocket at the (-x, -y) corner."""
+    cells = np.full((80, 120), 0.55)
+    cells[:40, :50] = 0.0
+    for c0, c1 in cells_support:
+        cells[:40, c0:c1] = 0.2
+    return cells
+
+
+def test_a_bridge_is_allowed_and_rewarded():
+    # Two equal neighbours with a 0.10 m gap; the wall's top is out of bounds (cap 0.6 m).
+    cells = _pocket([(0, 20), (30, 50)])
+    spec = PackageSpec('c', 'bridge', (0.42, 0.30, 0.10), 3.0)
+    res = ScorePlanner(_params(max_stack_height=0.6)).choose(spec, _map(cells), None)
+    plan = res.plan
+    assert plan is not None
+    assert plan.breakdown['bridge'] > 0.5
+    assert plan.breakdown['com_margin'] > 0.0
+    np.testing.assert_allclose(plan.position[2] - 0.144, 0.2 + 0.05)
+    # Where the box crosses the gap the CoG has air under it, yet it is supported (the extent).
+    assert plan.position[0] - 0.21 < 0.20 < plan.position[0] + 0.21
+
+
+def test_a_cantilever_is_rejected():
+    # One neighbour only: the box would hang its CoG over air.
+    cells = _pocket([(0, 20)])
+    spec = PackageSpec('c', 'lever', (0.42, 0.30, 0.10), 3.0)
+    params = _params(max_stack_height=0.6, min_support_ratio=0.3)
+    res = ScorePlanner(params).choose(spec, _map(cells), None)
+    assert res.plan is None
+    assert res.reject_summary['com_unsupported'] > 0
+
+
+def test_same_input_gives_the_same_pick():
+    rng = np.random.default_rng(11)
+    cells = np.zeros((80, 120))
+    for _ in range(6):
+        j, i = rng.integers(0, 60), rng.integers(0, 90)
+        cells[j : j + 20, i : i + 30] = rng.choice([0.12, 0.18, 0.24])
+    spec = PackageSpec('d', 'std_s', (0.38, 0.28, 0.16), 3.5, (0.02, 0.02, -0.015))
+    a = ScorePlanner(_params()).choose(spec, _map(cells), None)
+    b = ScorePlanner(_params()).choose(spec, _map(cells.copy()), None)
+    assert a == b and a.plan is not None
+
+
+def test_no_fit_is_a_result_not_a_crash():
+    tall = PackageSpec('t', 'tall', (0.3, 0.2, 0.5), 2.0)
+    cells = np.full((80, 120), 0.9)
+    planner = ScorePlanner(_params())
+    res = planner.choose(tall, _map(cells), None)
+    assert res.plan is None and 'max_stack_height' in res.reject_summary
+    cands = planner.candidates(tall, _map(cells), None)
+    assert sum(res.reject_summary.values()) == cands.n_total > 0
+    huge = PackageSpec('h', 'huge', (1.3, 0.9, 0.2), 5.0)
+    res = planner.choose(huge, HeightMap.flat(), None)
+    assert res.plan is None and res.reject_summary == {}
+
+
+def test_non_finite_cells_are_treated_as_unobserved():
+    cells = np.zeros((80, 120))
+    cells[:, :50] = np.nan  # the sensor saw nothing there
+    cells[0, 119] = np.inf
+    hm = _map(cells)
+    assert not hm.observed[:, :50].any()
+    res = ScorePlanner(_params()).choose(STD_M, hm, None)
+    assert res.plan is not None and all(math.isfinite(v) for v in res.plan.breakdown.values())
+    strict = ScorePlanner(_params(allow_unobserved=False)).choose(STD_M, hm, None)
+    assert strict.plan is not None and strict.reject_summary['unobserved'] > 0
+    # The footprint plus its clearance ring stays clear of the blind band (x < 0.50 m) and cell.
+    assert strict.plan.position[0] - 0.21 - 0.04 >= 0.50 - 1e-9
+
+
+def test_replan_with_an_excluded_slot_returns_the_next_best_without_re_enumerating():
+    planner = ScorePlanner(_params())
+    hm = HeightMap.flat()
+    first = planner.choose(STD_M, hm, None).plan
+    assert planner.enumerations == 1
+    cands = planner.candidates(STD_M, hm, None)
+    second = planner.choose(STD_M, hm, None, excluded_slots={first.slot}).plan
+    assert planner.enumerations == 1
+    assert second.slot != first.slot and second.score <= first.score
+    # It is the best-ranked candidate with a different slot name.
+    k = next(
+        k for k in range(len(cands.score)) if f'score-L1-{cands.i0[k]}x{cands.j0[k]}' != first.slot
+    )
+    np.testing.assert_allclose(second.position[:2], (cands.x[k], cands.y[k]))
+    # A new map is a new enumeration.
+    cells = np.zeros((80, 120))
+    cells[:30, :44] = 0.18
+    planner.choose(STD_M, _map(cells), None)
+    assert planner.enumerations == 2
+
+
+def test_every_term_and_score_is_bounded():
+    rng = np.random.default_rng(5)
+    cells = np.zeros((80, 120))
+    for _ in range(8):
+        j, i = rng.integers(0, 60), rng.integers(0, 90)
+        cells[j : j + 25, i : i + 35] += rng.choice([0.10, 0.16, 0.22])
+    spec = PackageSpec('e', 'x', (0.30, 0.22, 0.12), 1.8, (0.025, 0.0, 0.0))
+    c = score_candidates(spec, _map(cells), HeuristicParams(), pallet_mass=10.0)
+    assert len(c.score) > 100
+    assert np.all((c.terms >= 0) & (c.terms <= 1)) and np.all((c.score >= 0) & (c.score <= 1))
+    assert set(c.reject_summary) <= set(REJECT_REASONS)
+
+
+def test_an_off_centre_cog_gets_the_half_turns():
+    centred = score_candidates(STD_M, HeightMap.flat(), _params())
+    assert set(np.round(np.degrees(centred.yaw))) == {0.0, 90.0}
+    off = PackageSpec('o', 'std_m', (0.42, 0.30, 0.18), 4.2, (0.05, 0.0, 0.0))
+    flipped = score_candidates(off, HeightMap.flat(), _params())
+    assert set(np.round(np.degrees(flipped.yaw))) == {0.0, 90.0, 180.0, 270.0}
+
+
+def test_a_neighbour_inside_the_clearance_band_collides():
+    spec = PackageSpec('s', 'x', (0.30, 0.20, 0.10), 1.0)
+    cells = np.zeros((80, 120))
+    cells[:, 34:] = 0.3  # a wall from x = 0.34 m
+    c = score_candidates(spec, _map(cells), _params())
+    # Along the -x rim with yaw 0 (30 cells), four cells of clearance fit exactly: i0 = 0 only.
+    yaw0 = c.yaw == 0.0
+    low = c.z_base == 0.0
+    assert set(c.i0[yaw0 & low]) == {0}
+    cells[:, 33] = 0.3  # one cell closer: the ring now touches the wall
+    c = score_candidates(spec, _map(cells), _params())
+    assert not np.any((c.yaw == 0.0) & (c.z_base == 0.0))
+    assert c.reject_summary['collision'] > 0
+
+
+def test_pallet_com_pulls_the_first_box_to_the_centre():
+    only = {t: 0.0 for t in TERMS} | {'pallet_com': 1.0}
+    plan = ScorePlanner(HeuristicParams(weights=only)).choose(STD_M, HeightMap.flat(), None).plan
+    np.testing.assert_allclose(plan.position[:2], (0.60, 0.0), atol=0.011)
+
+
+def test_a_zero_weight_turns_a_term_off():
+    only = {t: 0.0 for t in TERMS} | {'support_ratio': 2.0}
+    rng = np.random.default_rng(2)
+    cells = np.where(rng.uniform(size=(80, 120)) < 0.02, 0.05, 0.0)
+    c = score_candidates(STD_M, _map(cells), HeuristicParams(weights=only, min_support_ratio=0))
+    np.testing.assert_allclose(c.score, c.terms[:, TERMS.index('support_ratio')])
+
+
+def _record(planner: ScorePlanner, spec: PackageSpec, x: float, y: float, z_base: float) -> None:
+    pose = (x - 0.6, y, z_base + spec.dims_m[2] / 2, 0.0)
+    planner.record(
+        Placement(0, spec.package_id, spec.type_name, spec.mass_kg, spec.dims_m, 1, pose, pose,
+                  0.0, 0.0, 1.0, 0.0, True)
+    )  # fmt: skip
+
+
+def test_layer_comes_from_recorded_measured_bases():
+    planner = ScorePlanner(_params())
+    _record(planner, STD_M, 0.21, -0.25, 0.0)
+    _record(planner, STD_M, 0.70, -0.25, 0.002)  # same layer within 3 mm
+    cells = np.full((80, 120), 0.18)
+    plan = planner.choose(STD_M, _map(cells), None).plan
+    assert plan.layer == 2 and plan.slot.startswith('score-L2-')
+    assert planner.book.mass == pytest.approx(8.4)
+
+
+class _DiscReach:
+    """Reachable inside an annulus around the robot base and below a TCP height."""
+
+    def __init__(self, z_max: float) -> None:
+        self.z_max = z_max
+        self.calls = 0
+
+    def reachable(self, x, y, z_tcp, yaw):
+        self.calls += 1
+        d = np.hypot(x - 0.60, y + 0.72)
+        return (d >= 0.45) & (d <= 1.0) & (z_tcp <= self.z_max)
+
+
+def test_reach_is_a_hard_filter_and_sets_the_height_limit():
+    reach = _DiscReach(z_max=0.144 + 0.40)
+    planner = ScorePlanner(_params(weights={'reachability': 1.0}), reach=reach)
+    res = planner.choose(STD_M, HeightMap.flat(), None)
+    assert reach.calls == 2  # one vectorised batch per yaw
+    assert res.reject_summary['out_of_reach'] > 0
+    x, y = res.plan.position[:2]
+    assert 0.45 + 0.02 <= math.hypot(x - 0.6, y + 0.72) <= 1.0 - 0.02
+    assert res.plan.breakdown['reachability'] == 1.0
+    # A plateau whose top puts the TCP above the reachable height: nothing is valid, and the
+    # reason is reach, not a fixed stack-height cap.
+    res = planner.choose(STD_M, _map(np.full((80, 120), 0.25)), None)
+    assert res.plan is None and 'max_stack_height' not in res.reject_summary
+    assert res.reject_summary['out_of_reach'] > 0
+
+
+def test_planner_rejects_a_finer_map_it_cannot_pool():
+    hm = HeightMap(np.zeros((107, 160)), None, (0.0, -0.4), 0.0075)
+    with pytest.raises(Exception, match='cell_size = 0.0075'):
+        ScorePlanner(_params()).choose(STD_M, hm, None)
+    fine = HeightMap(np.zeros((160, 240)), None, (0.0, -0.4), 0.005)
+    assert ScorePlanner(_params()).choose(STD_M, fine, None).plan.slot == 'score-L1-0x0'
+
+
+# ---------------------------------------------------------------------------------------------
+# The vectorised terms against a cell-by-cell reading of their definitions.
+
+
+def _brute(h: np.ndarray, i0: int, j0: int, fx: int, fy: int, H: float, p: HeuristicParams):
+    tol, cell = p.support_tol, 0.01
+    win = h[j0 : j0 + fy, i0 : i0 + fx]
+    zb = win.max()
+    sup = win >= zb - tol
+    new = h.copy()
+    new[j0 : j0 + fy, i0 : i0 + fx] = zb + H
+    void = (zb - win).sum() / win.size
+    ny, nx = h.shape
+
+    def seam(side):
+        if side == 'l':
+            return (
+                None if i0 == 0 else np.mean(h[j0 : j0 + fy, i0] - h[j0 : j0 + fy, i0 - 1] > tol)
+            )
+        if side == 'r':
+            e = i0 + fx - 1
+            return (
+                None if e == nx - 1 else np.mean(h[j0 : j0 + fy, e] - h[j0 : j0 + fy, e + 1] > tol)
+            )
+        if side == 'd':
+            return (
+                None if j0 == 0 else np.mean(h[j0, i0 : i0 + fx] - h[j0 - 1, i0 : i0 + fx] > tol)
+            )
+        e = j0 + fy - 1
+        return None if e == ny - 1 else np.mean(h[e, i0 : i0 + fx] - h[e + 1, i0 : i0 + fx] > tol)
+
+    sides = [s for s in (seam(k) for k in 'lrdu') if s is not None]
+
+    def differs(j, i, nbs):
+        return any(abs(h[j, i] - h[b, a]) > tol for b, a in nbs if 0 <= b < ny and 0 <= a < nx)
+
+    j1, i1 = j0 + fy - 1, i0 + fx - 1
+    corners = [
+        differs(j0, i0, [(j0, i0 - 1), (j0 - 1, i0)]),
+        differs(j0, i1, [(j0, i1 + 1), (j0 - 1, i1)]),
+        differs(j1, i0, [(j1, i0 - 1), (j1 + 1, i0)]),
+        differs(j1, i1, [(j1, i1 + 1), (j1 + 1, i1)]),
+    ]
+    nc, npx = 4, 2
+
+    def band(j_lo, j_hi, i_lo, i_hi):
+        b = h[max(j_lo, 0) : max(j_hi, 0), max(i_lo, 0) : max(i_hi, 0)]
+        return b.size > 0 and b.max() > zb + tol
+
+    near = nc + npx - 1
+    useful = min(fx, fy) * cell
+
+    def gap(profile, start, step):
+        k = start
+        while 0 <= k < len(profile):
+            if profile[k] > zb + tol:
+                return abs(k - start) * cell - p.clearance
+            k += step
+        return abs(k - start) * cell
+
+    cols = h[j0 : j0 + fy, :].max(axis=0)
+    rows = h[:, i0 : i0 + fx].max(axis=1)
+    gaps = [
+        gap(cols, i0 - 1, -1),
+        gap(cols, i1 + 1, 1),
+        gap(rows, j0 - 1, -1),
+        gap(rows, j1 + 1, 1),
+    ]
+    waste = [max(g, 0.0) if g < useful - 1e-9 else 0.0 for g in gaps]
+    lateral = [
+        band(j0, j0 + fy, i0 - nc - npx, i0 - nc) or i0 <= near,
+        band(j0, j0 + fy, i1 + 1 + nc, i1 + 1 + nc + npx) or nx - 1 - i1 <= near,
+        band(j0 - nc - npx, j0 - nc, i0, i0 + fx) or j0 <= near,
+        band(j1 + 1 + nc, j1 + 1 + nc + npx, i0, i0 + fx) or ny - 1 - j1 <= near,
+    ]
+    return {
+        'lowness': 1.0 - (0.144 + zb) / (0.144 + p.lowness_scale),
+        'edge_flush': np.mean(corners),
+        'gap_waste': 1.0 - np.mean(waste) / useful,
+        'lateral_proximity': np.mean(lateral),
+        'zb': zb,
+        'support_ratio': sup.mean(),
+        'void_fill': 1.0 if zb <= tol else 1.0 - void / max(zb, cell),
+        'levelness': 1.0 / (1.0 + new.std() / p.levelness_scale),
+        'peak_penalty': 1.0 - max(0.0, zb + H - h.max()) / H,
+        'seam_break': 1.0 - np.mean(sides) if sides else 1.0,
+    }
+
+
+def test_vectorised_terms_match_a_cell_by_cell_reading():
+    rng = np.random.default_rng(21)
+    cells = np.zeros((80, 120))
+    for _ in range(10):
+        j, i = rng.integers(0, 70), rng.integers(0, 100)
+        cells[j : j + rng.integers(10, 30), i : i + rng.integers(10, 40)] = rng.choice(
+            [0.1, 0.2, 0.3]
+        )
+    spec = PackageSpec('v', 'x', (0.30, 0.22, 0.12), 1.8)
+    params = HeuristicParams(min_support_ratio=0.0, max_stack_height=10.0)
+    c = score_candidates(spec, _map(cells), params)
+    picks = rng.choice(len(c.score), size=40, replace=False)
+    for k in picks:
+        fx, fy = (30, 22) if c.yaw[k] == 0.0 else (22, 30)
+        ref = _brute(cells, int(c.i0[k]), int(c.j0[k]), fx, fy, 0.12, params)
+        np.testing.assert_allclose(c.z_base[k], ref['zb'])
+        for name in (
+            'support_ratio',
+            'void_fill',
+            'levelness',
+            'peak_penalty',
+            'seam_break',
+            'lowness',
+            'edge_flush',
+            'lateral_proximity',
+            'gap_waste',
+        ):
+            np.testing.assert_allclose(c.terms[k, TERMS.index(name)], ref[name], err_msg=name)

@@ -1,0 +1,131 @@
+"""Stability geometry: the SDK anchor numbers, hulls, overhang, yaw error, collapse, stacks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from palletizer.core.contracts import Placement
+from palletizer.core.stability import (
+    TRANSPORT_ACCEL_G,
+    StackBox,
+    collapsed,
+    convex_hull,
+    overhang,
+    placement_error,
+    stability_margin,
+    support_polygon,
+    support_ratio,
+    validate_stack,
+    yaw_error,
+)
+
+BASE = [(-0.05, 0.0, 0.10, 0.06), (0.05, 0.0, 0.10, 0.06)]
+
+
+def test_support_polygon_anchor():
+    np.testing.assert_allclose(support_polygon(BASE), (-0.10, 0.10, -0.03, 0.03))
+    assert support_polygon([]) is None
+
+
+def test_stability_margin_anchor_numbers():
+    np.testing.assert_allclose(stability_margin(0.0, 0.0, 0.05, BASE), 0.03 - 0.28 * 0.05)
+    np.testing.assert_allclose(stability_margin(0.0, 0.0, 0.05, BASE), 0.016, atol=1e-12)
+    assert stability_margin(0.0, 0.0, 0.08, BASE) < 0.016  # higher CoG, smaller margin
+    assert stability_margin(0.0, 0.05, 0.05, BASE) < 0.0  # outside the base tips
+    assert stability_margin(0.0, 0.0, 0.05, []) == 0.0
+    assert stability_margin(0.0, 0.0, 0.05, [(0.0, 0.0, 0.0, 0.0)]) == 0.0  # degenerate
+    assert TRANSPORT_ACCEL_G == 0.28
+
+
+def test_margin_uses_the_hull_not_the_bounding_rectangle():
+    # An L of two boxes: the bounding rect covers the empty corner, the hull cuts it diagonally.
+    base = [(0.0, 0.0, 0.4, 0.1), (-0.15, 0.15, 0.1, 0.4)]
+    # Near the empty corner (+x, +y) the rect says inside, the hull says outside.
+    assert stability_margin(0.15, 0.25, 0.0, base) < 0.0
+    rect = support_polygon(base)
+    assert rect[0] < 0.15 < rect[1] and rect[2] < 0.25 < rect[3]
+
+
+def test_convex_hull_is_ccw_and_drops_interior_and_collinear_points():
+    rng = np.random.default_rng(3)
+    inner = rng.uniform(-0.5, 0.5, (40, 2))
+    square = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1], [0, -1], [1, 0]], dtype=float)
+    hull = convex_hull(np.vstack([inner, square]))
+    assert len(hull) == 4
+    x, y = hull[:, 0], hull[:, 1]
+    area2 = np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)
+    np.testing.assert_allclose(area2 / 2, 4.0)  # positive: counter-clockwise
+
+
+def test_rotated_base_uses_rotated_corners():
+    base = [(0.0, 0.0, 0.4, 0.1, math.pi / 2)]
+    np.testing.assert_allclose(support_polygon(base), (-0.05, 0.05, -0.2, 0.2), atol=1e-12)
+
+
+def test_overhang_and_support_ratio():
+    deck = (-0.6, 0.6, -0.4, 0.4)
+    np.testing.assert_allclose(overhang((0.5, 0.63, 0.0, 0.2), deck), 0.03)
+    assert overhang((-0.1, 0.1, -0.1, 0.1), deck) == 0.0
+    np.testing.assert_allclose(
+        support_ratio((0, 1, 0, 1), [(0, 0.5, 0, 1), (0.5, 0.8, 0, 1)]), 0.8
+    )
+    np.testing.assert_allclose(support_ratio((0, 1, 0, 1), [(0, 1, 0, 1), (0, 1, 0, 1)]), 1.0)
+
+
+def test_yaw_error_has_period_pi_and_half_pi_for_squares():
+    np.testing.assert_allclose(yaw_error(0.0, math.pi + 0.05), 0.05)
+    np.testing.assert_allclose(yaw_error(0.0, math.pi / 2), math.pi / 2)
+    np.testing.assert_allclose(yaw_error(0.0, math.pi / 2 + 0.03, square=True), 0.03, atol=1e-12)
+    exy, eyaw = placement_error(
+        (0, 0, 0, 0.0), (0.003, 0.004, 0, -math.pi + 0.02), (0.4, 0.3, 0.2)
+    )
+    np.testing.assert_allclose((exy, eyaw), (0.005, 0.02), atol=1e-12)
+    _, eyaw = placement_error((0, 0, 0, 0.0), (0, 0, 0, math.pi / 2), (0.3, 0.3, 0.2))
+    np.testing.assert_allclose(eyaw, 0.0, atol=1e-12)
+
+
+def _p(pid: str, placed: bool) -> Placement:
+    pose = (0.0, 0.0, 0.1, 0.0)
+    return Placement(0, pid, 't', 1.0, (0.3, 0.2, 0.2), 1, pose, pose, 0, 0, 1, 0, placed)
+
+
+def test_collapse_is_a_previously_placed_box_no_longer_placed():
+    before = [_p('a', True), _p('b', True), _p('c', False)]
+    assert collapsed(before, [_p('a', True), _p('b', True), _p('c', False)]) == []
+    assert collapsed(before, [_p('a', True), _p('b', False), _p('c', True)]) == ['b']
+
+
+def _box(x, y, z, ex, ey, h, m=1.0, cog=None):
+    return StackBox(x, y, z, ex, ey, h, m, cog or (x, y, z + h / 2))
+
+
+def test_validate_stack_accepts_a_column_and_rejects_a_cantilever():
+    a = _box(0.0, 0.0, 0.0, 0.4, 0.3, 0.2)
+    on_top = _box(0.0, 0.0, 0.2, 0.4, 0.3, 0.2)
+    assert validate_stack([a, on_top]).ok
+    lever = _box(0.25, 0.0, 0.2, 0.4, 0.3, 0.2)  # 62.5 % resting, CoG beyond the edge
+    check = validate_stack([a, lever], min_support=0.3)
+    assert not check.ok and check.reason == 'margin'
+    assert validate_stack([a, lever]).reason == 'support'
+
+
+def test_validate_stack_passes_loads_down_to_the_supporters():
+    # A bridge over two boxes is stable, but a heavy box on the bridge's far end is carried by
+    # the right support alone and must still be inside it.
+    left = _box(-0.15, 0.0, 0.0, 0.2, 0.3, 0.2)
+    right = _box(0.15, 0.0, 0.0, 0.2, 0.3, 0.2)
+    bridge = _box(0.0, 0.0, 0.2, 0.5, 0.3, 0.1)
+    check = validate_stack([left, right, bridge], min_support=0.5)
+    assert check.ok
+    np.testing.assert_allclose(check.support[2], 0.4 / 0.5)
+    assert validate_stack([left, bridge], min_support=0.3).reason == 'margin'
+
+
+def test_validate_stack_rejects_overlaps_and_out_of_bounds():
+    a = _box(0.0, 0.0, 0.0, 0.4, 0.3, 0.2)
+    b = _box(0.1, 0.0, 0.0, 0.4, 0.3, 0.2)
+    assert validate_stack([a, b]).reason == 'overlap'
+    assert validate_stack([_box(0.45, 0.0, 0.0, 0.4, 0.3, 0.2)]).reason == 'bounds'
+    assert validate_stack([_box(0.0, 0.0, 0.0, 0.4, 0.3, 0.2, m=400.0)]).reason == 'mass'
+    assert validate_stack([_box(0.0, 0.0, 1.3, 0.4, 0.3, 0.2)]).reason == 'height'
