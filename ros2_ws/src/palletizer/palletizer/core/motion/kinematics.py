@@ -18,6 +18,7 @@ __all__ = [
     'JointLimits',
     'UR10eKinematics',
     'branch_family',
+    'branch_index',
     'fk_dh',
     'ik_batch',
     'tool_down',
@@ -221,6 +222,20 @@ def ik_batch(
     # q3 and q5 come from arccos and q6 from arctan2: only q1, q2, q4 can leave [-pi, pi).
     q[..., [0, 1, 3]] = _wrap(q[..., [0, 1, 3]])
     return q, valid
+
+
+def branch_index(q: np.ndarray) -> int:
+    """ik_batch branch index (0..7) that reproduces the configuration q (6,) [rad]."""
+    q = np.asarray(q, dtype=float)
+    T = fk_dh(q)
+    p05 = T[:3, 3] - DH['d6'] * T[:3, 2]
+    psi = math.atan2(p05[1], p05[0])
+    phi = math.acos(min(1.0, DH['d4'] / max(math.hypot(p05[0], p05[1]), 1e-12)))
+    err = [abs(float(_wrap(np.array(psi + sg * phi + math.pi / 2 - q[0])))) for sg in (1.0, -1.0)]
+    s = 0 if err[0] <= err[1] else 1
+    w = 0 if math.sin(q[4]) >= 0 else 1
+    e = 0 if math.sin(q[2]) >= 0 else 1
+    return 4 * s + 2 * w + e
 
 
 def branch_family(q: np.ndarray) -> np.ndarray:

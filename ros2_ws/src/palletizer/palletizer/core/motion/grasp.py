@@ -1,0 +1,131 @@
+"""Cup-block choice of the 16-cup VGP20 (§3.10 rule) and the TCP offset of an off-centre block."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from palletizer.core.motion.errors import MotionError
+
+__all__ = ['G', 'Grasp', 'GripperGeometry', 'plan_grasp', 'tool_to_world_xy']
+
+G = 9.81
+
+
+@dataclass(frozen=True)
+class GripperGeometry:
+    """OnRobot VGP20 figures (cell-facts §3.10): [m], [N]."""
+
+    body: tuple[float, float, float] = (0.264, 0.184, 0.092)  # L x W x flange-to-cup-face
+    columns: int = 4  # along tool x
+    rows: int = 4  # along tool y
+    pitch_x: float = 0.0747  # 264 mm body across 4 columns, with border
+    pitch_y: float = 0.048
+    cup_radius: float = 0.020
+    force_per_cup: float = 50.0  # catalogue
+    derating: float = 0.70  # porous cardboard and tape
+    safety_factor: float = 1.5
+
+    def cup_x(self) -> np.ndarray:
+        """Cup centre x coordinates along tool x (columns,) [m]."""
+        return (np.arange(self.columns) - (self.columns - 1) / 2) * self.pitch_x
+
+    def cup_y(self) -> np.ndarray:
+        """Cup centre y coordinates along tool y (rows,) [m]."""
+        return (np.arange(self.rows) - (self.rows - 1) / 2) * self.pitch_y
+
+
+@dataclass(frozen=True)
+class Grasp:
+    """Active cup block: columns [c0, c1) along tool x, rows [r0, r1) along tool y.
+
+    offset: block centre in the tool frame (x, y) [m]. capacity / required [N]; required is
+    None when the mass is not known yet (before weighing).
+    """
+
+    c0: int
+    c1: int
+    r0: int
+    r1: int
+    offset: tuple[float, float]
+    capacity: float
+    required: float | None
+
+    @property
+    def n_cups(self) -> int:
+        return (self.c1 - self.c0) * (self.r1 - self.r0)
+
+    @property
+    def feasible(self) -> bool:
+        """Cups exist and, when the mass is known, capacity >= mass x g x safety factor."""
+        return self.n_cups > 0 and (self.required is None or self.capacity >= self.required)
+
+    @property
+    def capacity_ratio(self) -> float | None:
+        """grip_capacity_ratio = capacity / required (the `pick` payload), None if mass unknown."""
+        if self.required is None or self.required <= 0:
+            return None
+        return self.capacity / self.required
+
+
+def _best_run(centres: np.ndarray, half_room: float) -> tuple[int, int]:
+    """Longest contiguous run whose half-extent fits half_room; ties -> centre nearest the axis.
+
+    Equal distances (symmetric runs) go to the lower index, so the choice is deterministic.
+    """
+    n = len(centres)
+    for length in range(n, 0, -1):
+        half_extent = (centres[length - 1] - centres[0]) / 2
+        if half_extent > half_room + 1e-12:
+            continue
+        starts = range(n - length + 1)
+        best = min(starts, key=lambda s: (round(abs(centres[s : s + length].mean()), 12), s))
+        return best, best + length
+    return 0, 0
+
+
+def plan_grasp(
+    length: float,
+    width: float,
+    mass: float | None = None,
+    gripper: GripperGeometry = GripperGeometry(),
+) -> Grasp:
+    """The §3.10 cup-block rule for a lid `length` along tool x by `width` along tool y [m].
+
+    Per axis, the longest contiguous run of cups whose half-extent fits within (half-size - cup
+    radius); ties go to the run closest to the tool axis. Capacity = n x 50 N x 0.70 against
+    mass x 9.81 x 1.5 when `mass` [kg] is given.
+    """
+    for name, v in (('length', length), ('width', width)):
+        if not math.isfinite(v) or v <= 0:
+            raise MotionError(f'plan_grasp: {name} = {v!r}; expected a positive size [m]')
+    if mass is not None and (not math.isfinite(mass) or mass < 0):
+        raise MotionError(f'plan_grasp: mass = {mass!r}; expected >= 0 kg or None')
+    room_x = length / 2 - gripper.cup_radius
+    room_y = width / 2 - gripper.cup_radius
+    if room_x < 0 or room_y < 0:
+        c0 = c1 = r0 = r1 = 0
+        offset = (0.0, 0.0)
+    else:
+        xs, ys = gripper.cup_x(), gripper.cup_y()
+        c0, c1 = _best_run(xs, room_x)
+        r0, r1 = _best_run(ys, room_y)
+        offset = (float(xs[c0:c1].mean()), float(ys[r0:r1].mean()))
+    n = (c1 - c0) * (r1 - r0)
+    capacity = n * gripper.force_per_cup * gripper.derating
+    required = None if mass is None else mass * G * gripper.safety_factor
+    return Grasp(c0, c1, r0, r1, offset, capacity, required)
+
+
+def tool_to_world_xy(v_tool: tuple[float, float] | np.ndarray, yaw: float) -> np.ndarray:
+    """A tool-frame XY vector in world XY for a tool-down pose of heading `yaw` [rad].
+
+    The tool-down rotation is rot_z(yaw) @ diag(1, -1, -1): tool y runs against world y at
+    yaw 0, so the vector is mirrored in y before the yaw rotation (converting directly in world
+    coordinates doubles the offset on one axis, §3.10).
+    """
+    vx, vy = float(v_tool[0]), float(v_tool[1])
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([c * vx + s * vy, s * vx - c * vy])

@@ -1,0 +1,431 @@
+"""Tool-down Cartesian motion plans (pick, place, generic waypoints), checked before timing."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from palletizer.core.motion.collision import CarriedLoad, CollisionWorld, first_collision
+from palletizer.core.motion.errors import MotionError
+from palletizer.core.motion.grasp import Grasp, GripperGeometry, plan_grasp, tool_to_world_xy
+from palletizer.core.motion.kinematics import (
+    TWO_PI,
+    UR10eKinematics,
+    branch_family,
+    branch_index,
+    ik_batch,
+    tool_down,
+    tool_down_batch,
+    yaw_of,
+)
+from palletizer.core.motion.params import MotionParams
+from palletizer.core.motion.timing import (
+    JointTrajectory,
+    PathLimits,
+    sample_segments,
+    time_segment,
+)
+
+__all__ = ['CartonPose', 'MotionPlanner', 'MotionResult', 'Waypoint']
+
+# Failure causes, from the closed vocabulary of episode failures (cell-facts §8.2).
+IK_UNREACHABLE = 'ik_unreachable'
+COLLISION = 'collision'
+# No cup block can hold the carton: it would slip, the vocabulary's nearest cause.
+GRASP_SLIP = 'grasp_slip'
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    """A tool-down Cartesian target: TCP position [m] and yaw [rad] in the world frame.
+
+    speed: Cartesian speed of the segment that ends here [m/s] (None: MotionParams transit
+    speed). name: what the waypoint is for, reported when it fails.
+    """
+
+    x: float
+    y: float
+    z: float
+    yaw: float
+    speed: float | None = None
+    name: str = ''
+
+
+@dataclass(frozen=True)
+class CartonPose:
+    """A carton's centre [m], yaw [rad] and dims (L along its x, W, H) [m] in the world."""
+
+    x: float
+    y: float
+    z: float
+    yaw: float
+    dims: tuple[float, float, float]
+
+    def __post_init__(self) -> None:
+        if len(self.dims) != 3 or min(self.dims) <= 0:
+            raise MotionError(f'CartonPose.dims = {self.dims!r}; expected 3 positive sizes [m]')
+
+
+@dataclass(frozen=True, eq=False)
+class MotionResult:
+    """Outcome of a checked plan.
+
+    ok: every sample reachable, in limits, branch-continuous and collision-free. cause: None or
+    'ik_unreachable' / 'collision' / 'grasp_slip'. failing_waypoint: index into `waypoints`.
+    trajectory: motion to the seal / release pose (or the whole generic move); retreat: the lift
+    or retract after the gripper acts (None for generic moves). Both None unless ok.
+    """
+
+    ok: bool
+    cause: str | None
+    failing_waypoint: int | None
+    trajectory: JointTrajectory | None
+    waypoints: tuple[Waypoint, ...] = ()
+    retreat: JointTrajectory | None = None
+    grasp: Grasp | None = None
+    message: str = ''
+
+    @property
+    def failing_name(self) -> str | None:
+        if self.failing_waypoint is None or self.failing_waypoint >= len(self.waypoints):
+            return None
+        return self.waypoints[self.failing_waypoint].name
+
+    @property
+    def q_end(self) -> np.ndarray | None:
+        """Final joint configuration (after the retreat when there is one)."""
+        last = self.retreat if self.retreat is not None else self.trajectory
+        return None if last is None else last.q[-1].copy()
+
+
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    """A dense, checked joint path ready for timing, or the reason it failed."""
+
+    segments: list[tuple[np.ndarray, np.ndarray, PathLimits]] = field(default_factory=list)
+    cause: str | None = None
+    failing: int | None = None
+    message: str = ''
+    q_end: np.ndarray | None = None
+
+
+def _wrap_pi(a: float) -> float:
+    return (a + math.pi) % TWO_PI - math.pi
+
+
+class MotionPlanner:
+    """Plans tool-down Cartesian moves for the UR10e and checks them before timing them."""
+
+    def __init__(
+        self,
+        kinematics: UR10eKinematics | None = None,
+        params: MotionParams | None = None,
+        gripper: GripperGeometry | None = None,
+    ) -> None:
+        self.params = params or MotionParams()
+        self.kin = kinematics or UR10eKinematics(limits=self.params.limits)
+        if self.kin.limits != self.params.limits:
+            raise MotionError(
+                'MotionPlanner: kinematics.limits and params.limits differ; pass the same '
+                'JointLimits to both'
+            )
+        self.gripper = gripper or GripperGeometry()
+
+    # Public plans -----------------------------------------------------------------------------
+    def plan_cartesian(
+        self,
+        q_start: np.ndarray,
+        waypoints: list[Waypoint] | tuple[Waypoint, ...],
+        world: CollisionWorld | None = None,
+        load: CarriedLoad | None = None,
+    ) -> MotionResult:
+        """Straight-line moves through `waypoints` from q_start, checked, then timed."""
+        wps = tuple(waypoints)
+        checked = self._check(np.asarray(q_start, dtype=float), wps, world, load, 0)
+        if checked.cause is not None:
+            return MotionResult(
+                False, checked.cause, checked.failing, None, wps, message=checked.message
+            )
+        return MotionResult(True, None, None, self._time(checked), wps)
+
+    def plan_pick(
+        self,
+        q_start: np.ndarray,
+        carton: CartonPose,
+        world: CollisionWorld | None = None,
+        mass: float | None = None,
+    ) -> MotionResult:
+        """Rise, cross at transit height, descend onto the lid (+ cup gap); then the lift.
+
+        The cup block comes from the carton's dims (and mass when known); its off-centre
+        offset is cancelled in the commanded TCP from the approach onward (§3.10).
+        """
+        p = self.params
+        q0 = np.asarray(q_start, dtype=float)
+        L, W, H = carton.dims
+        grasp = plan_grasp(L, W, mass, self.gripper)
+        if not grasp.feasible:
+            return MotionResult(
+                False,
+                GRASP_SLIP,
+                None,
+                None,
+                grasp=grasp,
+                message=f'no cup block holds the carton: {grasp.n_cups} cups, capacity '
+                f'{grasp.capacity:.1f} N vs required {grasp.required}',
+            )
+        x0, y0, z0, yaw0 = self._tcp(q0)
+        yaw = self._choose_yaw(q0, yaw0, carton.yaw, carton.x, carton.y)
+        off = tool_to_world_xy(grasp.offset, yaw)
+        tx, ty = carton.x - off[0], carton.y - off[1]
+        seal_z = carton.z + H / 2 + p.cup_gap
+        hf_top = self._stack_top(world)
+        safe_z = max(p.transit_height, seal_z + p.place_clearance, hf_top + p.stack_clearance)
+        approach = self._over_and_down(x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal')
+        load = CarriedLoad((L, W, H), grasp.offset)
+        lift_z = max(safe_z, hf_top + H + p.cup_gap + p.stack_clearance)
+        lift = (Waypoint(tx, ty, lift_z, yaw, None, 'lift'),)
+        return self._two_phase(q0, approach, None, lift, load, world, grasp)
+
+    def plan_place(
+        self,
+        q_start: np.ndarray,
+        target: CartonPose,
+        grasp: Grasp,
+        world: CollisionWorld | None = None,
+    ) -> MotionResult:
+        """Rise, cross above the stack, descend to the release height; then the retract.
+
+        Release height = target centre z + H/2 + cup gap + drop clearance (§3.11). The cross
+        height clears the height map's top by the carried carton's height plus stack clearance.
+        """
+        p = self.params
+        q0 = np.asarray(q_start, dtype=float)
+        L, W, H = target.dims
+        x0, y0, z0, yaw0 = self._tcp(q0)
+        yaw = self._choose_yaw(q0, yaw0, target.yaw, target.x, target.y)
+        off = tool_to_world_xy(grasp.offset, yaw)
+        tx, ty = target.x - off[0], target.y - off[1]
+        release_z = target.z + H / 2 + p.cup_gap + p.drop_clearance
+        hf_top = self._stack_top(world)
+        safe_z = max(
+            p.transit_height,
+            release_z + p.place_clearance,
+            hf_top + H + p.cup_gap + p.stack_clearance,
+        )
+        approach = self._over_and_down(x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release')
+        retract = (Waypoint(tx, ty, safe_z, yaw, None, 'retract'),)
+        load = CarriedLoad((L, W, H), grasp.offset)
+        return self._two_phase(q0, approach, load, retract, None, world, grasp)
+
+    # Waypoint construction --------------------------------------------------------------------
+    def _tcp(self, q: np.ndarray) -> tuple[float, float, float, float]:
+        """Current TCP (x, y, z, yaw); the tool must point down (1e-3 rad)."""
+        T = self.kin.fk(q)
+        if T[2, 2] > -math.cos(1e-4):
+            raise MotionError(
+                f'start configuration {np.round(q, 4).tolist()} does not point the tool down '
+                f'(tool z = {np.round(T[:3, 2], 4).tolist()}); move to a tool-down pose first'
+            )
+        return float(T[0, 3]), float(T[1, 3]), float(T[2, 3]), float(yaw_of(T))
+
+    def _stack_top(self, world: CollisionWorld | None) -> float:
+        if world is None or world.height_field is None:
+            return self.params.deck_z
+        return world.height_field.top_z
+
+    def _over_and_down(
+        self,
+        x0: float,
+        y0: float,
+        z0: float,
+        yaw0: float,
+        tx: float,
+        ty: float,
+        yaw: float,
+        safe_z: float,
+        final_z: float,
+        final_name: str,
+    ) -> tuple[Waypoint, ...]:
+        """Vertical rise, cross at max(safe_z, current z), fast drop to final_z + clearance,
+        final descent at approach speed."""
+        p = self.params
+        z_cross = max(safe_z, z0)
+        wps = []
+        if z_cross > z0 + 1e-6:
+            wps.append(Waypoint(x0, y0, z_cross, yaw0, None, 'rise'))
+        wps.append(Waypoint(tx, ty, z_cross, yaw, None, 'cross'))
+        pre_z = final_z + p.place_clearance
+        if z_cross > pre_z + 0.01:
+            wps.append(Waypoint(tx, ty, pre_z, yaw, None, 'pre_' + final_name))
+        wps.append(Waypoint(tx, ty, final_z, yaw, p.approach_speed, final_name))
+        return tuple(wps)
+
+    def _choose_yaw(
+        self, q0: np.ndarray, yaw0: float, target_yaw: float, x: float, y: float
+    ) -> float:
+        """Tool yaw for a box at `target_yaw`: any target + k pi (a box is symmetric under a half
+        turn). Prefer the smallest turn from the current yaw whose predicted wrist-3 angle keeps
+        0.3 rad from its limits; q6 follows q1 - yaw in the working family."""
+        lo, hi = self.kin.limits.lower[5] + 0.3, self.kin.limits.upper[5] - 0.3
+        cands = []
+        for k in range(-3, 4):
+            c = yaw0 + _wrap_pi(target_yaw - yaw0) + k * math.pi
+            if abs(c - yaw0) <= math.pi + 1e-9:
+                cands.append(c)
+        best, best_cost = cands[0], math.inf
+        base_dir = math.atan2(y - self.kin.base_xyz[1], x - self.kin.base_xyz[0])
+        q = self.kin.ik_nearest(tool_down(x, y, self.params.transit_height, target_yaw), q0)
+        dq1 = float(q[0] - q0[0]) if q is not None else _wrap_pi(base_dir - (q0[0] + math.pi / 2))
+        for c in cands:
+            q6 = q0[5] + dq1 - (c - yaw0)
+            cost = abs(c - yaw0) + (10.0 if not lo <= q6 <= hi else 0.0)
+            if cost < best_cost - 1e-9:
+                best, best_cost = c, cost
+        return best
+
+    # Checking and timing ----------------------------------------------------------------------
+    def _two_phase(
+        self,
+        q0: np.ndarray,
+        first: tuple[Waypoint, ...],
+        first_load: CarriedLoad | None,
+        second: tuple[Waypoint, ...],
+        second_load: CarriedLoad | None,
+        world: CollisionWorld | None,
+        grasp: Grasp,
+    ) -> MotionResult:
+        wps = first + second
+        a = self._check(q0, first, world, first_load, 0)
+        if a.cause is not None:
+            return MotionResult(
+                False, a.cause, a.failing, None, wps, grasp=grasp, message=a.message
+            )
+        b = self._check(a.q_end, second, world, second_load, len(first))
+        if b.cause is not None:
+            return MotionResult(
+                False, b.cause, b.failing, None, wps, grasp=grasp, message=b.message
+            )
+        return MotionResult(True, None, None, self._time(a), wps, self._time(b), grasp)
+
+    def _check(
+        self,
+        q0: np.ndarray,
+        wps: tuple[Waypoint, ...],
+        world: CollisionWorld | None,
+        load: CarriedLoad | None,
+        index0: int,
+    ) -> _Checked:
+        """Dense IK with branch continuity, limits and collisions for every sample of every
+        segment. Failing waypoints are reported as index0 + local index."""
+        p = self.params
+        if not wps:
+            raise MotionError('a motion needs at least one waypoint')
+        x0, y0, z0, yaw0 = self._tcp(q0)
+        prev = np.array([x0, y0, z0, yaw0])
+        poses, seg_of, seg_info = [prev[None, :]], [np.array([0])], []
+        r_yaw = p.cartesian_speed / p.angular_speed  # [m/rad]: yaw folded into the path length
+        for k, wp in enumerate(wps):
+            for name, v in (('x', wp.x), ('y', wp.y), ('z', wp.z), ('yaw', wp.yaw)):
+                if not math.isfinite(v):
+                    raise MotionError(f'waypoint {index0 + k} ({wp.name}) {name} = {v!r}')
+            yaw = prev[3] + _wrap_pi(wp.yaw - prev[3])
+            nxt = np.array([wp.x, wp.y, wp.z, yaw])
+            dist = float(np.linalg.norm(nxt[:3] - prev[:3]))
+            dyaw = abs(float(nxt[3] - prev[3]))
+            n = max(math.ceil(dist / p.path_step), math.ceil(dyaw / p.path_step_yaw), 1)
+            u = np.linspace(0.0, 1.0, n + 1)[1:]
+            poses.append(prev + u[:, None] * (nxt - prev))
+            seg_of.append(np.full(n, k))
+            length = max(dist, r_yaw * dyaw)
+            speed = p.cartesian_speed if wp.speed is None else wp.speed
+            vel = [speed * length / dist] if dist > 0 else []
+            if dyaw > 0:
+                vel.append(p.angular_speed * length / dyaw)
+            # Pure turns use cartesian_accel / r_yaw as the angular limit: 1 in s units.
+            scale = length / dist if dist > 0 else 1.0
+            seg_info.append(
+                (
+                    length,
+                    PathLimits(
+                        min(vel) if vel else speed,
+                        p.cartesian_accel * scale,
+                        p.cartesian_jerk * scale,
+                    ),
+                )
+            )
+            prev = nxt
+        pose_arr = np.concatenate(poses)
+        seg_idx = np.concatenate(seg_of)
+        T = self.kin.to_base_flange(tool_down_batch(*pose_arr.T))
+        # Branch of the start configuration, then follow that analytic branch along the path.
+        if not branch_family(q0):
+            return _Checked(
+                cause=IK_UNREACHABLE,
+                failing=index0,
+                message='start configuration is outside the elbow-up, wrist-not-flipped family',
+            )
+        b = branch_index(q0)
+        q_b, ok_b = ik_batch(T, (b,))
+        q = q_b[:, b]
+        bad = ~ok_b[:, b]
+        q = np.where(bad[:, None], 0.0, q)
+        q = np.unwrap(q, axis=0)
+        q += np.round((q0 - q[0]) / TWO_PI) * TWO_PI
+        if not bad[0] and np.abs(q[0] - q0).max() > 1e-3:
+            raise MotionError(f'start configuration {q0.tolist()} is not on IK branch {b}')
+        # The start may be off exact tool-down by up to 1e-4 rad (rounded joint values): fade
+        # that residual out over the first segment so the path starts exactly at q0.
+        n1 = int(np.count_nonzero(seg_idx == 0))
+        q[:n1] += (q0 - q[0]) * np.linspace(1.0, 0.0, n1)[:, None]
+        bad |= ~branch_family(q) | ~self.kin.limits.within(q)
+        steps = np.abs(np.diff(q, axis=0)).max(axis=1)
+        bad[1:] |= steps > p.max_joint_step
+        if bad.any():
+            i = int(np.argmax(bad))
+            k = int(seg_idx[i])
+            x, y, z, yw = pose_arr[i]
+            return _Checked(
+                cause=IK_UNREACHABLE,
+                failing=index0 + k,
+                message=f'no branch-continuous in-limit IK at ({x:.3f}, {y:.3f}, {z:.3f}, '
+                f'yaw {yw:.3f}) on the way to waypoint {index0 + k} ({wps[k].name})',
+            )
+        if world is not None:
+            hit = first_collision(
+                pose_arr,
+                world,
+                self.gripper.body,
+                p.cup_gap,
+                load,
+                p.collision_tolerance,
+                grow=p.path_step / 2,
+            )
+            if hit is not None:
+                i, what = hit
+                k = int(seg_idx[i])
+                x, y, z, _ = pose_arr[i]
+                return _Checked(
+                    cause=COLLISION,
+                    failing=index0 + k,
+                    message=f'swept tool{" and carton" if load else ""} hits {what} at '
+                    f'({x:.3f}, {y:.3f}, {z:.3f}) on the way to waypoint {index0 + k} '
+                    f'({wps[k].name})',
+                )
+        segments = []
+        for k, (length, lim) in enumerate(seg_info):
+            sel = np.concatenate([[False], seg_idx[1:] == k])
+            first = int(np.argmax(sel)) - 1  # include the previous segment's last sample
+            q_seg = q[first : first + int(sel.sum()) + 1]
+            s = np.linspace(0.0, length, len(q_seg))
+            segments.append((s, q_seg, lim))
+        return _Checked(segments=segments, q_end=q[-1].copy())
+
+    def _time(self, checked: _Checked) -> JointTrajectory:
+        p = self.params
+        timings = [
+            time_segment(s, q, lim, p.limits, p.curvature_share) for s, q, lim in checked.segments
+        ]
+        return sample_segments(timings, p.limits, p.rate_hz)

@@ -1,0 +1,237 @@
+"""Tests of checked pick / place plans: continuity, limits, straight lines, refusals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from palletizer.core.motion import (
+    AABB,
+    HOME_Q,
+    CartonPose,
+    CollisionWorld,
+    HeightField,
+    MotionError,
+    MotionParams,
+    MotionPlanner,
+    Waypoint,
+    tool_to_world_xy,
+    yaw_of,
+)
+
+DECK = 0.144
+PLANNER = MotionPlanner()
+PICK_TABLE = AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table')
+PEDESTAL = AABB((0.36, -0.96, 0.0), (0.84, -0.48, 0.48), 'pedestal')
+
+
+def _world(top: float = 0.0) -> CollisionWorld:
+    return CollisionWorld(HeightField(np.full((80, 120), top)), (PICK_TABLE, PEDESTAL))
+
+
+def _pick_and_place(rng: np.random.Generator, n: int):
+    q = np.array(HOME_Q)
+    out = []
+    for _ in range(n):
+        dims = (rng.uniform(0.25, 0.6), rng.uniform(0.19, 0.4), rng.uniform(0.1, 0.35))
+        carton = CartonPose(
+            -0.20 + rng.uniform(-0.02, 0.02),
+            -0.80 + rng.uniform(-0.02, 0.02),
+            0.58 + dims[2] / 2,
+            rng.uniform(-math.pi, math.pi),
+            dims,
+        )
+        pick = PLANNER.plan_pick(q, carton, _world(), mass=5.0)
+        assert pick.ok, pick.message
+        target = CartonPose(
+            rng.uniform(0.2, 1.0),
+            rng.uniform(-0.25, 0.25),
+            DECK + dims[2] / 2,
+            rng.choice([0.0, math.pi / 2]),
+            dims,
+        )
+        place = PLANNER.plan_place(pick.q_end, target, pick.grasp, _world())
+        assert place.ok, place.message
+        out.append((carton, pick, target, place))
+        q = place.q_end
+    return out
+
+
+@pytest.fixture(scope='module')
+def plans():
+    return _pick_and_place(np.random.default_rng(7), 4)
+
+
+def _tail(mask: np.ndarray) -> np.ndarray:
+    """The last contiguous run of True in mask, as a mask."""
+    out = np.zeros_like(mask)
+    i = len(mask)
+    while i > 0 and mask[i - 1]:
+        i -= 1
+    out[i:] = True
+    return out
+
+
+def _trajectories(plans):
+    for _, pick, _, place in plans:
+        yield from (pick.trajectory, pick.retreat, place.trajectory, place.retreat)
+
+
+def test_pick_and_place_samples_have_no_branch_flip(plans):
+    p = PLANNER.params
+    dt = 1.0 / p.rate_hz
+    v = np.asarray(p.limits.velocity)
+    for tr in _trajectories(plans):
+        steps = np.abs(np.diff(tr.q, axis=0))
+        # Each 2 ms step stays within what the speed limit allows: no jump between branches.
+        assert np.all(steps <= v * dt * 1.05 + 1e-12)
+
+
+def test_every_sample_respects_position_speed_and_accel_limits(plans):
+    lim = PLANNER.params.limits
+    for tr in _trajectories(plans):
+        assert np.all(lim.within(tr.q))
+        assert np.all(np.abs(tr.qd) <= np.asarray(lim.velocity) + 1e-9)
+        assert np.all(np.abs(tr.qdd) <= np.asarray(lim.acceleration) + 1e-9)
+
+
+def test_sampled_rates_are_consistent_with_positions(plans):
+    dt = 1.0 / PLANNER.params.rate_hz
+    for tr in _trajectories(plans):
+        fd = np.diff(tr.q, axis=0) / np.diff(tr.t)[:, None]
+        mid = (tr.qd[1:] + tr.qd[:-1]) / 2
+        np.testing.assert_allclose(fd, mid, atol=5e-3)
+        assert np.all(np.diff(tr.t) <= dt + 1e-12)
+
+
+def test_trajectories_chain_and_start_and_end_at_rest(plans):
+    q = np.array(HOME_Q)
+    for tr in _trajectories(plans):
+        np.testing.assert_allclose(tr.q[0], q, atol=1e-9)
+        np.testing.assert_allclose(tr.qd[[0, -1]], 0.0, atol=1e-9)
+        q = tr.q[-1]
+
+
+def test_seal_pose_cancels_the_cup_block_offset_and_descends_vertically(plans):
+    kin = PLANNER.kin
+    for carton, pick, _, _ in plans:
+        T = kin.fk(pick.trajectory.q)
+        seal = T[-1]
+        off = tool_to_world_xy(pick.grasp.offset, float(yaw_of(seal)))
+        np.testing.assert_allclose(seal[:2, 3] + off, (carton.x, carton.y), atol=1e-4)
+        assert seal[2, 3] == pytest.approx(carton.z + carton.dims[2] / 2 + 0.0015, abs=1e-4)
+        # Yaw matches the carton's up to a half turn.
+        dyaw = (float(yaw_of(seal)) - carton.yaw) % math.pi
+        assert min(dyaw, math.pi - dyaw) < 1e-4
+        # The last waypoint pair is a vertical descent: xy fixed while z drops.
+        low = _tail(T[:, 2, 3] < seal[2, 3] + 0.15)
+        assert low.sum() > 10
+        np.testing.assert_allclose(T[low, :2, 3] - seal[:2, 3], 0.0, atol=2e-4)
+
+
+def test_release_height_is_plan_top_plus_cup_gap_plus_drop(plans):
+    for _, _, target, place in plans:
+        T = PLANNER.kin.fk(place.trajectory.q[-1])
+        assert T[2, 3] == pytest.approx(target.z + target.dims[2] / 2 + 0.0015 + 0.002, abs=1e-4)
+
+
+def test_tcp_speed_respects_cartesian_and_approach_speeds(plans):
+    p = PLANNER.params
+    for _, pick, _, _ in plans:
+        tr = pick.trajectory
+        T = PLANNER.kin.fk(tr.q)
+        speed = np.linalg.norm(np.diff(T[:, :3, 3], axis=0), axis=1) / np.diff(tr.t)
+        assert speed.max() <= p.cartesian_speed * 1.02
+        seal_z = T[-1, 2, 3]
+        final = _tail(T[1:, 2, 3] < seal_z + p.place_clearance - 0.005)
+        assert final.sum() > 10
+        assert speed[final].max() <= p.approach_speed * 1.02
+
+
+def test_place_crosses_above_the_stack_plus_carried_height():
+    top = 0.55
+    world = _world(top)
+    q = np.array(HOME_Q)
+    dims = (0.4, 0.3, 0.2)
+    pick = PLANNER.plan_pick(q, CartonPose(-0.2, -0.8, 0.68, 0.0, dims), world)
+    assert pick.ok, pick.message
+    target = CartonPose(0.6, 0.0, DECK + top + 0.1, 0.0, dims)
+    place = PLANNER.plan_place(pick.q_end, target, pick.grasp, world)
+    assert place.ok, place.message
+    cross = place.waypoints[[w.name for w in place.waypoints].index('cross')]
+    assert cross.z == pytest.approx(DECK + top + 0.2 + 0.0015 + 0.22)
+
+
+def test_target_two_metres_away_is_refused_as_unreachable_naming_the_waypoint():
+    q = np.array(HOME_Q)
+    far = CartonPose(2.6, 0.0, 0.3, 0.0, (0.4, 0.3, 0.2))
+    res = PLANNER.plan_pick(q, far, _world())
+    assert not res.ok
+    assert res.cause == 'ik_unreachable'
+    assert res.trajectory is None and res.retreat is None
+    assert res.failing_name == 'cross'
+    assert 'waypoint' in res.message
+
+
+def test_tall_column_on_the_straight_path_is_refused_as_collision():
+    heights = np.zeros((80, 120))
+    heights[35:45, 55:65] = 0.9  # a 0.9 m column at the pallet centre
+    world = CollisionWorld(HeightField(heights))
+    q = np.array(HOME_Q)
+    z0 = PLANNER.kin.fk(q)[2, 3]
+    wps = [
+        Waypoint(0.2, -0.3, z0, 0.0, name='over_start'),
+        Waypoint(0.2, -0.3, 0.9, 0.0, name='down'),
+        Waypoint(1.0, 0.3, 0.9, 0.0, name='through_column'),
+    ]
+    res = PLANNER.plan_cartesian(q, wps, world)
+    assert not res.ok
+    assert res.cause == 'collision'
+    assert res.failing_waypoint == 2 and res.failing_name == 'through_column'
+    assert res.trajectory is None
+    # The same path without the column is accepted.
+    assert PLANNER.plan_cartesian(q, wps, CollisionWorld(HeightField(np.zeros((80, 120))))).ok
+
+
+def test_static_pillar_on_the_cross_is_refused_as_collision_with_the_carried_carton():
+    pillar = AABB((0.1, -0.6, 0.0), (0.3, -0.4, 1.6), 'pillar')
+    world = CollisionWorld(HeightField(np.zeros((80, 120))), (PICK_TABLE, pillar))
+    q = np.array(HOME_Q)
+    dims = (0.4, 0.3, 0.2)
+    pick = PLANNER.plan_pick(q, CartonPose(-0.2, -0.8, 0.68, 0.0, dims), _world())
+    place = PLANNER.plan_place(
+        pick.q_end, CartonPose(0.9, 0.2, DECK + 0.1, 0.0, dims), pick.grasp, world
+    )
+    assert not place.ok and place.cause == 'collision'
+    assert place.failing_name == 'cross'
+    assert 'pillar' in place.message
+
+
+def test_carton_too_heavy_for_its_cups_is_refused_before_motion():
+    res = PLANNER.plan_pick(
+        np.array(HOME_Q), CartonPose(-0.2, -0.8, 0.64, 0.0, (0.24, 0.18, 0.12)), mass=30.0
+    )
+    assert not res.ok and res.cause == 'grasp_slip' and res.trajectory is None
+
+
+def test_start_pose_that_is_not_tool_down_raises():
+    with pytest.raises(MotionError, match='does not point the tool down'):
+        PLANNER.plan_cartesian(
+            np.array([1.0472, -2.0944, 1.5708, -1.5708, -1.5708, 0.0]),
+            [Waypoint(0.5, 0.0, 1.0, 0.0)],
+        )
+
+
+def test_controller_rate_is_configurable():
+    planner = MotionPlanner(params=MotionParams(rate_hz=125.0))
+    q = np.array(HOME_Q)
+    T0 = planner.kin.fk(q)
+    res = planner.plan_cartesian(q, [Waypoint(T0[0, 3], T0[1, 3], T0[2, 3] - 0.2, 0.0)])
+    assert res.ok
+    np.testing.assert_allclose(np.diff(res.trajectory.t)[:-1], 1 / 125.0)
+
+
+def test_motion_params_reject_nonpositive_speed():
+    with pytest.raises(MotionError, match='cartesian_speed'):
+        MotionParams(cartesian_speed=0.0)
