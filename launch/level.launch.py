@@ -1,11 +1,11 @@
 """ros2 launch palletizer level.launch.py level:=23 -- the whole node graph for one level."""
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
 from palletizer.launcher.graph import LAUNCH_ARGUMENTS, launch_node_kwargs
+
+from launch import LaunchDescription
 
 SOURCE = None  # any level
 
@@ -16,6 +16,8 @@ def _nodes(context):
 
 
 def generate_launch_description():
-    args = [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
-            for a in LAUNCH_ARGUMENTS]
+    args = [
+        DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
+        for a in LAUNCH_ARGUMENTS
+    ]
     return LaunchDescription([*args, OpaqueFunction(function=_nodes)])

@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from palletizer.core.config import load_config
 from palletizer.core.loads import draw_carton, draw_load, staging_jitter
 
@@ -19,7 +18,9 @@ def test_every_level_draws_its_n_cartons_inside_the_envelope(level):
     lv = CFG.levels[level]
     assert len(load) == lv.n and len({c.package_id for c in load}) == lv.n
     for c in load:
-        assert c.mass <= 8.5 and all(abs(o) <= d / 2 for o, d in zip(c.cog_offset, c.dims))
+        assert c.mass <= 8.5 and all(
+            abs(o) <= d / 2 for o, d in zip(c.cog_offset, c.dims, strict=True)
+        )
     if lv.types != ('random',):
         # Each declared type appears as often as listed (per full batch).
         assert Counter(c.type_name for c in load[: len(lv.types)]) == Counter(lv.types)
@@ -34,8 +35,11 @@ def test_carton_k_does_not_depend_on_attempts_of_other_cartons():
 
 def test_same_seed_same_load_other_seed_other_order():
     assert draw_load(12, 3, CFG) == draw_load(12, 3, CFG)
-    assert [c.type_name for c in draw_load(12, 3, CFG)] != [c.type_name for c in draw_load(12, 4, CFG)] \
-        or [c.type_name for c in draw_load(12, 5, CFG)] != [c.type_name for c in draw_load(12, 3, CFG)]
+    assert [c.type_name for c in draw_load(12, 3, CFG)] != [
+        c.type_name for c in draw_load(12, 4, CFG)
+    ] or [c.type_name for c in draw_load(12, 5, CFG)] != [
+        c.type_name for c in draw_load(12, 3, CFG)
+    ]
 
 
 def test_level_34_draws_exactly_the_load_of_33():
@@ -51,6 +55,7 @@ def test_adversarial_cog_sits_at_the_envelope_edge_and_low():
 
 def test_staging_jitter_stays_within_the_level_bounds():
     import math
+
     lv = CFG.levels[23]
     for i in range(lv.n):
         dx, dy, dyaw = staging_jitter(23, 1, i, config=CFG)

@@ -8,7 +8,9 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-_domains = itertools.count(int(os.environ.get('PALLETIZER_TEST_DOMAIN_BASE', '40')) + os.getpid() % 50)
+_domains = itertools.count(
+    int(os.environ.get('PALLETIZER_TEST_DOMAIN_BASE', '40')) + os.getpid() % 50
+)
 
 
 def can_isolate() -> str:
@@ -21,12 +23,26 @@ def can_isolate() -> str:
     return ''
 
 
-def run_isolated(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
-                 domain_id: int | None = None) -> subprocess.CompletedProcess[str]:
+def run_isolated(
+    argv: Sequence[str],
+    timeout: float,
+    env: dict[str, str] | None = None,
+    domain_id: int | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run argv in a fresh network namespace with loopback up; nothing leaves the namespace."""
     dom = domain_id if domain_id is not None else next(_domains) % 101
-    full_env = {**os.environ, **(env or {}), 'ROS_DOMAIN_ID': str(dom),
-                'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'PYTHONUNBUFFERED': '1'}
+    full_env = {
+        **os.environ,
+        **(env or {}),
+        'ROS_DOMAIN_ID': str(dom),
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+        'PYTHONUNBUFFERED': '1',
+    }
     script = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
-    return subprocess.run(['unshare', '-n', 'sh', '-c', script, 'sh', *argv], env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ['unshare', '-n', 'sh', '-c', script, 'sh', *argv],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -44,8 +44,16 @@ class ServerNode(Node):
         self.seq = 0
 
     def publish_event(self) -> None:
-        self.pub.publish(EpisodeEvent(run_id='x', seed=1, seq=self.seq, ts=0.5, kind='perceive',
-                                      payload_json='{"seen": 1}'))
+        self.pub.publish(
+            EpisodeEvent(
+                run_id='x',
+                seed=1,
+                seq=self.seq,
+                ts=0.5,
+                kind='perceive',
+                payload_json='{"seen": 1}',
+            )
+        )
         self.seq += 1
 
     def on_plan(self, req: PlanPlacement.Request, res: PlanPlacement.Response):
@@ -78,15 +86,20 @@ class ServerNode(Node):
         goal.publish_feedback(fb)
         goal.succeed()
         return FollowJointTrajectory.Result(
-            error_code=FollowJointTrajectory.Result.SUCCESSFUL, error_string='')
+            error_code=FollowJointTrajectory.Result.SUCCESSFUL, error_string=''
+        )
 
 
 class ClientNode(Node):
     def __init__(self) -> None:
         super().__init__('exchange_client')
         self.events: list[int] = []
-        self.create_subscription(EpisodeEvent, '/palletizer/episode_events',
-                                 lambda m: self.events.append(m.seq), EVENTS_QOS)
+        self.create_subscription(
+            EpisodeEvent,
+            '/palletizer/episode_events',
+            lambda m: self.events.append(m.seq),
+            EVENTS_QOS,
+        )
 
     def wait(self, future, timeout: float = 20.0):
         rclpy.spin_until_future_complete(self, future, timeout_sec=timeout)
@@ -119,18 +132,25 @@ class ClientNode(Node):
         out['set_io'] = res.success
 
         feedback: list[float] = []
-        gh = self.wait(pick.send_goal_async(
-            Pick.Goal(), feedback_callback=lambda f: feedback.append(f.feedback.progress)))
+        gh = self.wait(
+            pick.send_goal_async(
+                Pick.Goal(), feedback_callback=lambda f: feedback.append(f.feedback.progress)
+            )
+        )
         result = self.wait(gh.get_result_async()).result
         out['pick'] = {'accepted': gh.accepted, 'cups': result.active_cups, 'feedback': feedback}
 
         goal = FollowJointTrajectory.Goal()
         goal.trajectory.joint_names = [f'j{i}' for i in range(6)]
         from trajectory_msgs.msg import JointTrajectoryPoint
+
         goal.trajectory.points = [JointTrajectoryPoint(positions=[0.1 * i for i in range(6)])]
         fjt_feedback: list[list[str]] = []
-        gh = self.wait(fjt.send_goal_async(
-            goal, feedback_callback=lambda f: fjt_feedback.append(list(f.feedback.joint_names))))
+        gh = self.wait(
+            fjt.send_goal_async(
+                goal, feedback_callback=lambda f: fjt_feedback.append(list(f.feedback.joint_names))
+            )
+        )
         result = self.wait(gh.get_result_async()).result
         out['fjt'] = {'error_code': result.error_code, 'feedback_joints': fjt_feedback[:1]}
         return out

@@ -13,10 +13,17 @@ PEERS = str(Path(__file__).with_name('peers.py'))
 if __name__ == '__main__':
     runner = GraphRunner(
         [
-            NodeSpec(name='exchange_server', executable='peers',
-                     command=(sys.executable, PEERS, 'server')),
-            NodeSpec(name='exchange_client', executable='peers',
-                     command=(sys.executable, PEERS, 'client'), required=True),
+            NodeSpec(
+                name='exchange_server',
+                executable='peers',
+                command=(sys.executable, PEERS, 'server'),
+            ),
+            NodeSpec(
+                name='exchange_client',
+                executable='peers',
+                command=(sys.executable, PEERS, 'client'),
+                required=True,
+            ),
         ],
         grace_s=3.0,
     )

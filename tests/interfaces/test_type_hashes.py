@@ -10,16 +10,11 @@ import pytest
 
 # Jazzy's RIHS01 hashes (ros2-standalone.md); they cover field names and types.
 JAZZY = {
-    'tf2_msgs/msg/TFMessage':
-        'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087',
-    'control_msgs/action/FollowJointTrajectory':
-        'RIHS01_738ebcb7a2d7cfa42f9f1001cc99ce3a4383d1cfe508015d9be8485e4b1c66f6',
-    'control_msgs/msg/JointTolerance':
-        'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
-    'control_msgs/msg/JointComponentTolerance':
-        'RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4',
-    'ur_msgs/srv/SetIO':
-        'RIHS01_5cb0c89ea4479b2947fccdac0f92dd6636c4b7fc3a312f79ec7fb68a1daa6cd5',
+    'tf2_msgs/msg/TFMessage': 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087',
+    'control_msgs/action/FollowJointTrajectory': 'RIHS01_738ebcb7a2d7cfa42f9f1001cc99ce3a4383d1cfe508015d9be8485e4b1c66f6',
+    'control_msgs/msg/JointTolerance': 'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
+    'control_msgs/msg/JointComponentTolerance': 'RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4',
+    'ur_msgs/srv/SetIO': 'RIHS01_5cb0c89ea4479b2947fccdac0f92dd6636c4b7fc3a312f79ec7fb68a1daa6cd5',
 }
 
 

@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from palletizer.core.config import load_config
 from palletizer.core.errors import GraphError
 from palletizer.launcher.graph import (
@@ -20,14 +19,23 @@ from palletizer.launcher.graph import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = load_config(ROOT / 'configs')
-ALL_NODES = ['cell_bridge', 'state_publisher', 'depth_fusion', 'wrist_gauge', 'planner',
-             'trajectory_executor', 'telemetry', 'episode_director']
+ALL_NODES = [
+    'cell_bridge',
+    'state_publisher',
+    'depth_fusion',
+    'wrist_gauge',
+    'planner',
+    'trajectory_executor',
+    'telemetry',
+    'episode_director',
+]
 
 
 @pytest.mark.parametrize('level', sorted(CFG.levels))
 def test_every_level_gets_the_full_graph_with_its_level_and_seed(level):
-    opts = parse_launch_args([f'level:={level}', 'seed:=7', 'episodes:=3', 'planner:=beam',
-                              'speed:=1'], config=CFG)
+    opts = parse_launch_args(
+        [f'level:={level}', 'seed:=7', 'episodes:=3', 'planner:=beam', 'speed:=1'], config=CFG
+    )
     nodes = {n.name: n for n in describe(opts)}
     assert list(nodes) == ALL_NODES
     assert nodes['cell_bridge'].parameters['level'] == level
@@ -47,7 +55,9 @@ def test_executor_and_cell_speak_the_ur_driver_names():
     nodes = {n.name: n for n in describe(parse_launch_args(['level:=23'], config=CFG))}
     for name in ('cell_bridge', 'trajectory_executor'):
         p = nodes[name].parameters
-        assert p['trajectory_action'] == '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+        assert (
+            p['trajectory_action'] == '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+        )
         assert p['set_io_service'] == '/io_and_status_controller/set_io'
         assert p['wrench_topic'] == '/force_torque_sensor_broadcaster/wrench'
     assert ('joint_states', '/joint_states') in nodes['trajectory_executor'].remappings
@@ -80,35 +90,50 @@ def test_per_source_launch_defaults_to_its_first_level_and_refuses_others(source
         parse_launch_args([f'level:={other}'], source=source, config=CFG)
 
 
-@pytest.mark.parametrize('name, source', [('level', None), ('table', 'table'),
-                                          ('conveyor', 'conveyor'), ('truck', 'truck')])
+@pytest.mark.parametrize(
+    'name, source',
+    [('level', None), ('table', 'table'), ('conveyor', 'conveyor'), ('truck', 'truck')],
+)
 def test_launch_files_are_thin_adapters_over_the_description(name, source):
     tree = ast.parse((ROOT / 'launch' / f'{name}.launch.py').read_text())
-    assigns = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
-               if isinstance(t, ast.Name)}
+    assigns = {
+        t.id: n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
     assert ast.literal_eval(assigns['SOURCE']) == source
-    calls = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and isinstance(n.func, ast.Name)]
+    calls = [
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    ]
     assert 'launch_node_kwargs' in calls and 'Node' in calls
     assert len((ROOT / 'launch' / f'{name}.launch.py').read_text().splitlines()) < 30
 
 
-@pytest.mark.parametrize('args, match', [
-    (['level:=41'], "level:='41'; expected one of the levels: 11, 12"),
-    (['planer:=beam'], "did you mean 'planner'"),
-    (['planner:=astar'], 'expected one of heuristic, beam, grid'),
-    (['episodes:=-1'], 'expected an integer >= 1'),
-    (['speed:=fast'], 'expected a number >= 0'),
-    (['robot:=ur5'], 'expected one of sim, ur'),
-    (['level23'], 'expected name:=value'),
-    (['seed:=1', 'seed:=2'], 'given twice'),
-])
+@pytest.mark.parametrize(
+    'args, match',
+    [
+        (['level:=41'], "level:='41'; expected one of the levels: 11, 12"),
+        (['planer:=beam'], "did you mean 'planner'"),
+        (['planner:=astar'], 'expected one of heuristic, beam, grid'),
+        (['episodes:=-1'], 'expected an integer >= 1'),
+        (['speed:=fast'], 'expected a number >= 0'),
+        (['robot:=ur5'], 'expected one of sim, ur'),
+        (['level23'], 'expected name:=value'),
+        (['seed:=1', 'seed:=2'], 'given twice'),
+    ],
+)
 def test_bad_launch_arguments_name_the_argument_and_what_is_allowed(args, match):
     with pytest.raises(GraphError, match=match):
         parse_launch_args(args, config=CFG)
 
 
 def test_the_ur_names_are_the_drivers():
-    assert UR_TRAJECTORY_ACTION.endswith('scaled_joint_trajectory_controller/follow_joint_trajectory')
+    assert UR_TRAJECTORY_ACTION.endswith(
+        'scaled_joint_trajectory_controller/follow_joint_trajectory'
+    )
     assert UR_SET_IO_SERVICE == '/io_and_status_controller/set_io'
     assert UR_WRENCH_TOPIC == '/force_torque_sensor_broadcaster/wrench'

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from palletizer.launcher.graph import NodeSpec
 from palletizer.launcher.process import GraphRunner
 
@@ -48,8 +47,15 @@ def _wait_gone(pids, timeout=10.0) -> list[int]:
 
 def test_required_node_exit_stops_every_other_node_and_prefixes_logs():
     out = io.StringIO()
-    runner = GraphRunner([_node('a', 'sleep'), _node('b', 'stubborn'),
-                          _node('boss', 'exit-after-0.5', required=True)], out=out, grace_s=0.5)
+    runner = GraphRunner(
+        [
+            _node('a', 'sleep'),
+            _node('b', 'stubborn'),
+            _node('boss', 'exit-after-0.5', required=True),
+        ],
+        out=out,
+        grace_s=0.5,
+    )
     runner.start()
     pids = list(runner.pids.values())
     assert runner.run() == 0
@@ -61,8 +67,14 @@ def test_required_node_exit_stops_every_other_node_and_prefixes_logs():
 
 def test_respawn_restarts_a_node_that_exits():
     out = io.StringIO()
-    runner = GraphRunner([_node('flaky', 'exit', respawn=True, respawn_delay=0.1),
-                          _node('boss', 'exit-after-1.5', required=True)], out=out, grace_s=0.5)
+    runner = GraphRunner(
+        [
+            _node('flaky', 'exit', respawn=True, respawn_delay=0.1),
+            _node('boss', 'exit-after-1.5', required=True),
+        ],
+        out=out,
+        grace_s=0.5,
+    )
     runner.run()
     assert out.getvalue().count('[flaky] hello from exit') >= 2
     assert 'respawning flaky' in out.getvalue()
@@ -76,7 +88,7 @@ def test_duplicate_node_names_are_refused():
 
 
 _LAUNCHER = textwrap.dedent(
-    f'''
+    f"""
     import signal, sys
     sys.path[:0] = {sys.path!r}
     from palletizer.launcher.graph import NodeSpec
@@ -89,7 +101,7 @@ _LAUNCHER = textwrap.dedent(
     r.start()
     print('PIDS', *r.pids.values(), flush=True)
     sys.exit(r.run())
-    '''
+    """
 )
 
 

@@ -49,6 +49,9 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [f'{n} = {PACKAGE}.nodes.{n}:main' for n in NODES]
-        + [f'palletize = {PACKAGE}.cli.palletize:main', f'launch_graph = {PACKAGE}.launcher.__main__:main'],
+        + [
+            f'palletize = {PACKAGE}.cli.palletize:main',
+            f'launch_graph = {PACKAGE}.launcher.__main__:main',
+        ],
     },
 )

@@ -511,7 +511,7 @@ def _read_catalogue(doc: Any, where: str) -> Catalogue:
     types: dict[str, CartonType] = {}
     for name, t in d['types'].items():
         if name == 'random':
-            raise ConfigError(f'types.random: the name random is reserved for the generator')
+            raise ConfigError('types.random: the name random is reserved for the generator')
         half = [t['dims'][0] / 2, t['dims'][1] / 2, t['dims'][2] / 2]
         for axis in range(3):
             if abs(t['cog_offset'][axis]) > half[axis]:

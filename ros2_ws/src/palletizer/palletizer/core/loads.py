@@ -92,7 +92,9 @@ def draw_carton(
     cfg = config or _default_config()
     level = cfg.level(level_id)
     if not 0 <= index < level.n:
-        raise ConfigError(f'carton index {index} out of range for level {level_id} (n = {level.n})')
+        raise ConfigError(
+            f'carton index {index} out of range for level {level_id} (n = {level.n})'
+        )
     if seed < 0 or attempt < 0:
         raise ConfigError(f'seed and attempt must be >= 0; got seed={seed}, attempt={attempt}')
     cat = cfg.catalogue

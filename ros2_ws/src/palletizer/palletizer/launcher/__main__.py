@@ -16,8 +16,10 @@ from palletizer.launcher.process import GraphRunner
 
 USAGE = (
     'usage: launch_graph [level|table|conveyor|truck] [name:=value ...]\n'
-    'arguments:\n' + '\n'.join(f'  {a.name}:=  {a.description} (default {a.default or "-"})'
-                               for a in LAUNCH_ARGUMENTS)
+    'arguments:\n'
+    + '\n'.join(
+        f'  {a.name}:=  {a.description} (default {a.default or "-"})' for a in LAUNCH_ARGUMENTS
+    )
 )
 
 
@@ -30,8 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and ':=' not in args[0]:
         first = args.pop(0).removesuffix('.launch.py')
         if first not in ('level', 'table', 'conveyor', 'truck'):
-            print(f'error: unknown launch file {first!r}; expected level, table, conveyor or truck',
-                  file=sys.stderr)
+            print(
+                f'error: unknown launch file {first!r}; expected level, table, conveyor or truck',
+                file=sys.stderr,
+            )
             return 2
         source = None if first == 'level' else first
     try:
@@ -46,9 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
-    runner.log('launcher', f'level {opts.level} ({opts.source}), seed {opts.seed}, '
-                           f'{opts.episodes} episode(s), planner {opts.planner}, speed {opts.speed:g}, '
-                           f'robot {opts.robot}, telemetry {opts.telemetry}')
+    runner.log(
+        'launcher',
+        f'level {opts.level} ({opts.source}), seed {opts.seed}, '
+        f'{opts.episodes} episode(s), planner {opts.planner}, speed {opts.speed:g}, '
+        f'robot {opts.robot}, telemetry {opts.telemetry}',
+    )
     try:
         runner.start()
         return runner.run()

@@ -51,12 +51,18 @@ class LaunchArgument:
 
 
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
-    LaunchArgument('level', '', 'level id (11-17 table, 21-23 conveyor, 31-34 truck); empty = default'),
+    LaunchArgument(
+        'level', '', 'level id (11-17 table, 21-23 conveyor, 31-34 truck); empty = default'
+    ),
     LaunchArgument('seed', '1', 'load seed of the first episode; episode k uses seed + k'),
     LaunchArgument('episodes', '1', 'number of episodes (>= 1)'),
     LaunchArgument('planner', 'heuristic', 'placement planner: heuristic | beam | grid'),
-    LaunchArgument('speed', '0', 'motion speed: 0 = fast-forward, > 0 interpolated (1 = real UR speed)'),
-    LaunchArgument('robot', 'sim', 'sim = MuJoCo cell bridge; ur = a real UR driver provides the arm'),
+    LaunchArgument(
+        'speed', '0', 'motion speed: 0 = fast-forward, > 0 interpolated (1 = real UR speed)'
+    ),
+    LaunchArgument(
+        'robot', 'sim', 'sim = MuJoCo cell bridge; ur = a real UR driver provides the arm'
+    ),
     LaunchArgument('telemetry', 'disk', 'telemetry mode: disk | remote | off'),
     LaunchArgument('use_sim_time', 'true', 'nodes follow /clock from the cell'),
     LaunchArgument('params_file', '', 'extra ROS parameters YAML, keyed by node name'),
@@ -290,7 +296,9 @@ def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
     return tuple(nodes)
 
 
-def launch_node_kwargs(values: Mapping[str, str], source: str | None = None) -> list[dict[str, Any]]:
+def launch_node_kwargs(
+    values: Mapping[str, str], source: str | None = None
+) -> list[dict[str, Any]]:
     """Keyword arguments for launch_ros.actions.Node, one dict per node of the graph.
 
     This is all the launch files do: they declare LAUNCH_ARGUMENTS, resolve them, and pass these

@@ -50,7 +50,11 @@ def find_executable(package: str, executable: str) -> Path:
 
 def node_argv(spec: NodeSpec, params_dir: Path, log_level: str = 'info') -> list[str]:
     """The argv of one node: executable, its ROS name, parameters file and remappings."""
-    base = list(spec.command) if spec.command else [str(find_executable(spec.package, spec.executable))]
+    base = (
+        list(spec.command)
+        if spec.command
+        else [str(find_executable(spec.package, spec.executable))]
+    )
     params_file = params_dir / f'{spec.name}.yaml'
     params_file.write_text(
         yaml.safe_dump({spec.name: {'ros__parameters': dict(spec.parameters)}}), encoding='utf-8'

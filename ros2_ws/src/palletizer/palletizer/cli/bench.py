@@ -1,0 +1,71 @@
+"""`scripts/bench <name>`: run one benchmark, print progress to stderr and one JSON line last."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+
+from palletizer.core.errors import close_match
+
+__all__ = ['BENCHMARKS', 'main']
+
+# name -> (module, function, what it measures)
+BENCHMARKS = {
+    'planner': (
+        'palletizer.cli.bench_planner',
+        'bench_planner',
+        'heuristic and beam decision time on a half-built 120 x 80 map, memory',
+    ),
+    'planner-quality': (
+        'palletizer.cli.bench_planner',
+        'bench_planner_quality',
+        'placed %, fill and minimum margin per level, quasi-static, no physics',
+    ),
+    'motion': ('palletizer.cli.bench_motion', 'bench_motion', 'IK and pick+place planning time'),
+    'cell': (
+        'palletizer.cli.bench_cell',
+        'bench_cell',
+        'physics real-time factor, depth capture, stability protocol, memory',
+    ),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog='scripts/bench', description='Run a benchmark.')
+    p.add_argument('name', nargs='?', help=f'one of {", ".join(BENCHMARKS)}')
+    p.add_argument('--list', action='store_true', help='list the benchmarks')
+    ns = p.parse_args(argv)
+    if ns.list or not ns.name:
+        for name, (_, _, what) in BENCHMARKS.items():
+            print(f'{name:16s} {what}')
+        return 0
+    if ns.name not in BENCHMARKS:
+        print(
+            f'bench: unknown benchmark {ns.name!r}; expected one of {", ".join(BENCHMARKS)}'
+            f'{close_match(ns.name, BENCHMARKS)}',
+            file=sys.stderr,
+        )
+        return 2
+    module, func, what = BENCHMARKS[ns.name]
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError) as exc:
+        print(f'bench: {ns.name} is not available in this version ({exc})', file=sys.stderr)
+        return 3
+    print(f'[bench] {ns.name}: {what}', file=sys.stderr)
+    t0 = time.perf_counter()
+    result = dict(fn())
+    result.setdefault('benchmark', ns.name)
+    result['wall_s'] = round(time.perf_counter() - t0, 3)
+    result['machine'] = {'python': platform.python_version(), 'cpu': platform.machine()}
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
