@@ -1,0 +1,99 @@
+"""Beam search: valid whole stacks, the height map as a veto, exclusions and lookahead."""
+
+from __future__ import annotations
+
+import numpy as np
+from palletizer.core.contracts import HeightMap, PackageSpec
+from palletizer.core.planning import BEAM_TERMS, BeamParams, BeamPlanner, PlannerKind
+from palletizer.core.planning import beam as beam_module
+from palletizer.core.stability import validate_stack
+
+from ._stacking import place_exactly
+
+
+def _random_specs(seed: int, n: int) -> list[PackageSpec]:
+    rng = np.random.default_rng(seed)
+    specs = []
+    for i in range(n):
+        L, W = sorted(rng.uniform(0.22, 0.45, 2), reverse=True)
+        H = rng.uniform(0.10, 0.22)
+        cog = (rng.uniform(-0.03, 0.03), rng.uniform(-0.03, 0.03), 0.0)
+        specs.append(PackageSpec(f'r-{i:02d}', 'random', (L, W, H), rng.uniform(1, 6), cog))
+    return specs
+
+
+def test_beam_plans_a_valid_first_box_with_its_six_components():
+    planner = BeamPlanner()
+    assert planner.kind is PlannerKind.beam and planner.oracle is False
+    spec = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    res = planner.choose(spec, HeightMap.flat(), None)
+    plan = res.plan
+    assert plan is not None and plan.layer == 1 and plan.slot.startswith('beam-L1-')
+    assert set(plan.breakdown) == set(BEAM_TERMS)
+    assert all(0.0 <= v <= 1.0 for v in plan.breakdown.values())
+    np.testing.assert_allclose(plan.position[2], 0.144 + 0.09)
+    assert 0.0 <= plan.position[0] - 0.21 and plan.position[0] + 0.21 <= 1.2
+
+
+def test_every_beam_stack_passes_the_quasi_static_check():
+    specs = _random_specs(4, 7)
+    planner = BeamPlanner(BeamParams(lookahead=1))
+    placed = []
+    cells = np.zeros((80, 120))
+    for k, spec in enumerate(specs):
+        plan = planner.choose(spec, HeightMap(cells), None).plan
+        assert plan is not None
+        p = place_exactly(k, spec, plan, placed)
+        placed.append(p)
+        planner.record(p)
+        check = validate_stack(planner.stack(), min_support=0.62, min_margin=0.008)
+        assert check.ok, check.reason
+    assert len(planner.stack()) == 7
+
+
+def test_beam_vetoes_cells_the_height_map_sees_but_no_record_explains():
+    spec = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    cells = np.zeros((80, 120))
+    cells[30:50, 40:80] = 0.25  # an unrecorded obstacle around the pallet centre
+    res = BeamPlanner().choose(spec, HeightMap(cells), None)
+    assert res.plan is not None and res.reject_summary['map_conflict'] > 0
+    x, y = res.plan.position[:2]
+    half = (0.21, 0.15) if res.plan.yaw == 0.0 else (0.15, 0.21)
+    inside = (x + half[0] > 0.40 and x - half[0] < 0.80) and (
+        y + half[1] > -0.10 and y - half[1] < 0.10
+    )
+    assert not inside
+
+
+def test_beam_excluded_slot_gives_another_slot():
+    spec = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    planner = BeamPlanner()
+    first = planner.choose(spec, HeightMap.flat(), None).plan
+    second = planner.choose(spec, HeightMap.flat(), None, excluded_slots={first.slot}).plan
+    assert second is not None and second.slot != first.slot
+
+
+def test_beam_looks_ahead_only_when_a_forecast_is_set(monkeypatch):
+    calls = []
+    real = beam_module.expand
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(beam_module, 'expand', counting)
+    specs = _random_specs(9, 3)
+    planner = BeamPlanner(BeamParams(beam_width=4, candidates_per_node=6))
+    planner.choose(specs[0], HeightMap.flat(), None)
+    assert len(calls) == 1
+    calls.clear()
+    planner.set_forecast(specs[1:])
+    plan = planner.choose(specs[0], HeightMap.flat(), None).plan
+    assert plan is not None
+    assert len(calls) == 1 + 4 + 4  # root, then each beam node at depth 2 and 3
+
+
+def test_beam_no_fit_is_a_result():
+    huge = PackageSpec('h', 'huge', (1.3, 0.9, 0.2), 5.0)
+    res = BeamPlanner().choose(huge, HeightMap.flat(), None)
+    assert res.plan is None
