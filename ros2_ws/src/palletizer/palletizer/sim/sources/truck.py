@@ -1,0 +1,449 @@
+"""Truck source: the whole load stands in the trailer in columns; the highest carton comes first."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from palletizer.sim.cartons import CartonHandle, CartonLike, carton_body_xml, yaw_quat
+from palletizer.sim.sources.base import Presented, RestMeter, SourceError, SourceState, StepWorld
+
+__all__ = [
+    'TruckParams',
+    'TruckPlan',
+    'TruckSlot',
+    'TruckSource',
+    'plan_truck_load',
+    'truck_params',
+]
+
+_SOLID = 'contype="3" conaffinity="3" group="0"'
+_VISUAL = 'contype="0" conaffinity="0" group="2"'
+
+
+@dataclass(frozen=True)
+class TruckParams:
+    """Trailer bay and load-planning limits (cell-facts §3.5-3.6). Lengths [m].
+
+    The bay is x [origin_x, origin_x + size_x], y [origin_y, origin_y + size_y]; its robot side
+    (+X) and pallet side (+Y) are open (curtain-sider), the far wall and the bulkhead are solid.
+    """
+
+    origin: tuple[float, float] = (-0.62, -1.28)
+    size: tuple[float, float] = (0.74, 0.88)
+    floor: float = 0.02
+    column_gap: float = 0.04
+    max_stack_height: float = 0.86  # above the floor
+    max_column_items: int = 5
+    min_support: float = 0.62  # fraction of a carton's footprint on the one below
+    max_slide: float = 0.09  # off the column axis, in slide_step steps
+    slide_step: float = 0.03
+    loader_pos: float = 0.005  # loader disorder +- [m]
+    loader_yaw: float = math.radians(1.5)  # loader disorder +- [rad]
+    edge_margin: float = 0.02  # keep the load this far inside the bay (pallet corner at y -0.40)
+    deck_friction: tuple[float, float, float] = (0.9, 0.01, 0.001)
+    wall_friction: tuple[float, float, float] = (0.7, 0.01, 0.001)
+    wall_height: float = 1.30
+    max_redraws: int = 24
+    drop: float = 0.0005  # cartons are staged this far above their support, then settle
+    rest_speed: float = 0.015  # [m/s] every pending lid slower than this ...
+    rest_time: float = 0.10  # [s] ... for this long before the highest is measured
+    timeout_s: float = 25.0
+    tie_tol: float = 0.001  # tops closer than this are a tie: lower index first
+
+
+def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
+    """TruckParams read from the `truck:` block of cell.yaml when given."""
+    if cell is None or 'truck' not in cell:
+        return TruckParams()
+    t = cell['truck']
+    lj = t.get('loader_jitter', {})
+    return TruckParams(
+        origin=tuple(t['origin']),
+        size=tuple(t['size']),
+        floor=float(t['floor']),
+        column_gap=float(t['column_gap']),
+        max_stack_height=float(t['max_stack_height']),
+        max_column_items=int(t['max_column_items']),
+        min_support=float(t['min_support']),
+        max_slide=float(t['max_slide']),
+        loader_pos=float(lj.get('pos', 0.005)),
+        loader_yaw=math.radians(float(lj.get('yaw_deg', 1.5))),
+        deck_friction=tuple(t['friction']),
+    )
+
+
+@dataclass(frozen=True)
+class TruckSlot:
+    """Where one carton stands in the trailer: centre [m] and yaw [rad]."""
+
+    index: int
+    column: int
+    tier: int
+    centre: tuple[float, float, float]
+    yaw: float
+
+
+@dataclass(frozen=True)
+class TruckPlan:
+    """A load plan: one slot per carton, the number of columns and the re-draw that worked."""
+
+    slots: tuple[TruckSlot, ...]
+    columns: int
+    attempt: int
+
+
+@dataclass(frozen=True)
+class _Rect:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def grow(self, d: float) -> _Rect:
+        return _Rect(self.x0 - d, self.y0 - d, self.x1 + d, self.y1 + d)
+
+    def overlap(self, o: _Rect) -> float:
+        w = min(self.x1, o.x1) - max(self.x0, o.x0)
+        h = min(self.y1, o.y1) - max(self.y0, o.y0)
+        return max(w, 0.0) * max(h, 0.0)
+
+    @property
+    def area(self) -> float:
+        return (self.x1 - self.x0) * (self.y1 - self.y0)
+
+
+def _rect(cx: float, cy: float, ex: float, ey: float) -> _Rect:
+    return _Rect(cx - ex / 2, cy - ey / 2, cx + ex / 2, cy + ey / 2)
+
+
+def _extent(
+    dims: Sequence[float], turned: bool, p: TruckParams, jitter: bool
+) -> tuple[float, float]:
+    """Reserved footprint (x, y) [m]: the rotated box widened by the loader disorder."""
+    lx, ly = (dims[1], dims[0]) if turned else (dims[0], dims[1])
+    if not jitter:
+        return lx, ly
+    c, s = math.cos(p.loader_yaw), math.sin(p.loader_yaw)
+    return lx * c + ly * s + 2 * p.loader_pos, ly * c + lx * s + 2 * p.loader_pos
+
+
+def _free_spot(
+    extent: tuple[float, float], bay: _Rect, clear: Any, step: float = 0.01
+) -> _Rect | None:
+    """First free floor spot scanning rows front to back (from the bulkhead), left to right."""
+    ex, ey = extent
+    ny = int((bay.y1 - bay.y0 - ey) / step + 1e-9)
+    nx = int((bay.x1 - bay.x0 - ex) / step + 1e-9)
+    for iy in range(ny + 1):
+        for ix in range(nx + 1):
+            r = _Rect(
+                bay.x0 + ix * step,
+                bay.y0 + iy * step,
+                bay.x0 + ix * step + ex,
+                bay.y0 + iy * step + ey,
+            )
+            if clear(r, None):
+                return r
+    return None
+
+
+def _try_plan(
+    dims: Sequence[tuple[float, float, float]],
+    rng: random.Random,
+    p: TruckParams,
+    jitter: bool,
+    attempt: int,
+) -> list[tuple[int, int, int, float, float, float, bool]] | None:
+    """One draw of the plan: (index, column, tier, x, y, z_bottom, turned) per carton, or None."""
+    n = len(dims)
+    order = list(range(n))
+    rng.shuffle(order)
+    order.sort(key=lambda i: -dims[i][0] * dims[i][1])  # biggest footprint first, stable
+    target_cols = math.ceil(n / 2)
+    bay = _Rect(p.origin[0], p.origin[1], p.origin[0] + p.size[0], p.origin[1] + p.size[1]).grow(
+        -p.edge_margin
+    )
+    ceiling = p.floor + p.max_stack_height
+    columns: list[list[tuple[int, _Rect, float, bool]]] = []  # (index, reserved rect, top, turned)
+    placed: list[tuple[int, int, int, float, float, float, bool]] = []
+
+    def clear_of_others(r: _Rect, skip: int | None) -> bool:
+        for c, col in enumerate(columns):
+            if c == skip:
+                continue
+            if any(r.overlap(m[1].grow(p.column_gap)) > 0.0 for m in col):
+                return False
+        return True
+
+    for i in order:
+        d = dims[i]
+        done = False
+        if len(columns) < target_cols:
+            first = rng.random() < 0.5
+            for turned in (first, not first):
+                spot = _free_spot(_extent(d, turned, p, jitter), bay, clear_of_others)
+                if spot is not None and d[2] <= ceiling - p.floor:
+                    columns.append([(i, spot, p.floor + d[2], turned)])
+                    cx, cy = (spot.x0 + spot.x1) / 2, (spot.y0 + spot.y1) / 2
+                    placed.append((i, len(columns) - 1, 0, cx, cy, p.floor, turned))
+                    done = True
+                    break
+        if done:
+            continue
+        feasible = [c for c, col in enumerate(columns) if len(col) < p.max_column_items]
+        feasible = [c for c in feasible if columns[c][-1][2] + d[2] <= ceiling]
+        if not feasible:
+            return None
+        if attempt == 0:
+            lowest = min(columns[c][-1][2] for c in feasible)
+            feasible = [c for c in feasible if columns[c][-1][2] <= lowest + 0.06]
+        rng.shuffle(feasible)
+        for c in feasible:
+            top_i, top_r, top_z, top_turned = columns[c][-1]
+            cx, cy = (top_r.x0 + top_r.x1) / 2, (top_r.y0 + top_r.y1) / 2
+            k = round(p.max_slide / p.slide_step)
+            slides = sorted(
+                (
+                    (a * p.slide_step, b * p.slide_step)
+                    for a in range(-k, k + 1)
+                    for b in range(-k, k + 1)
+                ),
+                key=lambda s: (math.hypot(*s), s),
+            )
+            for turned in (top_turned, not top_turned):
+                ex, ey = _extent(d, turned, p, jitter)
+                fx, fy = _extent(d, turned, p, False)
+                for sx, sy in slides:
+                    r = _rect(cx + sx, cy + sy, ex, ey)
+                    if r.x0 < bay.x0 or r.y0 < bay.y0 or r.x1 > bay.x1 or r.y1 > bay.y1:
+                        continue
+                    foot = _rect(cx + sx, cy + sy, fx, fy)
+                    support = (
+                        foot.overlap(top_r.grow(-p.loader_pos if jitter else 0.0)) / foot.area
+                    )
+                    if support < p.min_support or not clear_of_others(r, c):
+                        continue
+                    columns[c].append((i, r, top_z + d[2], turned))
+                    placed.append((i, c, len(columns[c]) - 1, cx + sx, cy + sy, top_z, turned))
+                    done = True
+                    break
+                if done:
+                    break
+            if done:
+                break
+        if not done:
+            return None
+    return placed
+
+
+def plan_truck_load(
+    dims: Sequence[tuple[float, float, float]],
+    seed: int,
+    loader_jitter: bool,
+    params: TruckParams | None = None,
+) -> TruckPlan:
+    """Stand a load of cartons (full dims L, W, H [m], by index) in the trailer in columns.
+
+    Biggest footprint first after a seeded shuffle; aim for ceil(n/2) columns opened on free
+    floor (rows left to right along X, front to back from the bulkhead); otherwise stack on a
+    column within 6 cm of the lowest, keeping its yaw then crossing it, sliding up to max_slide,
+    with at least min_support under the carton and under the ceiling; re-draw up to
+    max_redraws times (cell-facts §3.6). Python's Random(seed), then Random(seed * 1000003 +
+    attempt) for re-draws (§2.2). With `loader_jitter` each carton is off by up to
+    +-loader_pos and +-loader_yaw, reserved for in every footprint.
+    """
+    p = params or TruckParams()
+    if not dims:
+        raise SourceError('truck: an empty load; expected at least one carton')
+    for attempt in range(p.max_redraws + 1):
+        rng = random.Random(seed if attempt == 0 else seed * 1_000_003 + attempt)
+        placed = _try_plan(dims, rng, p, loader_jitter, attempt)
+        if placed is None:
+            continue
+        slots = []
+        for i, col, tier, x, y, z0, turned in sorted(placed):
+            yaw = math.pi / 2 if turned else 0.0
+            if loader_jitter:
+                x += rng.uniform(-p.loader_pos, p.loader_pos)
+                y += rng.uniform(-p.loader_pos, p.loader_pos)
+                yaw += rng.uniform(-p.loader_yaw, p.loader_yaw)
+            z = z0 + dims[i][2] / 2 + p.drop * (tier + 1)
+            slots.append(TruckSlot(index=i, column=col, tier=tier, centre=(x, y, z), yaw=yaw))
+        return TruckPlan(
+            slots=tuple(slots), columns=1 + max(s.column for s in slots), attempt=attempt
+        )
+    raise SourceError(
+        f'truck: no plan for {len(dims)} cartons in a {p.size[0]} x {p.size[1]} m bay after '
+        f'{p.max_redraws} re-draws; allowed: at most {p.max_column_items} per column, '
+        f'{p.max_stack_height} m high'
+    )
+
+
+class TruckSource:
+    """The trailer: the whole load stands from the first frame; present() measures and offers
+    the pending carton with the highest top (the only one carrying nothing), ties to the lower
+    index. Load drift = max lid displacement of pending cartons since the staged load first
+    came to rest.
+    """
+
+    kind = 'truck'
+
+    def __init__(
+        self,
+        draws: Sequence[CartonLike],
+        seed: int,
+        loader_jitter: bool = False,
+        params: TruckParams | None = None,
+    ) -> None:
+        """`draws` by index; `seed` drives the load plan (cell-facts §2.2)."""
+        self.p = params or TruckParams()
+        self._draws = {d.index: d for d in draws}
+        if not self._draws:
+            raise SourceError('truck: an empty load; expected at least one carton')
+        order = sorted(self._draws)
+        plan = plan_truck_load([self._draws[i].dims for i in order], seed, loader_jitter, self.p)
+        # The plan works on positions in `order`; map back to carton indices.
+        self.plan = TruckPlan(
+            slots=tuple(
+                TruckSlot(order[s.index], s.column, s.tier, s.centre, s.yaw) for s in plan.slots
+            ),
+            columns=plan.columns,
+            attempt=plan.attempt,
+        )
+        self._slots = {s.index: s for s in self.plan.slots}
+        self._handles: dict[int, CartonHandle] = {}
+        self._model: mujoco.MjModel | None = None
+        self._data: mujoco.MjData | None = None
+        self._lid0: dict[int, np.ndarray] = {}
+        self._taken: list[int] = []
+        self._presented: Presented | None = None
+        self._jammed = False
+        self._settled = False
+
+    def scenery_xml(self) -> str:
+        """Trailer deck, far wall and bulkhead (solid), and a rail along the open sides (visual)."""
+        p = self.p
+        x0, y0 = p.origin
+        sx, sy = p.size
+        cx, cy = x0 + sx / 2, y0 + sy / 2
+        t = 0.025
+        h = p.wall_height / 2
+        fr = ' '.join(f'{v:.6g}' for v in p.deck_friction)
+        fw = ' '.join(f'{v:.6g}' for v in p.wall_friction)
+        return (
+            f'<geom name="truck_deck" type="box" pos="{cx:.6g} {cy:.6g} {p.floor / 2:.6g}" '
+            f'size="{sx / 2 + 2 * t:.6g} {sy / 2 + 2 * t:.6g} {p.floor / 2:.6g}" {_SOLID} '
+            f'friction="{fr}" rgba="0.35 0.30 0.25 1"/>'
+            f'<geom name="truck_far_wall" type="box" pos="{x0 - t:.6g} {cy:.6g} {h:.6g}" '
+            f'size="{t:.6g} {sy / 2 + 2 * t:.6g} {h:.6g}" {_SOLID} friction="{fw}" '
+            f'rgba="0.70 0.72 0.75 1"/>'
+            f'<geom name="truck_bulkhead" type="box" pos="{cx:.6g} {y0 - t:.6g} {h:.6g}" '
+            f'size="{sx / 2:.6g} {t:.6g} {h:.6g}" {_SOLID} friction="{fw}" '
+            f'rgba="0.70 0.72 0.75 1"/>'
+            f'<geom name="truck_rail" type="box" pos="{cx:.6g} {y0 + sy + t:.6g} {p.floor + 0.01:.6g}" '
+            f'size="{sx / 2:.6g} 0.01 0.01" {_VISUAL} rgba="0.95 0.80 0.10 1"/>'
+        )
+
+    def cartons_xml(self) -> str:
+        """The whole load at its planned poses."""
+        return ''.join(
+            carton_body_xml(self._draws[i], self._slots[i].centre, yaw_quat(self._slots[i].yaw))
+            for i in sorted(self._draws)
+        )
+
+    def bind(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Resolve carton ids and remember every lid where it was staged."""
+        self._model, self._data = model, data
+        self._handles = {i: CartonHandle.bind(model, i, d.dims) for i, d in self._draws.items()}
+        mujoco.mj_kinematics(model, data)
+        self._lid0 = {i: h.lid_position(data) for i, h in self._handles.items()}
+
+    def before_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Nothing moves in a parked trailer."""
+
+    def _pending_ids(self) -> list[int]:
+        return [i for i in sorted(self._draws) if i not in self._taken]
+
+    def _ranked(self, data: mujoco.MjData) -> list[int]:
+        """Pending cartons by measured top, highest first; tops within tie_tol: lower index."""
+        tops = {i: self._handles[i].top(data) for i in self._pending_ids()}
+        ranked: list[int] = []
+        rest = sorted(tops, key=lambda i: (-tops[i], i))
+        while rest:
+            best = tops[rest[0]]
+            tied = [i for i in rest if tops[i] >= best - self.p.tie_tol]
+            first = min(tied)
+            ranked.append(first)
+            rest.remove(first)
+        return ranked
+
+    def present(self, world: StepWorld) -> Presented | None:
+        """Wait until the load rests, then offer the highest pending carton."""
+        if self._presented is not None:
+            return self._presented
+        pending = self._pending_ids()
+        if self._jammed or not pending:
+            return None
+        tick = max(1, round(0.02 / float(world.model.opt.timestep)))
+        meter = RestMeter(self.p.rest_speed, self.p.rest_time)
+        t0 = world.time
+        while world.time - t0 < self.p.timeout_s:
+            world.step(tick)
+            speed = max(self._handles[i].lid_speed(world.model, world.data) for i in pending)
+            if meter.update(world.time, speed):
+                if not self._settled:
+                    # Drift is counted from the load as it first came to rest: the staging
+                    # drop (0.5 mm per tier) and contact penetration are not drift.
+                    self._lid0 = {i: h.lid_position(world.data) for i, h in self._handles.items()}
+                    self._settled = True
+                best = self._ranked(world.data)[0]
+                self._presented = Presented(self._draws[best].package_id, best)
+                return self._presented
+        self._jammed = True
+        return None
+
+    def release(self, package_id: str) -> None:
+        """The arm took the presented carton."""
+        if self._presented is None or self._presented.package_id != package_id:
+            current = self._presented.package_id if self._presented else None
+            raise SourceError(
+                f'truck: release({package_id!r}) but the presented carton is {current!r}'
+            )
+        self._taken.append(self._presented.index)
+        self._presented = None
+
+    def load_drift_mm(self) -> float:
+        """Max lid displacement of pending cartons since staging [mm]."""
+        if self._data is None:
+            return 0.0
+        drift = [
+            float(np.linalg.norm(self._handles[i].lid_position(self._data) - self._lid0[i]))
+            for i in self._pending_ids()
+            if self._presented is None or i != self._presented.index
+        ]
+        return 1000.0 * max(drift, default=0.0)
+
+    def state(self) -> SourceState:
+        """Pending, exhausted, jammed; extras: columns still holding cartons, load drift [mm]."""
+        pending = self._pending_ids()
+        columns = len({self._slots[i].column for i in pending})
+        return SourceState(
+            kind=self.kind,
+            pending=len(pending),
+            exhausted=not pending,
+            jammed=self._jammed,
+            extras={'columns': columns, 'load_drift_mm': round(self.load_drift_mm(), 3)},
+        )
+
+    def forecast(self) -> list[str]:
+        """Remaining package ids by measured top height, highest first."""
+        if self._data is None:
+            return []
+        return [self._draws[i].package_id for i in self._ranked(self._data)]
