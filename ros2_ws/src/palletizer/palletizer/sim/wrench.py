@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-__all__ = ['Wrench', 'WrenchNoise', 'WrenchSensor', 'ft_sensors_xml']
+__all__ = ['Wrench', 'WrenchNoise', 'WrenchSensor', 'ft_sensors_xml', 'plumb_weigh']
 
 
 def ft_sensors_xml() -> str:
@@ -62,8 +62,8 @@ class WrenchSensor:
     def true(self) -> Wrench:
         """The noise-free wrench of the current state (needs sensors computed, e.g. after a step).
 
-        Sign: the force the gripper side exerts on the wrist, so a hanging payload reads +m g
-        along the tool's upward-pointing direction.
+        Sign: F = -m g_s with g_s gravity in the sensor frame, so with the tool plumb (flange z
+        down) a hanging payload reads F_z = -m g (cell-facts §5).
         """
         sd = self.data.sensordata
         return Wrench(np.array(sd[self._f]), np.array(sd[self._t]))
@@ -79,3 +79,17 @@ class WrenchSensor:
         if n.torque_sigma > 0:
             t = t + self._rng.normal(0.0, n.torque_sigma, 3)
         return Wrench(f, t)
+
+
+def plumb_weigh(tare: Wrench, reading: Wrench, g: float = 9.81) -> tuple[float, np.ndarray]:
+    """Mass [kg] and planar CoM (2,) [m, flange frame] from one plumb reading minus the tare.
+
+    m = |dF| / g, x = -dT_y / dF_z, y = dT_x / dF_z (mujoco-notes "Wrist force/torque"); the
+    CoM component along gravity is unobservable from one plumb reading.
+    """
+    d = reading - tare
+    mass = float(np.linalg.norm(d.force)) / g
+    fz = float(d.force[2])
+    if abs(fz) < 1e-9:
+        return mass, np.zeros(2)
+    return mass, np.array([-d.torque[1] / fz, d.torque[0] / fz])
