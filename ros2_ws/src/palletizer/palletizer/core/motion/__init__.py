@@ -20,10 +20,15 @@ from palletizer.core.motion.kinematics import (
 )
 from palletizer.core.motion.params import MotionParams
 from palletizer.core.motion.planner import CartonPose, MotionPlanner, MotionResult, Waypoint
+from palletizer.core.motion.reach import AnalyticReach, ReachParams, ReachTable, build_reach_table
 from palletizer.core.motion.timing import JointTrajectory
 
 __all__ = [
     'AABB',
+    'AnalyticReach',
+    'ReachParams',
+    'ReachTable',
+    'build_reach_table',
     'CarriedLoad',
     'CartonPose',
     'CollisionWorld',
