@@ -95,7 +95,7 @@ def yaw_quat(yaw: float) -> tuple[float, float, float, float]:
 
 
 def _fmt(values: object) -> str:
-    return ' '.join(f'{float(v):.6g}' for v in values)  # type: ignore[attr-defined]
+    return ' '.join(f'{float(v):.10g}' for v in values)  # type: ignore[attr-defined]
 
 
 def carton_default_xml() -> str:

@@ -1,0 +1,302 @@
+"""Sources: conveyor and table lines deliver at rest to the station, the truck offers its highest."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import pytest
+from palletizer.core.config import load_config
+from palletizer.core.loads import draw_load, staging_jitter
+from palletizer.sim.cartons import carton_default_xml
+from palletizer.sim.sources import (
+    ConveyorSource,
+    Source,
+    SourceError,
+    TableSource,
+    TruckParams,
+    TruckSource,
+    conveyor_params,
+    make_source,
+    plan_truck_load,
+    table_params,
+)
+
+
+class _World:
+    """Floor + one source, stepped the way the Cell steps it (source.before_step, then mj_step)."""
+
+    def __init__(self, source: Source, disturb=None) -> None:
+        xml = (
+            '<mujoco><compiler angle="radian" autolimits="true"/>'
+            '<option timestep="0.002" integrator="implicitfast" cone="elliptic"/>'
+            f'<default>{carton_default_xml()}</default><worldbody>'
+            '<geom name="floor" type="plane" size="20 20 0.1" contype="3" conaffinity="3"/>'
+            f'{source.scenery_xml()}{source.cartons_xml()}</worldbody></mujoco>'
+        )
+        self.source = source
+        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.data = mujoco.MjData(self.model)
+        source.bind(self.model, self.data)
+        mujoco.mj_forward(self.model, self.data)
+        self._disturb = disturb
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    def step(self, n: int) -> None:
+        for _ in range(n):
+            self.source.before_step(self.model, self.data)
+            if self._disturb is not None:
+                self._disturb(self.model, self.data)
+            mujoco.mj_step(self.model, self.data)
+
+    def take(self, source, index: int, slot: int) -> None:
+        """Simulate the pick: move the carton far away, at rest on the floor."""
+        h = source._handles[index]
+        self.data.qpos[h.qpos : h.qpos + 7] = [8.0 + 0.8 * slot, 8.0, 0.2, 1, 0, 0, 0]
+        self.data.qvel[h.dof : h.dof + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+
+
+def _line(level: int, seed: int = 1, **overrides):
+    draws = draw_load(level, seed)
+    cell = load_config().cell
+    cls, params = (
+        (TableSource, table_params(cell))
+        if level < 20
+        else (ConveyorSource, conveyor_params(cell))
+    )
+    params = dataclasses.replace(params, **overrides)
+    return cls(draws, lambda i, a: staging_jitter(level, seed, i, a), params), draws
+
+
+@dataclass(frozen=True)
+class _Draw:
+    index: int
+    package_id: str
+    dims: tuple[float, float, float]
+    mass: float = 3.0
+    cog_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rgba: tuple[float, float, float, float] = (0.7, 0.5, 0.3, 1.0)
+    friction: tuple[float, float, float] = (0.95, 0.01, 0.001)
+
+
+# -- conveyor ------------------------------------------------------------------------------------
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [21, 22, 23])
+def test_conveyor_delivers_every_carton_upright_at_rest_at_the_station(level):
+    src, draws = _line(level)
+    world = _World(src)
+    p = src.p
+    offsets = src.staged_offsets()
+    for slot, draw in enumerate(draws):
+        t0 = world.time
+        got = src.present(world)
+        assert got is not None, f'level {level}: {draw.package_id} jammed'
+        assert (got.package_id, got.index) == (draw.package_id, draw.index)
+        h = src._handles[got.index]
+        pos = h.position(world.data)
+        assert abs(pos[0] - p.station[0]) <= 0.020
+        # Across the belt it keeps the staged offset: the belt carries it straight.
+        assert abs(pos[1] - (p.station[1] + offsets[got.index][0])) <= 0.010
+        assert math.degrees(h.tilt(world.data)) < 2.0
+        np.testing.assert_allclose(pos[2], p.top + draw.dims[2] / 2, atol=0.003)
+        corners = h.bottom_corners(world.data)
+        assert np.all(corners[:, 0] >= p.belt_x[0]) and np.all(corners[:, 0] <= p.belt_x[1])
+        assert np.all(np.abs(corners[:, 1] - p.belt_y) <= p.belt_width / 2)
+        assert h.lid_speed(world.model, world.data) < p.rest_speed
+        assert world.time - t0 < p.timeout_s
+        assert src.present(world) == got  # presenting again steps nothing and repeats
+        world.take(src, got.index, slot)
+        src.release(got.package_id)
+    state = src.state()
+    assert (state.pending, state.exhausted, state.jammed) == (0, True, False)
+    assert src.present(world) is None
+    assert src.forecast() == []
+
+
+@pytest.mark.sim
+def test_conveyor_times_out_as_jammed_when_the_carton_never_settles():
+    src, _ = _line(21, timeout_s=20.0)
+    target = {}
+
+    def spin(model, data):
+        # Keep carton 0 spinning about its vertical axis for ever: never at rest.
+        if not target:
+            target['dof'] = src._handles[0].dof
+        data.qvel[target['dof'] + 5] = 2.0
+
+    world = _World(src, disturb=spin)
+    assert src.present(world) is None
+    state = src.state()
+    assert state.jammed and not state.exhausted and state.pending == 4
+    np.testing.assert_allclose(world.time, 20.0, atol=0.05)
+    t = world.time
+    assert src.present(world) is None
+    assert world.time == t  # a jammed line does not step
+
+
+@pytest.mark.sim
+def test_conveyor_jams_when_the_station_lies_past_the_belt_end():
+    # The belt keeps running towards a station it can never reach: the carton falls off the end.
+    src, _ = _line(21, station=(0.45, -0.80), timeout_s=20.0)
+    world = _World(src)
+    assert src.present(world) is None
+    assert src.state().jammed
+    assert src._handles[0].position(world.data)[2] < 0.3  # on the floor, not on the belt
+
+
+@pytest.mark.sim
+def test_release_rejects_a_carton_that_is_not_presented():
+    src, draws = _line(21)
+    with pytest.raises(
+        SourceError, match=r"release\('std_m-00'\) but the presented carton is None"
+    ):
+        src.release(draws[0].package_id)
+
+
+def test_side_guides_keep_a_turned_carton_inside_the_lane():
+    big = _Draw(0, 'random-00', (0.535, 0.356, 0.219))
+    src = ConveyorSource([big], lambda i, a: (0.0, 0.03, math.radians(25.0)))
+    dy, yaw = src.staged_offsets()[0]
+    lane = src.p.belt_width - 2 * src.p.guide_margin
+    span = 0.535 * abs(math.sin(yaw)) + 0.356 * abs(math.cos(yaw))
+    assert span <= lane + 1e-9
+    assert 0.0 < yaw < math.radians(25.0)
+    assert abs(dy) <= (lane - span) / 2 + 1e-9
+
+
+# -- table ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.sim
+def test_table_level_11_carton_arrives_at_rest_on_the_table_centre():
+    src, draws = _line(11)
+    world = _World(src)
+    got = src.present(world)
+    assert got is not None and got.package_id == draws[0].package_id
+    h = src._handles[got.index]
+    table = src.p.table
+    pos = h.position(world.data)
+    assert np.hypot(*(pos[:2] - np.array(table.centre))) <= 0.020
+    np.testing.assert_allclose(pos[2], table.top + draws[0].dims[2] / 2, atol=0.003)
+    corners = h.bottom_corners(world.data)
+    assert np.all(np.abs(corners[:, 0] - table.centre[0]) <= table.half_size[0])
+    assert np.all(np.abs(corners[:, 1] - table.centre[1]) <= table.half_size[1])
+    assert math.degrees(h.tilt(world.data)) < 2.0
+    assert h.lid_speed(world.model, world.data) < src.p.rest_speed
+    assert src.state().pending == 4
+
+
+# -- truck ---------------------------------------------------------------------------------------
+
+
+def _truck(level: int, seed: int) -> TruckSource:
+    cfg = load_config()
+    return make_source(cfg.level(level), seed, cell=cfg.cell)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('seed', [1, 2, 3])
+def test_truck_always_presents_the_highest_carton(seed):
+    src = _truck(31, seed)
+    world = _World(src)
+    assert src.state().extras['columns'] == src.plan.columns
+    for slot in range(5):
+        ahead = src.forecast()
+        got = src.present(world)
+        assert got is not None
+        tops = {i: src._handles[i].top(world.data) for i in src._pending_ids()}
+        others = [t for i, t in tops.items() if i != got.index]
+        assert tops[got.index] >= max(others, default=0.0) - src.p.tie_tol
+        assert src.forecast()[0] == got.package_id
+        assert sorted(ahead) == sorted(src.forecast())
+        assert src.state().extras['load_drift_mm'] < 2.0
+        world.take(src, got.index, slot)
+        src.release(got.package_id)
+    assert src.state().exhausted and src.present(world) is None
+
+
+def test_truck_plan_respects_bay_ceiling_column_size_and_support():
+    p = TruckParams()
+    for seed in range(1, 6):
+        draws = draw_load(33, seed)
+        plan = plan_truck_load([d.dims for d in draws], seed, True, p)
+        assert sorted(s.index for s in plan.slots) == list(range(len(draws)))
+        by_col: dict[int, list] = {}
+        for s in plan.slots:
+            by_col.setdefault(s.column, []).append(s)
+        assert len(by_col) == plan.columns
+        for col in by_col.values():
+            col.sort(key=lambda s: s.tier)
+            assert len(col) <= p.max_column_items
+            for s in col:
+                length, width, height = draws[s.index].dims
+                assert s.centre[2] + height / 2 <= p.floor + p.max_stack_height + 0.01
+                ex = abs(math.cos(s.yaw)) * length + abs(math.sin(s.yaw)) * width
+                ey = abs(math.sin(s.yaw)) * length + abs(math.cos(s.yaw)) * width
+                assert s.centre[0] - ex / 2 >= p.origin[0] - 1e-9
+                assert s.centre[0] + ex / 2 <= p.origin[0] + p.size[0] + 1e-9
+                assert s.centre[1] - ey / 2 >= p.origin[1] - 1e-9
+                assert s.centre[1] + ey / 2 <= p.origin[1] + p.size[1] + 1e-9
+            for below, above in zip(col[:-1], col[1:], strict=True):
+                # Supported: the centre of the upper carton lies over the lower one.
+                lb = draws[below.index].dims
+                half_x = 0.5 * (
+                    abs(math.cos(below.yaw)) * lb[0] + abs(math.sin(below.yaw)) * lb[1]
+                )
+                half_y = 0.5 * (
+                    abs(math.sin(below.yaw)) * lb[0] + abs(math.cos(below.yaw)) * lb[1]
+                )
+                assert abs(above.centre[0] - below.centre[0]) <= half_x
+                assert abs(above.centre[1] - below.centre[1]) <= half_y
+
+
+def test_truck_plan_is_fixed_by_the_seed():
+    dims = [d.dims for d in draw_load(32, 4)]
+    a = plan_truck_load(dims, 4, True)
+    assert a == plan_truck_load(dims, 4, True)
+    assert a != plan_truck_load(dims, 5, True)
+
+
+def test_truck_plan_refuses_a_load_that_cannot_stand_in_the_bay():
+    slabs = [(0.70, 0.80, 0.50)] * 4  # one per floor, never stackable under the ceiling
+    with pytest.raises(SourceError, match='truck: no plan for 4 cartons'):
+        plan_truck_load(slabs, 1, False)
+
+
+# -- determinism and wiring ----------------------------------------------------------------------
+
+
+def _poses_after_presenting(level: int, seed: int, count: int) -> np.ndarray:
+    cfg = load_config()
+    src = make_source(cfg.level(level), seed, cell=cfg.cell)
+    world = _World(src)
+    for slot in range(count):
+        got = src.present(world)
+        assert got is not None
+        world.take(src, got.index, slot)
+        src.release(got.package_id)
+    assert src.present(world) is not None
+    return world.data.qpos.copy()
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [22, 32])
+def test_same_level_and_seed_give_identical_poses_after_presenting(level):
+    first = _poses_after_presenting(level, 2, 1)
+    np.testing.assert_array_equal(first, _poses_after_presenting(level, 2, 1))
+
+
+def test_make_source_builds_the_source_of_the_level():
+    cfg = load_config()
+    kinds = {lv: make_source(cfg.level(lv), 1, cell=cfg.cell).kind for lv in (11, 21, 31)}
+    assert kinds == {11: 'table', 21: 'conveyor', 31: 'truck'}
+    assert all(isinstance(make_source(cfg.level(lv), 1), Source) for lv in (12, 22, 32))
