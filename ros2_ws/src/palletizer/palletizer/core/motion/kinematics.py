@@ -148,6 +148,17 @@ def fk_dh(q: np.ndarray) -> np.ndarray:
     return t.reshape(q.shape[:-1] + (4, 4))
 
 
+def unwrap_rows(q: np.ndarray) -> np.ndarray:
+    """np.unwrap along axis 0 (successive samples), without its generality overhead."""
+    d = np.diff(q, axis=0)
+    d -= TWO_PI * np.round(d / TWO_PI)
+    out = np.empty_like(q)
+    out[0] = q[0]
+    np.cumsum(d, axis=0, out=out[1:])
+    out[1:] += q[0]
+    return out
+
+
 def _wrap(a: np.ndarray) -> np.ndarray:
     """Angles wrapped to [-pi, pi)."""
     return (a + math.pi) % TWO_PI - math.pi
@@ -315,6 +326,10 @@ class UR10eKinematics:
     weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        # Cached frame inverses: IK is called per sample, and inverting per call showed up.
+        T_base_world = np.linalg.inv(_translation(*self.base_xyz) @ _rot_z(self.base_yaw))
+        object.__setattr__(self, '_T_base_world', T_base_world)
+        object.__setattr__(self, '_T_tcp_flange', _translation(0.0, 0.0, -self.tcp_offset))
         if not (0.0 <= self.tcp_offset < 1.0):
             raise MotionError(f'tcp_offset = {self.tcp_offset!r}; expected 0 <= value < 1 m')
         if self.weights is not None and (len(self.weights) != 6 or min(self.weights) <= 0):
@@ -346,8 +361,8 @@ class UR10eKinematics:
         """T_base_flange (..., 4, 4) for TCP pose(s) given in `frame`."""
         T = np.asarray(T_tcp, dtype=float)
         if frame is Frame.WORLD:
-            T = np.linalg.inv(self.T_world_base) @ T
-        return T @ np.linalg.inv(self.T_flange_tcp)
+            T = self._T_base_world @ T  # type: ignore[attr-defined]
+        return T @ self._T_tcp_flange  # type: ignore[attr-defined]
 
     # IK ---------------------------------------------------------------------------------------
     def ik_all(self, T_tcp: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:

@@ -18,6 +18,7 @@ from palletizer.core.motion.kinematics import (
     ik_batch,
     tool_down,
     tool_down_batch,
+    unwrap_rows,
     yaw_of,
 )
 from palletizer.core.motion.params import MotionParams
@@ -335,7 +336,8 @@ class MotionPlanner:
             nxt = np.array([wp.x, wp.y, wp.z, yaw])
             dist = float(np.linalg.norm(nxt[:3] - prev[:3]))
             dyaw = abs(float(nxt[3] - prev[3]))
-            n = max(math.ceil(dist / p.path_step), math.ceil(dyaw / p.path_step_yaw), 1)
+            # At least 2 intervals: the timing needs second differences on every segment.
+            n = max(math.ceil(dist / p.path_step), math.ceil(dyaw / p.path_step_yaw), 2)
             u = np.linspace(0.0, 1.0, n + 1)[1:]
             poses.append(prev + u[:, None] * (nxt - prev))
             seg_of.append(np.full(n, k))
@@ -372,7 +374,7 @@ class MotionPlanner:
         q = q_b[:, b]
         bad = ~ok_b[:, b]
         q = np.where(bad[:, None], 0.0, q)
-        q = np.unwrap(q, axis=0)
+        q = unwrap_rows(q)
         q += np.round((q0 - q[0]) / TWO_PI) * TWO_PI
         if not bad[0] and np.abs(q[0] - q0).max() > 1e-3:
             raise MotionError(f'start configuration {q0.tolist()} is not on IK branch {b}')

@@ -24,6 +24,7 @@ from palletizer.core.motion.kinematics import (
     branch_family,
     ik_batch,
     tool_down_batch,
+    unwrap_rows,
 )
 
 __all__ = ['AnalyticReach', 'ReachParams', 'ReachTable', 'build_reach_table', 'main']
@@ -76,7 +77,7 @@ def _column_ok(
     q = q.reshape(n, m, 8, 6)
     valid = valid.reshape(n, m, 8)
     qz = np.where(valid[..., None], q, 0.0)
-    qu = np.unwrap(qz, axis=1)
+    qu = np.swapaxes(unwrap_rows(np.swapaxes(qz, 0, 1)), 0, 1)
     good = valid & branch_family(qu) & kin.limits.within(qu)
     step_ok = np.abs(np.diff(qu, axis=1)).max(axis=-1) <= max_step
     return good, step_ok

@@ -1,0 +1,131 @@
+"""Motion benchmark: IK call time, checked pick + place planning time and peak memory (JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from palletizer.core.motion import (
+    AABB,
+    HOME_Q,
+    AnalyticReach,
+    CartonPose,
+    CollisionWorld,
+    HeightField,
+    MotionParams,
+    MotionPlanner,
+    tool_down,
+)
+
+__all__ = ['bench_motion', 'main']
+
+DECK = 0.144
+# Pick table top 0.58 around the station (-0.20, -0.80), half-sizes 0.36 x 0.34 (cell-facts §3.3).
+_PICK_TABLE = AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table')
+_PEDESTAL = AABB((0.36, -0.96, 0.0), (0.84, -0.48, 0.48), 'pedestal')
+
+
+def _scenarios(seed: int, n: int) -> list[tuple[CartonPose, CartonPose, HeightField]]:
+    """Seeded cartons at the table station, each placed somewhere on a half-built pallet."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        L, W = sorted(rng.uniform([0.24, 0.18], [0.55, 0.40]), reverse=True)
+        H = rng.uniform(0.10, 0.40)
+        heights = np.zeros((80, 120))
+        # A built-up strip on the pallet's -x end; targets land on the free deck beyond it.
+        heights[:, : rng.integers(10, 35)] = rng.uniform(0.0, 0.5)
+        pick = CartonPose(
+            -0.20 + rng.uniform(-0.02, 0.02),
+            -0.80 + rng.uniform(-0.02, 0.02),
+            0.58 + H / 2,
+            rng.uniform(-0.2, 0.2),
+            (L, W, H),
+        )
+        x = rng.uniform(0.75, 0.92)
+        place = CartonPose(
+            x, rng.uniform(-0.2, 0.2), DECK + H / 2, rng.choice([0.0, math.pi / 2]), (L, W, H)
+        )
+        out.append((pick, place, HeightField(heights)))
+    return out
+
+
+def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> dict[str, Any]:
+    """Median IK call [ms], median checked pick + place plan [ms] (both phases each, with
+    collision checks and ruckig timing), and peak RSS [MB].
+
+    cycle_s_level11 needs the simulator and is deliberately absent here.
+    """
+    planner = MotionPlanner(params=MotionParams(rate_hz=rate_hz))
+    kin = planner.kin
+    q0 = np.array(HOME_Q)
+    rng = np.random.default_rng(seed)
+    poses = [
+        tool_down(
+            rng.uniform(0.1, 1.1),
+            rng.uniform(-0.35, 0.35),
+            rng.uniform(0.3, 1.0),
+            rng.uniform(-3, 3),
+        )
+        for _ in range(max(repeats, 10) * 10)
+    ]
+    ik_times = []
+    for T in poses:
+        t0 = time.perf_counter()
+        kin.ik_nearest(T, q0)
+        ik_times.append(time.perf_counter() - t0)
+    plan_times, plan_cpu, durations, failures = [], [], [], 0
+    for pick, place, hf in _scenarios(seed, repeats):
+        world = CollisionWorld(hf, (_PICK_TABLE, _PEDESTAL))
+        t0, c0 = time.perf_counter(), time.process_time()
+        a = planner.plan_pick(q0, pick, world, mass=5.0)
+        b = planner.plan_place(a.q_end, place, a.grasp, world) if a.ok else None
+        plan_times.append(time.perf_counter() - t0)
+        plan_cpu.append(time.process_time() - c0)
+        if b is None or not b.ok:
+            failures += 1
+            continue
+        durations.append(
+            a.trajectory.duration + a.retreat.duration + b.trajectory.duration + b.retreat.duration
+        )
+    reach = AnalyticReach()
+    xs = rng.uniform(0.0, 1.2, 1000)
+    t0 = time.perf_counter()
+    reach.reachable(xs, rng.uniform(-0.4, 0.4, 1000), rng.uniform(0.25, 1.2, 1000), np.zeros(1000))
+    reach_ms = (time.perf_counter() - t0) * 1e3
+    return {
+        'ik_ms': round(statistics.median(ik_times) * 1e3, 4),
+        'plan_ms': round(statistics.median(plan_times) * 1e3, 3),
+        'plan_ms_p90': round(float(np.percentile(plan_times, 90)) * 1e3, 3),
+        # CPU time of this process: steadier than wall time on a shared machine.
+        'plan_cpu_ms': round(statistics.median(plan_cpu) * 1e3, 3),
+        'plan_failures': failures,
+        'motion_s_median': round(statistics.median(durations), 3) if durations else None,
+        'reach_oracle_ms_per_1000': round(reach_ms, 2),
+        'rate_hz': rate_hz,
+        'repeats': repeats,
+        'peak_rss_mb': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog='bench_motion', description=__doc__)
+    ap.add_argument('--repeats', type=int, default=50)
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--rate-hz', type=float, default=500.0)
+    args = ap.parse_args(argv)
+    json.dump(bench_motion(args.repeats, args.seed, args.rate_hz), sys.stdout, indent=1)
+    sys.stdout.write('\n')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
