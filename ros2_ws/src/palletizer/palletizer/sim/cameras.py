@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -131,6 +132,7 @@ class CameraRig:
         cam = self._camera(name)
         fovy = np.deg2rad(float(self._model.cam_fovy[cam.id]))
         fy = height / (2.0 * np.tan(fovy / 2.0))
+        fy = float(fy)
         return Intrinsics(width, height, fy, fy, (width - 1) / 2.0, (height - 1) / 2.0)
 
     def pose(self, name: str, data: mujoco.MjData) -> np.ndarray:
@@ -196,7 +198,7 @@ class CameraRig:
             self._renderers[key] = mujoco.Renderer(self._model, height=height, width=width)
         return self._renderers[key]
 
-    def _camera(self, name: str) -> mujoco._structs._MjModelCameraViews:
+    def _camera(self, name: str) -> Any:
         if name not in self._names:
             raise CameraError(
                 f'camera {name!r} does not exist; cameras: {", ".join(self._names)}'

@@ -124,8 +124,11 @@ class Cell:
         mujoco.mj_forward(self._model, self._data)
         m = self._model
         self._ids: dict[int, str] = {p.draw.index: p.draw.package_id for p in self._cartons}
-        for draw in getattr(self.source, '_draws', []) or []:
-            self._ids.setdefault(draw.index, draw.package_id)
+        if level is not None:
+            from palletizer.core.loads import draw_load
+
+            for draw in draw_load(level.id, self.seed):
+                self._ids.setdefault(draw.index, draw.package_id)
         self._indices = package_indices(xml)
         self._dims = {
             i: tuple(2.0 * float(v) for v in m.geom_size[m.geom(f'package_geom_{i}').id])
@@ -246,6 +249,19 @@ class Cell:
         self.servo.hold(q)
         zero = np.zeros(6)
         return TrackResult(0.0, 0, zero, 0.0, 0.0, zero, 0)
+
+    # Source ----------------------------------------------------------------------------------
+    def present(self) -> Any:
+        """Let the source deliver its next carton at rest (physics runs meanwhile); None if none."""
+        if self.source is None:
+            raise CellError('this cell has no source; build it with a level or source=')
+        return self.source.present(self)
+
+    def release(self, package_id: str) -> None:
+        """Tell the source the arm took `package_id` (or gave up on it)."""
+        if self.source is None:
+            raise CellError('this cell has no source; build it with a level or source=')
+        self.source.release(package_id)
 
     # Gripper and wrench ----------------------------------------------------------------------
     def set_vacuum(self, on: bool) -> SealResult:

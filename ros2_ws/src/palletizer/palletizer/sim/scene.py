@@ -67,8 +67,6 @@ class SceneOptions:
     integrator: str = 'implicitfast'
     cone: str = 'elliptic'  # creeps less and runs faster with 20 cartons (mujoco-notes)
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
-    njmax: int = 4000  # reference buffers (cell-facts §3.9)
-    nconmax: int = 800
     arm: ArmParams = ArmParams()
     gripper: GripperParams = GripperParams()
     pallet: PalletParams = PalletParams()
@@ -170,7 +168,6 @@ def build_scene_xml(
   <compiler angle="radian" autolimits="true"/>
   <option timestep="{o.timestep}" integrator="{o.integrator}" cone="{o.cone}"
           gravity="{_fmt(o.gravity)}"/>
-  <size njmax="{o.njmax}" nconmax="{o.nconmax}"/>
   <visual>
     <global offwidth="1280" offheight="960"/>
     <quality shadowsize="2048"/>
