@@ -1,0 +1,74 @@
+"""Tests of the ruckig path-coordinate time parameterisation and the fixed-rate sampler."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from palletizer.core.motion import JointLimits, MotionError
+from palletizer.core.motion.timing import PathLimits, sample_segments, time_segment
+from ruckig import InputParameter, Ruckig, Trajectory
+
+
+def _line(length: float, direction: np.ndarray, k: int = 101):
+    s = np.linspace(0.0, length, k)
+    return s, s[:, None] * direction[None, :]
+
+
+def test_straight_joint_line_takes_the_ruckig_time_of_its_path_coordinate():
+    # q = s * e0 with generous joint limits: the Cartesian path limits alone set the profile.
+    s, q = _line(0.8, np.array([1.0, 0, 0, 0, 0, 0]))
+    lim = PathLimits(0.5, 1.0, 10.0)
+    seg = time_segment(s, q, lim, JointLimits(acceleration=(50.0,) * 6, jerk=(500.0,) * 6))
+    otg, inp, tr = Ruckig(1), InputParameter(1), Trajectory(1)
+    inp.current_position, inp.target_position = [0.0], [0.8]
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [0.5], [1.0], [10.0]
+    otg.calculate(inp, tr)
+    assert seg.duration == pytest.approx(tr.duration, rel=1e-9)
+    t = np.linspace(0, seg.duration, 37)
+    s_t, sd_t, sdd_t = seg.evaluate(t)
+    ref = np.array([tr.at_time(ti) for ti in t])[:, :, 0]
+    np.testing.assert_allclose(s_t, ref[:, 0], atol=1e-9)
+    np.testing.assert_allclose(sd_t, ref[:, 1], atol=1e-9)
+    np.testing.assert_allclose(sdd_t, ref[:, 2], atol=1e-9)
+
+
+def test_joint_speed_limit_tightens_the_path_speed():
+    # Joint 0 moves 3 rad per path metre: its 2.09 rad/s limit caps sdot at 0.698 m/s.
+    s, q = _line(1.0, np.array([3.0, 0, 0, 0, 0, 0]))
+    lim = JointLimits()
+    tr = sample_segments([time_segment(s, q, PathLimits(5.0, 50.0, 500.0), lim)], lim, 500.0)
+    assert np.abs(tr.qd[:, 0]).max() <= lim.velocity[0] + 1e-9
+    assert np.abs(tr.qd[:, 0]).max() > 0.95 * lim.velocity[0]
+
+
+def test_curved_path_is_slowed_until_every_sample_respects_acceleration():
+    # A tight joint-space arc: the curvature term q'' sdot^2 would break 1 rad/s^2 unchecked.
+    s = np.linspace(0.0, 1.0, 201)
+    q = np.zeros((201, 6))
+    q[:, 0] = np.sin(6 * s)
+    q[:, 1] = np.cos(6 * s)
+    lim = JointLimits(acceleration=(1.0,) * 6, jerk=(10.0,) * 6)
+    seg = time_segment(s, q, PathLimits(2.0, 5.0, 50.0), lim)
+    tr = sample_segments([seg], lim, 500.0)
+    assert np.abs(tr.qdd).max() <= 1.0 + 1e-9
+    assert np.abs(tr.qd).max(axis=0)[0] <= lim.velocity[0] + 1e-9
+    assert tr.duration > seg.duration  # it had to be slowed
+    np.testing.assert_allclose(tr.q[[0, -1]], q[[0, -1]], atol=1e-9)
+
+
+def test_segments_chain_on_one_uniform_grid_ending_exactly_at_the_end():
+    s, q = _line(0.3, np.array([0, 1.0, 0, 0, 0, 0]))
+    lim = JointLimits()
+    a = time_segment(s, q, PathLimits(1.0, 2.0, 20.0), lim)
+    b = time_segment(s, q[::-1].copy(), PathLimits(1.0, 2.0, 20.0), lim)
+    tr = sample_segments([a, b], lim, 125.0)
+    assert tr.duration == pytest.approx(a.duration + b.duration)
+    np.testing.assert_allclose(np.diff(tr.t)[:-1], 1 / 125.0)
+    np.testing.assert_allclose(tr.q[-1], q[0], atol=1e-12)
+
+
+def test_sampler_rejects_a_nonpositive_rate():
+    s, q = _line(0.3, np.array([0, 1.0, 0, 0, 0, 0]))
+    lim = JointLimits()
+    with pytest.raises(MotionError, match='rate_hz'):
+        sample_segments([time_segment(s, q, PathLimits(1.0, 2.0, 20.0), lim)], lim, 0.0)
