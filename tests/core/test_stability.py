@@ -9,6 +9,7 @@ from palletizer.core.contracts import Placement
 from palletizer.core.stability import (
     TRANSPORT_ACCEL_G,
     StackBox,
+    StackModel,
     collapsed,
     convex_hull,
     overhang,
@@ -129,3 +130,60 @@ def test_validate_stack_rejects_overlaps_and_out_of_bounds():
     assert validate_stack([_box(0.45, 0.0, 0.0, 0.4, 0.3, 0.2)]).reason == 'bounds'
     assert validate_stack([_box(0.0, 0.0, 0.0, 0.4, 0.3, 0.2, m=400.0)]).reason == 'mass'
     assert validate_stack([_box(0.0, 0.0, 1.3, 0.4, 0.3, 0.2)]).reason == 'height'
+
+
+def test_incremental_stack_model_agrees_with_the_whole_stack_check():
+    rng = np.random.default_rng(17)
+    agree = {True: 0, False: 0}
+    for _ in range(60):
+        # A random two-layer stack of up to 4 boxes, then a random box on top of it.
+        boxes = [_box(-0.3, -0.15, 0.0, 0.5, 0.36, 0.2, 5.0), _box(0.3, 0.15, 0.0, 0.5, 0.36, 0.2)]
+        for _ in range(rng.integers(0, 3)):
+            x, y = rng.uniform(-0.4, 0.4), rng.uniform(-0.25, 0.25)
+            m = rng.uniform(1, 8)
+            cog = (x + rng.uniform(-0.05, 0.05), y + rng.uniform(-0.05, 0.05), 0.3)
+            cand = StackBox(x, y, 0.2, 0.3, 0.25, 0.2, m, cog)
+            if validate_stack([*boxes, cand], min_support=0.3, min_margin=0.0).ok:
+                boxes.append(cand)
+        top = max(b.top for b in boxes)
+        z = rng.choice([0.2, top])
+        x, y = rng.uniform(-0.45, 0.45), rng.uniform(-0.3, 0.3)
+        new = StackBox(x, y, z, 0.3, 0.2, 0.1, rng.uniform(1, 20), (x, y, z + 0.05))
+        overlaps = validate_stack([*boxes, new], min_support=0.3, min_margin=0.01).reason
+        if overlaps == 'overlap':
+            continue
+        whole = validate_stack([*boxes, new], min_support=0.3, min_margin=0.01)
+        fast = StackModel(boxes, min_support=0.3, min_margin=0.01).add(new)
+        assert fast.ok == whole.ok, (whole.reason, fast.reason)
+        if whole.ok:
+            np.testing.assert_allclose(fast.margin[0], whole.margin[-1])
+        agree[whole.ok] += 1
+    assert agree[True] > 5 and agree[False] > 5  # both outcomes exercised
+
+
+def test_a_heavy_box_on_an_overhanging_end_tips_the_box_below_in_both_checks():
+    base = _box(0.0, 0.0, 0.0, 0.4, 0.3, 0.2, 5.0)
+    # Rests on 40 % of its length, CoG 50 mm inside the base's edge.
+    middle = StackBox(0.25, 0.0, 0.2, 0.5, 0.3, 0.1, 1.0, (0.15, 0.0, 0.25))
+    rules = {'min_support': 0.3, 'min_margin': 0.01}
+    assert validate_stack([base, middle], **rules).ok
+    model = StackModel([base, middle], **rules)
+    for mass, ok in ((10.0, False), (0.01, True)):
+        end = StackBox(0.4, 0.0, 0.3, 0.2, 0.2, 0.1, mass, (0.4, 0.0, 0.35))
+        whole = validate_stack([base, middle, end], **rules)
+        fast = model.add(end)
+        assert whole.ok is ok and fast.ok is ok
+        if not ok:
+            assert whole.reason == fast.reason == 'margin'
+            assert fast.margin[0] > 0.0  # the new box itself is fine: the one below tips
+
+
+def test_the_extra_load_travels_down_more_than_one_level():
+    base = _box(0.0, 0.0, 0.0, 0.4, 0.3, 0.2, 5.0)
+    middle = StackBox(0.25, 0.0, 0.2, 0.5, 0.3, 0.1, 1.0, (0.15, 0.0, 0.25))
+    light = StackBox(0.4, 0.0, 0.3, 0.2, 0.2, 0.1, 0.01, (0.4, 0.0, 0.35))
+    heavy = StackBox(0.4, 0.0, 0.4, 0.2, 0.2, 0.1, 10.0, (0.4, 0.0, 0.45))
+    rules = {'min_support': 0.3, 'min_margin': 0.01}
+    assert validate_stack([base, middle, light], **rules).ok
+    assert validate_stack([base, middle, light, heavy], **rules).reason == 'margin'
+    assert StackModel([base, middle, light], **rules).add(heavy).reason == 'margin'

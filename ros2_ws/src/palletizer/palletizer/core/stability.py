@@ -14,6 +14,7 @@ __all__ = [
     'TRANSPORT_ACCEL_G',
     'StackBox',
     'StackCheck',
+    'StackModel',
     'box_corners',
     'collapsed',
     'convex_hull',
@@ -220,13 +221,15 @@ class StackCheck:
     """Result of validate_stack: ok, the first reason it is not, and per-box numbers.
 
     support: (N,) interface support ratio; margin: (N,) tipping margin of the load resultant
-    over the contact hull [m]; both in the input order.
+    over the contact hull [m]; failed: (N,) bool, the box breaks a rule (enforced or not); all
+    in the input order.
     """
 
     ok: bool
     reason: str
     support: np.ndarray
     margin: np.ndarray
+    failed: np.ndarray
 
 
 def validate_stack(
@@ -240,6 +243,8 @@ def validate_stack(
     contact_tol: float = 0.004,
     overlap_tol: float = 0.003,
     check_overlaps: bool = True,
+    enforce: Sequence[bool] | None = None,
+    stop_early: bool = True,
 ) -> StackCheck:
     """Quasi-static check of a whole stack (cell-facts §6.7).
 
@@ -249,29 +254,39 @@ def validate_stack(
     min_margin [m] inside the convex hull of the contact patches; the load then passes to the
     supporters in proportion to contact area, applied at each contact's centroid.
     check_overlaps=False skips the O(N^2) pairwise overlap test when the caller guarantees it.
+    enforce: per box, whether its failures count (default all); a measured stack that already
+    breaks a rule should not veto every further move, so planners enforce only the boxes that
+    passed before plus the new one. stop_early=False fills support and margin for every box.
     """
     n = len(boxes)
     support = np.ones(n)
     margin = np.full(n, np.inf)
+    enforced = [True] * n if enforce is None else [bool(e) for e in enforce]
+    first: list[str] = []
+    failed = np.zeros(n, dtype=bool)
 
-    def fail(reason: str) -> StackCheck:
-        return StackCheck(False, reason, support, margin)
+    def flag(i: int, reason: str) -> None:
+        failed[i] = True
+        if enforced[i] and not first:
+            first.append(reason)
 
     if sum(b.mass_kg for b in boxes) > max_mass_kg:
-        return fail('mass')
+        first.append('mass')
     hx, hy = pallet_size[0] / 2.0, pallet_size[1] / 2.0
-    for b in boxes:
+    for i, b in enumerate(boxes):
         r = b.rect
         if r[0] < -hx - 1e-9 or r[1] > hx + 1e-9 or r[2] < -hy - 1e-9 or r[3] > hy + 1e-9:
-            return fail('bounds')
+            flag(i, 'bounds')
         if b.top > max_height_m + 1e-9:
-            return fail('height')
+            flag(i, 'height')
     for i in range(n if check_overlaps else 0):
         for j in range(i + 1, n):
             a, b = boxes[i], boxes[j]
             vz = min(a.top, b.top) - max(a.z, b.z)
             if vz > overlap_tol and rect_overlap(a.rect, b.rect) > overlap_tol * overlap_tol:
-                return fail('overlap')
+                flag(i if enforced[i] else j, 'overlap')
+    if first and stop_early:
+        return StackCheck(False, first[0], support, margin, failed)
     # Loads [kg, moment x, moment y] accumulated from above, per box.
     load = np.zeros((n, 3))
     for i in sorted(range(n), key=lambda k: -boxes[k].z):
@@ -294,7 +309,7 @@ def validate_stack(
         contact = sum((r[1] - r[0]) * (r[3] - r[2]) for _, r in patches)
         support[i] = min(1.0, contact / area) if area > 0 else 0.0
         if support[i] < min_support - 1e-9:
-            return fail('support')
+            flag(i, 'support')
         hull = support_hull(
             [
                 (0.5 * (r[0] + r[1]), 0.5 * (r[2] + r[3]), r[1] - r[0], r[3] - r[2])
@@ -303,15 +318,156 @@ def validate_stack(
         )
         margin[i] = _hull_distance(hull, rx, ry) if len(hull) >= 3 else -np.inf
         if margin[i] < min_margin - 1e-12:
-            return fail('margin')
+            flag(i, 'margin')
+        if first and stop_early:
+            return StackCheck(False, first[0], support, margin, failed)
         for j, r in patches:
             if j < 0:
                 continue
             share = m * (r[1] - r[0]) * (r[3] - r[2]) / contact
             load[j] += (share, share * 0.5 * (r[0] + r[1]), share * 0.5 * (r[2] + r[3]))
-    return StackCheck(True, '', support, margin)
+    return StackCheck(not first, first[0] if first else '', support, margin, failed)
 
 
 def _intersect(a: Rect, b: Rect) -> Rect | None:
     r = (max(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), min(a[3], b[3]))
     return r if r[1] - r[0] > 1e-9 and r[3] - r[2] > 1e-9 else None
+
+
+class StackModel:
+    """A stack checked once, then asked "what if one more box goes on top?" incrementally.
+
+    Same rules as validate_stack. A new box never carries anything, so only the boxes on its
+    load path change; loads pass down linearly (shares by contact area, applied at contact
+    centroids), so the extra load is propagated alone. Boxes that already break a rule are not
+    enforced (see validate_stack's `enforce`). add() agrees with validate_stack on the stack
+    plus the box (tested).
+    """
+
+    def __init__(
+        self,
+        boxes: Sequence[StackBox],
+        pallet_size: tuple[float, float] = (1.20, 0.80),
+        *,
+        min_support: float = 0.62,
+        min_margin: float = 0.008,
+        max_mass_kg: float = 350.0,
+        max_height_m: float = 1.35,
+        contact_tol: float = 0.004,
+    ) -> None:
+        self.boxes = list(boxes)
+        self.pallet_size = pallet_size
+        self.min_support, self.min_margin = min_support, min_margin
+        self.max_mass_kg, self.max_height_m = max_mass_kg, max_height_m
+        self.contact_tol = contact_tol
+        n = len(self.boxes)
+        base = validate_stack(
+            self.boxes,
+            pallet_size,
+            min_support=min_support,
+            min_margin=min_margin,
+            max_mass_kg=max_mass_kg,
+            max_height_m=max_height_m,
+            contact_tol=contact_tol,
+            check_overlaps=False,
+            enforce=[False] * n,
+            stop_early=False,
+        )
+        self.failed = base.failed
+        self.mass = sum(b.mass_kg for b in self.boxes)
+        self._top = np.array([b.top for b in self.boxes])
+        self._rects = np.array([b.rect for b in self.boxes]).reshape(-1, 4)
+        self._patches = [self._contacts(b, exclude=i) for i, b in enumerate(self.boxes)]
+        self._hulls = [support_hull([_patch_box(r) for _, r in p]) for p in self._patches]
+        # Loads from above (mass, moment x, moment y) per box, as in validate_stack.
+        self._load = np.zeros((n, 3))
+        for i in sorted(range(n), key=lambda k: -self.boxes[k].z):
+            b = self.boxes[i]
+            own = np.array([b.mass_kg, b.mass_kg * b.cog[0], b.mass_kg * b.cog[1]])
+            self._pass_down(i, own + self._load[i], self._load)
+
+    def _contacts(self, b: StackBox, exclude: int = -1) -> list[tuple[int, Rect]]:
+        if b.z <= self.contact_tol:
+            return [(-1, b.rect)]
+        if len(self._top) == 0:
+            return []
+        r = b.rect
+        near = np.abs(self._top - b.z) <= self.contact_tol
+        x0 = np.maximum(r[0], self._rects[:, 0])
+        x1 = np.minimum(r[1], self._rects[:, 1])
+        y0 = np.maximum(r[2], self._rects[:, 2])
+        y1 = np.minimum(r[3], self._rects[:, 3])
+        hit = near & (x1 - x0 > 1e-9) & (y1 - y0 > 1e-9)
+        if 0 <= exclude < len(hit):
+            hit[exclude] = False
+        return [(int(j), (x0[j], x1[j], y0[j], y1[j])) for j in np.flatnonzero(hit)]
+
+    def _pass_down(
+        self, i: int, load: np.ndarray, into: np.ndarray | dict[int, np.ndarray]
+    ) -> None:
+        patches = self._patches[i]
+        contact = sum((r[1] - r[0]) * (r[3] - r[2]) for _, r in patches)
+        for j, r in patches:
+            if j < 0 or contact <= 0:
+                continue
+            share = load[0] * (r[1] - r[0]) * (r[3] - r[2]) / contact
+            add = np.array([share, share * 0.5 * (r[0] + r[1]), share * 0.5 * (r[2] + r[3])])
+            if isinstance(into, dict):
+                into[j] = into.get(j, np.zeros(3)) + add
+            else:
+                into[j] += add
+
+    def add(self, box: StackBox) -> StackCheck:
+        """Check the stack plus `box` resting on top; support/margin arrays cover the new box
+        only (index 0)."""
+        support = np.ones(1)
+        margin = np.full(1, np.inf)
+        none = np.zeros(1, dtype=bool)
+
+        def fail(reason: str) -> StackCheck:
+            return StackCheck(False, reason, support, margin, ~none)
+
+        if self.mass + box.mass_kg > self.max_mass_kg:
+            return fail('mass')
+        hx, hy = self.pallet_size[0] / 2.0, self.pallet_size[1] / 2.0
+        r = box.rect
+        if r[0] < -hx - 1e-9 or r[1] > hx + 1e-9 or r[2] < -hy - 1e-9 or r[3] > hy + 1e-9:
+            return fail('bounds')
+        if box.top > self.max_height_m + 1e-9:
+            return fail('height')
+        patches = self._contacts(box)
+        area = box.ex * box.ey
+        contact = sum((q[1] - q[0]) * (q[3] - q[2]) for _, q in patches)
+        support[0] = min(1.0, contact / area) if area > 0 else 0.0
+        if support[0] < self.min_support - 1e-9:
+            return fail('support')
+        hull = support_hull([_patch_box(q) for _, q in patches])
+        margin[0] = _hull_distance(hull, box.cog[0], box.cog[1]) if len(hull) >= 3 else -np.inf
+        if margin[0] < self.min_margin - 1e-12:
+            return fail('margin')
+        extra: dict[int, np.ndarray] = {}
+        own = np.array([box.mass_kg, box.mass_kg * box.cog[0], box.mass_kg * box.cog[1]])
+        for j, q in patches:
+            if j >= 0:
+                share = own[0] * (q[1] - q[0]) * (q[3] - q[2]) / contact
+                extra[j] = extra.get(j, np.zeros(3)) + np.array(
+                    [share, share * 0.5 * (q[0] + q[1]), share * 0.5 * (q[2] + q[3])]
+                )
+        while extra:
+            j = max(extra, key=lambda k: self.boxes[k].z)
+            add = extra.pop(j)
+            b = self.boxes[j]
+            total = self._load[j] + add
+            m = b.mass_kg + total[0]
+            rx = (b.mass_kg * b.cog[0] + total[1]) / m
+            ry = (b.mass_kg * b.cog[1] + total[2]) / m
+            hull_j = self._hulls[j]
+            mj = _hull_distance(hull_j, rx, ry) if len(hull_j) >= 3 else -np.inf
+            if not self.failed[j] and mj < self.min_margin - 1e-12:
+                return fail('margin')
+            self._pass_down(j, add, extra)
+        return StackCheck(True, '', support, margin, none)
+
+
+def _patch_box(r: Rect) -> tuple[float, float, float, float]:
+    return (0.5 * (r[0] + r[1]), 0.5 * (r[2] + r[3]), r[1] - r[0], r[3] - r[2])

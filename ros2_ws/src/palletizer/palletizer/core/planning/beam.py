@@ -20,7 +20,7 @@ from palletizer.core.contracts import (
 from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.params import BEAM_TERMS, BeamParams
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
-from palletizer.core.stability import StackBox, validate_stack
+from palletizer.core.stability import StackBox, StackModel
 
 __all__ = ['BeamPlanner', 'Move', 'expand']
 
@@ -49,9 +49,10 @@ def _axis_starts(size: float, half: float, lo: np.ndarray, hi: np.ndarray, c: fl
     return s[(s >= -half - 1e-9) & (s + size <= half + 1e-9)]
 
 
-def _surface_std(
+def _surface_grid(
     boxes: Sequence[StackBox], samples: tuple[int, int], size: tuple[float, float]
-) -> float:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sample points (gx, gy) and the stack's top height at each (ny, nx) [m]."""
     nx, ny = samples
     xs = (np.arange(nx) + 0.5) / nx * size[0] - size[0] / 2
     ys = (np.arange(ny) + 0.5) / ny * size[1] - size[1] / 2
@@ -61,7 +62,13 @@ def _surface_std(
         r = b.rect
         inside = (gx >= r[0]) & (gx <= r[1]) & (gy >= r[2]) & (gy <= r[3])
         top = np.where(inside, np.maximum(top, b.top), top)
-    return float(top.std())
+    return gx, gy, top
+
+
+def _with(box: StackBox, gx: np.ndarray, gy: np.ndarray, top: np.ndarray) -> np.ndarray:
+    r = box.rect
+    inside = (gx >= r[0]) & (gx <= r[1]) & (gy >= r[2]) & (gy <= r[3])
+    return np.where(inside, np.maximum(top, box.top), top)
 
 
 def expand(
@@ -178,18 +185,21 @@ def expand(
     pre.sort(key=lambda t: (-t[0], t[3].z, t[3].y, t[3].x, t[2]))
     moves: list[Move] = []
     w = params.weights
+    limits = {
+        'min_support': params.min_support_ratio,
+        'min_margin': params.min_tipping_margin,
+        'max_mass_kg': pallet.max_mass_kg,
+        'max_height_m': params.max_height_m,
+    }
+    # Boxes already breaking a rule as measured cannot be fixed by this move: enforce the rules
+    # on the others and on the new box only.
+    hmax = params.max_height_m
+    model = StackModel(stack, pallet.size_xy, **limits)
+    gx, gy, surface = _surface_grid(stack, params.surface_samples, pallet.size_xy)
     for _, _, yaw, box in pre:
         if len(moves) >= params.candidates_per_node:
             break
-        check = validate_stack(
-            [*stack, box],
-            pallet.size_xy,
-            min_support=params.min_support_ratio,
-            min_margin=params.min_tipping_margin,
-            max_mass_kg=pallet.max_mass_kg,
-            max_height_m=params.max_height_m,
-            check_overlaps=False,
-        )
+        check = model.add(box)
         if not check.ok:
             rej['unstable'] = rej.get('unstable', 0) + 1
             continue
@@ -197,15 +207,7 @@ def expand(
         comps = {
             'support': float(np.clip(check.support[-1], 0, 1)),
             'tipping_margin': tip,
-            'regular_surface': float(
-                np.clip(
-                    1
-                    - _surface_std([*stack, box], params.surface_samples, pallet.size_xy)
-                    / params.max_height_m,
-                    0,
-                    1,
-                )
-            ),
+            'regular_surface': float(np.clip(1 - _with(box, gx, gy, surface).std() / hmax, 0, 1)),
         }
         mass = base_mass + box.mass_kg
         g = (base_moment + box.mass_kg * np.array(box.cog[:2])) / mass if mass > 0 else box.cog[:2]
