@@ -192,6 +192,8 @@ def ik_batch(
     psi = np.arctan2(p05[:, 1], p05[:, 0])
     r00, r01, r10, r11 = T[:, 0, 0], T[:, 0, 1], T[:, 1, 0], T[:, 1, 1]
     for s, s_sign in enumerate((1.0, -1.0)):
+        if not wanted & set(range(4 * s, 4 * s + 4)):
+            continue
         q1 = psi + s_sign * phi + math.pi / 2
         s1, c1_ = np.sin(q1), np.cos(q1)
         c5 = (p06[:, 0] * s1 - p06[:, 1] * c1_ - d4) / d6
@@ -228,10 +230,10 @@ def ik_batch(
                 # T34 = inv(T12 T23) T14 -> q4 is the remaining planar rotation.
                 q4 = np.arctan2(t14[:, 1, 0], t14[:, 0, 0]) - q2 - q3
                 b = 4 * s + 2 * w + e
-                q[:, b] = np.stack([q1, q2, q3, q4, q5, q6], axis=1)
+                # q3 and q5 come from arccos and q6 from arctan2: only q1, q2, q4 can leave
+                # [-pi, pi).
+                q[:, b] = np.stack([_wrap(q1), _wrap(q2), q3, _wrap(q4), q5, q6], axis=1)
                 valid[:, b] = ok1 & ok5 & ok3
-    # q3 and q5 come from arccos and q6 from arctan2: only q1, q2, q4 can leave [-pi, pi).
-    q[..., [0, 1, 3]] = _wrap(q[..., [0, 1, 3]])
     return q, valid
 
 

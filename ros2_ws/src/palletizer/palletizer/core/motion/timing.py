@@ -210,60 +210,50 @@ def sample_segments(
 ) -> JointTrajectory:
     """Chain rest-to-rest segments and sample them on one uniform grid at `rate_hz`.
 
-    Every sample is checked against the joint position, speed and acceleration limits; a segment
-    that exceeds them (the curvature term is only bounded, not exact) is slowed in time by the
-    measured excess and resampled. Raises MotionError if positions leave the limits.
+    Each segment is stretched to a whole number of periods (by less than one period), so the
+    global grid is each segment's own grid and segments are checked independently. Every sample
+    is checked against the joint speed and acceleration limits; a segment that exceeds them
+    (the curvature term is not bounded a priori) is slowed in time by the measured excess and
+    resampled. Raises MotionError if that does not converge or positions leave the limits.
     """
     if rate_hz <= 0:
         raise MotionError(f'rate_hz = {rate_hz!r}; expected > 0')
     dt = 1.0 / rate_hz
     v_lim = np.asarray(limits.velocity)
     a_lim = np.asarray(limits.acceleration)
-    segs = list(segments)
-    for _ in range(_MAX_RESCALE):
-        t, which, _, qd, qdd = _sample(segs, dt, with_q=False)
-        slow = False
-        for i, seg in enumerate(segs):
-            sel = which == i
-            if seg.duration == 0.0 or not sel.any():
-                continue
-            r_v = float(np.max(np.abs(qd[sel]) / v_lim))
-            r_a = float(np.max(np.abs(qdd[sel]) / a_lim))
-            factor = max(r_v, math.sqrt(r_a))
-            if factor > 1.0:
-                segs[i] = _rescaled(seg, factor * 1.01)
-                slow = True
-        if not slow:
-            break
-    else:
-        raise MotionError('time parameterisation did not converge within the joint limits')
-    t, which, q, qd, qdd = _sample(segs, dt, with_q=True)
+    ts, qs, qds, qdds = [], [], [], []
+    offset = 0.0
+    last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    for seg in segments:
+        if seg.duration == 0.0:
+            continue
+        for _ in range(_MAX_RESCALE):
+            n = max(1, math.ceil(seg.duration / dt - 1e-9))
+            seg = _rescaled(seg, n * dt / seg.duration)
+            t = np.arange(n + 1) * dt
+            q, qd, qdd = seg.joints(*seg.evaluate(t))
+            factor = max(
+                float(np.max(np.abs(qd) / v_lim)), math.sqrt(float(np.max(np.abs(qdd) / a_lim)))
+            )
+            if factor <= 1.0:
+                break
+            seg = _rescaled(seg, factor * 1.01)
+        else:
+            raise MotionError('time parameterisation did not converge within the joint limits')
+        # The last sample is at rest where the next segment starts: keep it only at the end.
+        ts.append(t[:-1] + offset)
+        qs.append(q[:-1])
+        qds.append(qd[:-1])
+        qdds.append(qdd[:-1])
+        last = (q[-1:], qd[-1:], qdd[-1:])
+        offset += n * dt
+    if last is None:  # nothing moves: one sample at the start
+        q0 = segments[0].q[:1].copy() if segments else np.zeros((1, 6))
+        return JointTrajectory(np.zeros(1), q0, np.zeros_like(q0), np.zeros_like(q0))
+    t = np.append(np.concatenate(ts), offset)
+    q = np.concatenate([*qs, last[0]])
+    qd = np.concatenate([*qds, last[1]])
+    qdd = np.concatenate([*qdds, last[2]])
     if not np.all(limits.within(q)):
         raise MotionError('sampled trajectory leaves the joint position limits')
     return JointTrajectory(t, q, qd, qdd)
-
-
-def _sample(
-    segs: list[SegmentTiming], dt: float, with_q: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
-    """One uniform time grid over all segments: (t, segment index, q or None, qd, qdd)."""
-    starts = np.concatenate([[0.0], np.cumsum([seg.duration for seg in segs])])
-    total = float(starts[-1])
-    t = np.arange(0.0, total, dt)
-    if len(t) == 0 or t[-1] < total - 1e-12:
-        t = np.append(t, total)
-    q = np.empty((len(t), 6))
-    qd = np.empty_like(q)
-    qdd = np.empty_like(q)
-    # A sample on a boundary belongs to the later segment; both are at rest there.
-    which = np.clip(np.searchsorted(starts, t, side='right') - 1, 0, len(segs) - 1)
-    # Zero-length segments own no samples; their neighbours cover the boundary.
-    for i, seg in enumerate(segs):
-        sel = which == i
-        if not sel.any():
-            continue
-        s, sd, sdd = seg.evaluate(t[sel] - starts[i])
-        q_i, qd[sel], qdd[sel] = seg.joints(s, sd, sdd, with_q)
-        if with_q:
-            q[sel] = q_i
-    return t, which, (q if with_q else None), qd, qdd
