@@ -1,0 +1,120 @@
+"""Planner node: the plan service over the ROS-free placement planners."""
+
+from __future__ import annotations
+
+import rclpy
+from palletizer_msgs.msg import Placement as PlacementMsg
+from palletizer_msgs.srv import PlanPlacement
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from palletizer.core.config import load_config
+from palletizer.core.errors import PalletizerError
+from palletizer.core.planning import (
+    BeamParams,
+    BeamPlanner,
+    GridParams,
+    GridPlanner,
+    HeuristicParams,
+    Planner,
+    ScorePlanner,
+)
+from palletizer.nodes.convert import (
+    heightmap_from_msg,
+    pallet_state_from_msg,
+    placement_from_msg,
+    plan_to_msg,
+    reject_to_lists,
+    spec_from_msg,
+)
+from palletizer.nodes.qos import EVENTS
+
+__all__ = ['PlannerNode', 'build_planner', 'main']
+
+KINDS = ('heuristic', 'beam', 'grid')
+
+
+def build_planner(kind: str) -> Planner:
+    """A planner of this kind with its parameters from configs/planner.yaml."""
+    cfg = load_config().planner
+    if kind == 'heuristic':
+        return ScorePlanner(
+            HeuristicParams.from_mapping(cfg['heuristic'], 'planner.yaml: heuristic')
+        )
+    if kind == 'beam':
+        return BeamPlanner(BeamParams.from_mapping(cfg['beam'], 'planner.yaml: beam'))
+    if kind == 'grid':
+        return GridPlanner(GridParams.from_mapping(cfg['grid'], 'planner.yaml: grid'))
+    raise PalletizerError(f'planner kind {kind!r}; expected one of {", ".join(KINDS)}')
+
+
+class PlannerNode(Node):
+    """Serves ~/plan; learns measured placements from /palletizer/placements."""
+
+    def __init__(self) -> None:
+        super().__init__('planner')
+        kind = self.declare_parameter(
+            'kind',
+            'heuristic',
+            ParameterDescriptor(description='placement planner: heuristic | beam | grid'),
+        ).value
+        self.planner = build_planner(kind)
+        self.create_service(PlanPlacement, '~/plan', self.on_plan)
+        self.create_subscription(PlacementMsg, 'placements', self.on_placement, EVENTS)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
+        self.get_logger().info(f'planner ready: {kind} (oracle={self.planner.oracle})')
+
+    def on_set_parameters(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name == 'kind':
+                return SetParametersResult(
+                    successful=False,
+                    reason='kind is fixed at start; restart the node to change it',
+                )
+        return SetParametersResult(successful=True)
+
+    def on_placement(self, msg: PlacementMsg) -> None:
+        self.planner.record(placement_from_msg(msg))
+
+    def on_plan(self, req: PlanPlacement.Request, res: PlanPlacement.Response):
+        try:
+            spec = spec_from_msg(req.spec)
+            heightmap = heightmap_from_msg(req.heightmap)
+        except (PalletizerError, ValueError) as exc:
+            res.error_code = PlanPlacement.Response.INVALID_REQUEST
+            res.error_msg = str(exc)
+            return res
+        pallet = pallet_state_from_msg(req.pallet) if req.has_pallet else None
+        result = self.planner.choose(spec, heightmap, pallet, tuple(req.excluded_slots))
+        res.reject_reasons, res.reject_counts = reject_to_lists(result.reject_summary)
+        if result.plan is None:
+            res.error_code = PlanPlacement.Response.NO_CANDIDATE
+            res.error_msg = (
+                'no candidate exists for this carton'
+                if not result.reject_summary
+                else 'every candidate was rejected: see reject_reasons'
+            )
+            return res
+        res.has_plan = True
+        res.plan = plan_to_msg(result.plan)
+        res.error_code = PlanPlacement.Response.OK
+        return res
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = PlannerNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,32 @@
+"""The planner node answers the plan service across processes, from the installed executable."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.graph.isolation import run_isolated
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.parametrize('kind', ['heuristic', 'beam', 'grid'])
+def test_planner_node_plans_replans_and_explains_a_reject(kind):
+    proc = run_isolated(
+        [sys.executable, str(HERE / 'run_planner.py'), f'planner:={kind}'], timeout=180
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if 'PLAN ' in ln]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(lines[0].split('PLAN ', 1)[1])
+    assert got['first']['code'] == 0
+    # The first carton lands on the pallet, with its 14-term breakdown (6 for beam, 0 for grid).
+    x, y = got['first']['x'], got['first']['y']
+    assert 0.15 < x < 1.05 and -0.25 < y < 0.25
+    assert got['first']['terms'] == {'heuristic': 14, 'beam': 6, 'grid': 0}[kind]
+    assert got['second_slot'] is not None and got['second_slot'] != got['first']['slot']
+    assert got['huge']['code'] == 101 and not got['huge']['has_plan']
+    assert got['bad']['code'] == 102 and 'expected ny * nx' in got['bad']['msg']
+    assert f'planner ready: {kind}' in proc.stdout
