@@ -118,3 +118,32 @@ def test_ground_truth_reports_pallet_and_cartons_by_package_id():
     np.testing.assert_allclose(gt.pallet_pos, [0.6, 0.0, 0.072], atol=1e-3)
     assert gt.cartons['small-01'].dims == pytest.approx((0.30, 0.22, 0.12))
     np.testing.assert_allclose(gt.cartons['small-01'].lid[2], DECK + 0.12, atol=1e-3)
+
+
+def test_level_cell_presents_picks_and_places_a_carton_in_lockstep():
+    from palletizer.core.config import load_config
+
+    cell = Cell(load_config().level(11), seed=1)
+    presented = cell.present()
+    assert presented is not None
+    pid = presented.package_id
+    t_presented = cell.time
+    assert t_presented > 0.0  # the feeder ran through the cell's own step()
+    c = cell.ground_truth().cartons[pid]
+    lid, H = c.lid, c.dims[2]
+    above = lid + [0, 0, 0.25]
+    cell.track(joint_move(cell.q, ik_tool_down(above, cell.q)))
+    cell.track(cartesian_move(cell.q, above, lid + [0, 0, 0.0015], 2.0, 0.3))
+    assert cell.set_vacuum(True).sealed
+    cell.track(cartesian_move(cell.q, lid + [0, 0, 0.0015], above, 2.0, 0.5))
+    cell.release(pid)
+    target = np.array([0.6, -0.1, DECK + H + 0.002])
+    high = target + [0, 0, 0.4]
+    cell.track(cartesian_move(cell.q, above, high, 2.0, 1.0))
+    cell.track(cartesian_move(cell.q, high, target, 2.0, 0.3))
+    cell.set_vacuum(False)
+    cell.settle(1.25)
+    placed = cell.ground_truth().cartons[pid]
+    np.testing.assert_allclose(placed.lid[:2], target[:2], atol=0.02)
+    np.testing.assert_allclose(placed.lid[2], DECK + H, atol=3e-3)
+    assert cell.source.state().pending == 3
