@@ -235,3 +235,69 @@ def test_controller_rate_is_configurable():
 def test_motion_params_reject_nonpositive_speed():
     with pytest.raises(MotionError, match='cartesian_speed'):
         MotionParams(cartesian_speed=0.0)
+
+
+def _distance_to_polyline(p: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Distance of points p (n, 3) to the polyline through vertices (m, 3)."""
+    best = np.full(len(p), np.inf)
+    for a, b in zip(vertices[:-1], vertices[1:], strict=True):
+        ab = b - a
+        t = np.clip(((p - a) @ ab) / max(ab @ ab, 1e-18), 0.0, 1.0)
+        best = np.minimum(best, np.linalg.norm(p - (a + t[:, None] * ab), axis=1))
+    return best
+
+
+def test_sampled_tcp_stays_on_the_straight_lines_and_points_down(plans):
+    kin = PLANNER.kin
+    for _, pick, _, place in plans:
+        for res in (pick, place):
+            n_first = len(res.waypoints) - 1
+            for tr, wps in (
+                (res.trajectory, res.waypoints[:n_first]),
+                (res.retreat, res.waypoints[n_first:]),
+            ):
+                T = kin.fk(tr.q)
+                start = T[0, :3, 3]
+                verts = np.vstack([start, [[w.x, w.y, w.z] for w in wps]])
+                assert _distance_to_polyline(T[:, :3, 3], verts).max() < 1e-4
+                assert np.all(T[:, 2, 2] < -1 + 1e-9)
+
+
+def test_many_cycles_with_random_yaws_keep_the_wrist_within_its_range():
+    rng = np.random.default_rng(11)
+    q = np.array(HOME_Q)
+    dims = (0.4, 0.3, 0.2)
+    for _ in range(10):
+        pick = PLANNER.plan_pick(
+            q, CartonPose(-0.2, -0.8, 0.68, rng.uniform(-math.pi, math.pi), dims), _world()
+        )
+        assert pick.ok, pick.message
+        target = CartonPose(
+            rng.uniform(0.3, 0.9),
+            rng.uniform(-0.2, 0.2),
+            DECK + 0.1,
+            rng.uniform(-math.pi, math.pi),
+            dims,
+        )
+        place = PLANNER.plan_place(pick.q_end, target, pick.grasp, _world())
+        assert place.ok, place.message
+        # A box is symmetric under a half turn: the tool never turns more than a quarter turn
+        # beyond what the base rotation asks of the wrist.
+        for tr in (pick.trajectory, place.trajectory):
+            yaw = yaw_of(PLANNER.kin.fk(tr.q[[0, -1]]))
+            assert abs((yaw[1] - yaw[0] + math.pi) % (2 * math.pi) - math.pi) <= math.pi / 2 + 1e-6
+        q = place.q_end
+        assert abs(q[5]) < 2 * math.pi - 0.3
+
+
+def test_pick_uses_a_given_cup_block_offset():
+    from palletizer.core.motion import Grasp
+
+    grasp = Grasp(0, 2, 0, 2, (-0.0747, -0.048), 4 * 35.0, None)
+    carton = CartonPose(-0.2, -0.8, 0.68, 0.4, (0.4, 0.3, 0.2))
+    res = PLANNER.plan_pick(np.array(HOME_Q), carton, _world(), grasp=grasp)
+    assert res.ok and res.grasp is grasp
+    seal = PLANNER.kin.fk(res.trajectory.q[-1])
+    off = tool_to_world_xy(grasp.offset, float(yaw_of(seal)))
+    np.testing.assert_allclose(seal[:2, 3] + off, (carton.x, carton.y), atol=1e-4)
+    assert np.linalg.norm(off) > 0.08

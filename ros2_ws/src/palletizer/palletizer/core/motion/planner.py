@@ -157,16 +157,19 @@ class MotionPlanner:
         carton: CartonPose,
         world: CollisionWorld | None = None,
         mass: float | None = None,
+        grasp: Grasp | None = None,
     ) -> MotionResult:
         """Rise, cross at transit height, descend onto the lid (+ cup gap); then the lift.
 
-        The cup block comes from the carton's dims (and mass when known); its off-centre
-        offset is cancelled in the commanded TCP from the approach onward (§3.10).
+        The cup block is `grasp` when given, else the §3.10 rule on the carton's dims (and
+        mass when known); its off-centre offset is cancelled in the commanded TCP from the
+        approach onward (§3.10).
         """
         p = self.params
         q0 = np.asarray(q_start, dtype=float)
         L, W, H = carton.dims
-        grasp = plan_grasp(L, W, mass, self.gripper)
+        if grasp is None:
+            grasp = plan_grasp(L, W, mass, self.gripper)
         if not grasp.feasible:
             return MotionResult(
                 False,

@@ -95,13 +95,15 @@ class SegmentTiming:
         f = (u - i)[:, None]
         q = None
         if with_q:
-            q0, q1 = self.q[i], self.q[i + 1]
-            m0, m1 = self.dq[i] * h, self.dq[i + 1] * h
-            f2, f3 = f * f, f * f * f
-            q = (2 * f3 - 3 * f2 + 1) * q0 + (f3 - 2 * f2 + f) * m0 + (-2 * f3 + 3 * f2) * q1
-            q += (f3 - f2) * m1
-        dqds = (1 - f) * self.dq[i] + f * self.dq[i + 1]
-        d2qds2 = (1 - f) * self.ddq[i] + f * self.ddq[i + 1]
+            # Hermite cubic per interval in Horner form: q = ((c3 f + c2) f + c1) f + c0.
+            q0, q1 = self.q[:-1], self.q[1:]
+            m0, m1 = self.dq[:-1] * h, self.dq[1:] * h
+            c2 = 3 * (q1 - q0) - 2 * m0 - m1
+            c3 = 2 * (q0 - q1) + m0 + m1
+            q = ((c3[i] * f + c2[i]) * f + m0[i]) * f + q0[i]
+        dq0, ddq0 = self.dq[i], self.ddq[i]
+        dqds = dq0 + f * (self.dq[i + 1] - dq0)
+        d2qds2 = ddq0 + f * (self.ddq[i + 1] - ddq0)
         qd = dqds * sd[:, None]
         qdd = d2qds2 * (sd**2)[:, None] + dqds * sdd[:, None]
         return q, qd, qdd
