@@ -110,3 +110,15 @@ def test_reach_table_round_trips_through_npz_with_its_meta(small_table, tmp_path
 def test_reach_table_rejects_wrong_shape():
     with pytest.raises(MotionError, match='shape'):
         ReachTable(np.arange(3.0), np.arange(3.0), np.arange(3.0), np.zeros(1), np.ones((1, 3, 3)))
+
+
+def test_reach_generator_cli_writes_a_loadable_table_and_summary(tmp_path, capsys):
+    from palletizer.core.motion.reach import main
+
+    out, summary = tmp_path / 'reach.npz', tmp_path / 'reach.yaml'
+    assert main([str(out), '--summary', str(summary), '--xy-step', '0.4', '--z-step', '0.65']) == 0
+    table = ReachTable.load(out)
+    assert table.ok.shape == (4, 3, 3, 4)
+    assert table.meta['grid']['x_range'] == [0.0, 1.2, 0.4]
+    assert 'highest_any_height' in summary.read_text()
+    assert '"fraction_by_height"' in capsys.readouterr().out

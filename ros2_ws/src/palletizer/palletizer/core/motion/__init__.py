@@ -20,7 +20,6 @@ from palletizer.core.motion.kinematics import (
 )
 from palletizer.core.motion.params import MotionParams
 from palletizer.core.motion.planner import CartonPose, MotionPlanner, MotionResult, Waypoint
-from palletizer.core.motion.reach import AnalyticReach, ReachParams, ReachTable, build_reach_table
 from palletizer.core.motion.timing import JointTrajectory
 
 __all__ = [
@@ -55,3 +54,15 @@ __all__ = [
     'tool_down_batch',
     'yaw_of',
 ]
+
+_LAZY = {'AnalyticReach', 'ReachParams', 'ReachTable', 'build_reach_table'}
+
+
+def __getattr__(name: str) -> object:
+    # reach.py doubles as `python -m palletizer.core.motion.reach`; importing it eagerly here
+    # would make runpy warn that the module was imported before it ran as __main__.
+    if name in _LAZY:
+        from palletizer.core.motion import reach
+
+        return getattr(reach, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

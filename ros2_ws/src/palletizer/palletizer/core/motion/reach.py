@@ -324,8 +324,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('out', help='output .npz path')
     ap.add_argument('--summary', help='also write the summary as YAML to this path')
     ap.add_argument('--deck-z', type=float, default=0.144, help='deck top z [m] (cell-facts §3.2)')
+    ap.add_argument('--xy-step', type=float, default=0.02, help='grid step over the pallet [m]')
+    ap.add_argument('--z-step', type=float, default=0.05, help='grid step in TCP height [m]')
     args = ap.parse_args(argv)
-    table = build_reach_table()
+    d = args.deck_z
+    table = build_reach_table(
+        x_range=(0.0, 1.2, args.xy_step),
+        y_range=(-0.4, 0.4, args.xy_step),
+        z_range=(d + 0.10, d + 1.40, args.z_step),
+    )
     table.save(args.out)
     summary = {'out': str(args.out), 'meta': table.meta, 'coverage': table.coverage(args.deck_z)}
     if args.summary:
