@@ -16,7 +16,6 @@ from palletizer.core.motion import (
     MotionParams,
     MotionPlanner,
     Waypoint,
-    tool_to_world_xy,
     yaw_of,
 )
 
@@ -118,8 +117,9 @@ def test_seal_pose_cancels_the_cup_block_offset_and_descends_vertically(plans):
     for carton, pick, _, _ in plans:
         T = kin.fk(pick.trajectory.q)
         seal = T[-1]
-        off = tool_to_world_xy(pick.grasp.offset, float(yaw_of(seal)))
-        np.testing.assert_allclose(seal[:2, 3] + off, (carton.x, carton.y), atol=1e-4)
+        # The active block's centre, taken through the full tool rotation, is over the lid centre.
+        block = seal @ np.array([*pick.grasp.offset, 0.0, 1.0])
+        np.testing.assert_allclose(block[:2], (carton.x, carton.y), atol=1e-4)
         assert seal[2, 3] == pytest.approx(carton.z + carton.dims[2] / 2 + 0.0015, abs=1e-4)
         # Yaw matches the carton's up to a half turn.
         dyaw = (float(yaw_of(seal)) - carton.yaw) % math.pi
@@ -298,6 +298,6 @@ def test_pick_uses_a_given_cup_block_offset():
     res = PLANNER.plan_pick(np.array(HOME_Q), carton, _world(), grasp=grasp)
     assert res.ok and res.grasp is grasp
     seal = PLANNER.kin.fk(res.trajectory.q[-1])
-    off = tool_to_world_xy(grasp.offset, float(yaw_of(seal)))
-    np.testing.assert_allclose(seal[:2, 3] + off, (carton.x, carton.y), atol=1e-4)
-    assert np.linalg.norm(off) > 0.08
+    block = seal @ np.array([*grasp.offset, 0.0, 1.0])
+    np.testing.assert_allclose(block[:2], (carton.x, carton.y), atol=1e-4)
+    assert np.linalg.norm(seal[:2, 3] - block[:2]) > 0.08
