@@ -1,0 +1,451 @@
+"""The episode loop of ARCHITECTURE §1, written once against ports.
+
+source presents and STOPS -> perceive -> pick -> weigh in hand -> plan -> place -> settle
+-> the referee measures every attempted carton -> report.
+
+The nodes wire the ports to ROS services and actions; the in-process wiring calls the same
+objects directly. Outcome rules follow cell-facts §2.4 and §7.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from palletizer.core.contracts import (
+    EpisodeResult,
+    FailureCause,
+    HeightMap,
+    Observation,
+    PackageSpec,
+    PalletGeometry,
+    PalletState,
+    Placement,
+    PlacementPlan,
+)
+from palletizer.core.measure import Tolerances, measure_placement, pallet_state, world_to_pallet
+from palletizer.core.planning import Planner
+
+__all__ = [
+    'EVENT_KINDS',
+    'CellPort',
+    'EpisodeAborted',
+    'EpisodeSettings',
+    'ExecutorPort',
+    'GaugePort',
+    'MotionOutcome',
+    'PerceptionPort',
+    'Presented',
+    'RefereePort',
+    'SinkPort',
+    'run_episode',
+]
+
+EVENT_KINDS = ('perceive', 'plan', 'pick', 'place', 'settle', 'fail')
+
+
+class EpisodeAborted(Exception):
+    """Raised by a port when the run is being stopped (Ctrl-C, SIGTERM, a crashed node)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Presented:
+    """What the source offered: the carton id (None when nothing came) and its state."""
+
+    package_id: str | None
+    pending: int
+    exhausted: bool
+    jammed: bool
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    forecast: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MotionOutcome:
+    """Result of a pick or a place: ok, or a closed-vocabulary cause with a reason."""
+
+    ok: bool
+    cause: FailureCause | None = None
+    reason: str = ''
+    holding: bool = False  # still holding the carton after a failed place
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+class CellPort(Protocol):
+    def reset(self, level: int, seed: int) -> int: ...  # number of cartons in the load
+    def present(self) -> Presented: ...
+    def release(self, package_id: str) -> None: ...
+    def settle(self, seconds: float) -> None: ...
+    def sim_time(self) -> float: ...  # [s] since the reset
+
+
+class PerceptionPort(Protocol):
+    oracle: bool
+
+    def detect(self, package_id: str) -> Observation | None: ...
+    def heightmap(self) -> HeightMap: ...
+
+
+class GaugePort(Protocol):
+    oracle: bool
+
+    def weigh(self, observation: Observation) -> PackageSpec: ...
+
+
+class ExecutorPort(Protocol):
+    def pick(self, observation: Observation) -> MotionOutcome: ...
+    def place(
+        self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap
+    ) -> MotionOutcome: ...
+    def return_to_source(self, observation: Observation) -> MotionOutcome: ...
+
+
+class RefereePort(Protocol):
+    """Simulator truth for scoring only: world poses (x, y, z, yaw) of the given cartons."""
+
+    def poses(
+        self, package_ids: Sequence[str]
+    ) -> Mapping[str, tuple[float, float, float, float]]: ...
+
+
+class SinkPort(Protocol):
+    def event(
+        self, seq: int, ts: float, kind: str, package_id: str, payload: Mapping[str, Any]
+    ) -> None: ...
+    def placement(self, placement: Placement) -> None: ...
+    def pallet_state(self, state: PalletState) -> None: ...
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """Episode rules: duration cap [s sim], settle time [s], replans, tolerances."""
+
+    max_duration_s: float = 600.0
+    settle_s: float = 1.25
+    place_retries: int = 2
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    pallet: PalletGeometry = field(default_factory=PalletGeometry)
+
+
+@dataclass
+class _Attempt:
+    seq: int
+    spec: PackageSpec
+    plan: PlacementPlan | None
+
+
+def _r(x: float, nd: int = 1) -> float:
+    return round(float(x), nd)
+
+
+class _Loop:
+    def __init__(
+        self,
+        level: int,
+        seed: int,
+        task: str,
+        cell: CellPort,
+        perception: PerceptionPort,
+        gauge: GaugePort,
+        planner: Planner,
+        executor: ExecutorPort,
+        referee: RefereePort,
+        sink: SinkPort,
+        settings: EpisodeSettings,
+        oracle: bool,
+        git_sha: str,
+    ) -> None:
+        self.level, self.seed, self.task = level, seed, task
+        self.cell, self.perception, self.gauge = cell, perception, gauge
+        self.planner, self.executor, self.referee, self.sink = planner, executor, referee, sink
+        self.s, self.oracle, self.git_sha = settings, oracle, git_sha
+        self.seq = 0
+        self.attempts: list[_Attempt] = []
+        self.measured: list[Placement] = []
+        self.scores: list[Mapping[str, float]] = []
+        self.plan_scores: list[float] = []
+        self.max_drift = 0.0
+        self.n_objects = 0
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def emit(self, kind: str, package_id: str = '', **payload: Any) -> None:
+        self.sink.event(self.seq, round(self.cell.sim_time(), 2), kind, package_id, payload)
+        self.seq += 1
+
+    # -- the referee -------------------------------------------------------------------------
+
+    def remeasure(self) -> list[Placement]:
+        """Measure every attempted carton that was planned onto the pallet."""
+        planned = [a for a in self.attempts if a.plan is not None]
+        poses = self.referee.poses([a.spec.package_id for a in planned])
+        out: list[Placement] = []
+        for a in planned:
+            assert a.plan is not None
+            planned_pose = world_to_pallet((*a.plan.position, a.plan.yaw), self.s.pallet)
+            actual_pose = world_to_pallet(poses[a.spec.package_id], self.s.pallet)
+            out.append(
+                measure_placement(
+                    a.seq,
+                    a.spec,
+                    a.plan.layer,
+                    planned_pose,
+                    actual_pose,
+                    out,
+                    pallet=self.s.pallet,
+                    tolerances=self.s.tolerances,
+                )
+            )
+        return out
+
+    def stack_state(self, placements: Sequence[Placement], after_seq: int) -> PalletState:
+        offsets = {a.spec.package_id: a.spec.cog_offset_m for a in self.attempts}
+        return pallet_state(
+            after_seq, placements, offsets, settle_drift_m=self.max_drift, pallet=self.s.pallet
+        )
+
+    # -- one carton --------------------------------------------------------------------------
+
+    def carton(self) -> FailureCause | None | bool:
+        """Handle the next carton. True = source exhausted; None = ok; else the failure."""
+        if self.cell.sim_time() > self.s.max_duration_s:
+            self.emit('fail', cause=FailureCause.timeout.value, reason='episode time exceeded')
+            return FailureCause.timeout
+        shown = self.cell.present()
+        state = {
+            'source': self.task,
+            'pending': shown.pending,
+            'exhausted': shown.exhausted,
+            'jammed': shown.jammed,
+            **dict(shown.extras),
+        }
+        if shown.package_id is None:
+            if shown.exhausted and not shown.jammed:
+                return True
+            self.emit('perceive', seen=0, confidence=0.0, **state)
+            self.emit(
+                'fail',
+                cause=FailureCause.timeout.value,
+                reason='the source jammed: no carton arrived at rest',
+            )
+            return FailureCause.timeout
+        pid = shown.package_id
+        obs = self.perception.detect(pid)
+        self.emit(
+            'perceive',
+            seen=0 if obs is None else 1,
+            confidence=0.0 if obs is None else _r(obs.confidence, 3),
+            **state,
+        )
+        if obs is None:
+            self.emit('fail', cause=FailureCause.no_detection.value)
+            return FailureCause.no_detection
+        picked = self.executor.pick(obs)
+        if not picked.ok:
+            cause = picked.cause or FailureCause.grasp_slip
+            self.emit('fail', cause=cause.value, reason=picked.reason)
+            return cause
+        self.cell.release(pid)  # the carton left the station: the source may stage the next
+        spec = self.gauge.weigh(obs)
+        self.emit(
+            'pick',
+            pid,
+            mass_kg=_r(spec.mass_kg, 3),
+            type=spec.type_name,
+            cog_offset_mm=[_r(v * 1000) for v in spec.cog_offset_m],
+            **{k: v for k, v in picked.details.items()},
+        )
+        attempt = _Attempt(self.seq, spec, None)
+        self.attempts.append(attempt)
+        heightmap = self.perception.heightmap()
+        pallet = self.stack_state(self.measured, attempt.seq) if self.measured else None
+        excluded: list[str] = []
+        placed_out: MotionOutcome | None = None
+        for retry in range(self.s.place_retries + 1):
+            result = self.planner.choose(spec, heightmap, pallet, tuple(excluded))
+            if result.plan is None:
+                self.executor.return_to_source(obs)
+                self.emit(
+                    'fail',
+                    pid,
+                    cause=FailureCause.wrong_placement.value,
+                    reject=dict(result.reject_summary) or None,
+                    reason='the planner found no slot',
+                )
+                return FailureCause.wrong_placement
+            plan = result.plan
+            self.emit(
+                'plan',
+                pid,
+                layer=plan.layer,
+                slot=plan.slot,
+                score=round(plan.score, 4),
+                breakdown={k: round(v, 4) for k, v in plan.breakdown.items()},
+                heightmap_top_mm=_r(heightmap.top * 1000),
+                observed_pct=_r(heightmap.observed_ratio * 100),
+                retry=retry,
+            )
+            self.scores.append(plan.breakdown)
+            self.plan_scores.append(plan.score)
+            placed_out = self.executor.place(plan, spec, heightmap)
+            if placed_out.ok:
+                attempt.plan = plan
+                break
+            replannable = placed_out.cause in (FailureCause.ik_unreachable, FailureCause.collision)
+            if not (replannable and placed_out.holding):
+                attempt.plan = plan if not placed_out.holding else None
+                cause = placed_out.cause or FailureCause.grasp_slip
+                self.emit('fail', pid, cause=cause.value, reason=placed_out.reason)
+                return cause
+            excluded.append(plan.slot)
+        else:
+            self.executor.return_to_source(obs)
+            self.emit(
+                'fail',
+                pid,
+                cause=FailureCause.wrong_placement.value,
+                reason=f'no reachable slot after {len(excluded)} tries: {excluded}',
+            )
+            return FailureCause.wrong_placement
+        assert placed_out is not None and attempt.plan is not None
+        drift = float(placed_out.details.get('drift_m', 0.0))
+        self.cell.settle(self.s.settle_s)
+        previous = {p.package_id: p.placed for p in self.measured}
+        self.measured = self.remeasure()
+        newest = self.measured[-1]
+        self.max_drift = max(self.max_drift, drift)
+        self.emit(
+            'place',
+            pid,
+            error_xy_mm=_r(newest.error_xy_m * 1000),
+            error_yaw_deg=_r(math.degrees(newest.error_yaw_rad)),
+            overhang_mm=_r(newest.overhang_m * 1000),
+            reach_residual_mm=_r(float(placed_out.details.get('reach_residual_m', 0.0)) * 1000),
+        )
+        self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000))
+        self.sink.placement(newest)
+        self.sink.pallet_state(self.stack_state(self.measured, newest.seq))
+        if newest.placed:
+            self.planner.record(newest)
+        collapsed = [
+            p.package_id for p in self.measured if previous.get(p.package_id) and not p.placed
+        ]
+        if collapsed:
+            self.emit('fail', pid, cause=FailureCause.stack_collapse.value, moved=collapsed)
+            return FailureCause.stack_collapse
+        if not newest.placed:
+            cause = (
+                FailureCause.overhang_violation
+                if newest.overhang_m > self.s.tolerances.overhang_m
+                else FailureCause.wrong_placement
+            )
+            self.emit('fail', pid, cause=cause.value)
+            return cause
+        return None
+
+    def result(self, failure: FailureCause | None, aborted: str | None = None) -> EpisodeResult:
+        final = self.measured
+        n_placed = sum(1 for p in final if p.placed)
+        state = self.stack_state(final, self.seq) if final else None
+        breakdown: dict[str, float] = {}
+        for b in self.scores:
+            for k, v in b.items():
+                breakdown[k] = breakdown.get(k, 0.0) + v / len(self.scores)
+        metrics: dict[str, Any] = {
+            'score': round(n_placed / self.n_objects, 4) if self.n_objects else 0.0,
+            'cog_offset_xy': round(math.hypot(*state.cog[:2]), 4) if state else 0.0,
+            'fill_ratio': round(state.fill_ratio, 4) if state else 0.0,
+            'settle_drift': round(self.max_drift, 5),
+            'n_layers': max((p.layer for p in final), default=0),
+            'layer_flatness': round(state.layer_flatness, 4) if state else 0.0,
+            'max_overhang': round(max((p.overhang_m for p in final), default=0.0), 4),
+            'min_stability_margin': round(state.stability_margin_m, 4) if state else 0.0,
+            'mean_planner_score': round(sum(self.plan_scores) / len(self.plan_scores), 4)
+            if self.plan_scores
+            else 0.0,
+            'planner_score_breakdown': {k: round(v, 4) for k, v in breakdown.items()},
+        }
+        if aborted is not None:
+            metrics['aborted'] = True
+            metrics['abort_reason'] = aborted
+        success = aborted is None and failure is None and n_placed == self.n_objects
+        return EpisodeResult(
+            seed=self.seed,
+            level=self.level,
+            n_objects=self.n_objects,
+            n_placed=n_placed,
+            n_misrouted=0,
+            success=success,
+            duration_s=round(self.cell.sim_time(), 3),
+            failure=None if aborted is not None else failure,
+            oracle=self.oracle,
+            git_sha=self.git_sha,
+            task=self.task,
+            metrics=metrics,
+        )
+
+
+def run_episode(
+    *,
+    level: int,
+    seed: int,
+    task: str,
+    cell: CellPort,
+    perception: PerceptionPort,
+    gauge: GaugePort,
+    planner: Planner,
+    executor: ExecutorPort,
+    referee: RefereePort,
+    sink: SinkPort,
+    settings: EpisodeSettings | None = None,
+    oracle: bool = False,
+    git_sha: str = '',
+    progress: Callable[[str], None] | None = None,
+) -> EpisodeResult:
+    """Run one episode to its end (or its first failure) and return the result.
+
+    An EpisodeAborted raised by any port closes the episode as aborted: success False, failure
+    None, metrics {"aborted": true} — no failure is invented.
+    """
+    loop = _Loop(
+        level,
+        seed,
+        task,
+        cell,
+        perception,
+        gauge,
+        planner,
+        executor,
+        referee,
+        sink,
+        settings or EpisodeSettings(),
+        oracle,
+        git_sha,
+    )
+    try:
+        loop.n_objects = cell.reset(level, seed)
+        failure: FailureCause | None = None
+        while True:
+            outcome = loop.carton()
+            if outcome is True:
+                break
+            if outcome is not None:
+                failure = outcome  # type: ignore[assignment]
+                break
+            if progress is not None:
+                last = loop.measured[-1]
+                progress(
+                    f'{last.package_id} {last.package_type} L{last.layer} '
+                    f'{last.error_xy_m * 1000:.1f} mm'
+                )
+        if loop.attempts:
+            loop.measured = loop.remeasure()
+        return loop.result(failure)
+    except EpisodeAborted as exc:
+        return loop.result(None, aborted=exc.reason)

@@ -1,0 +1,227 @@
+"""The episode loop's outcome rules, on an ideal kinematic world (no simulator).
+
+The world below is deliberately simple: a carton lands exactly where it is placed unless the
+test says otherwise. It exercises the loop's bookkeeping, not physics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from palletizer.core.contracts import FailureCause, HeightMap, Observation, PackageSpec
+from palletizer.core.episode import (
+    EpisodeAborted,
+    MotionOutcome,
+    Presented,
+    run_episode,
+)
+from palletizer.core.planning import ScorePlanner
+
+STD_M = (0.42, 0.30, 0.18)
+
+
+class World:
+    """Cell + perception + gauge + executor + referee + sink in one ideal object."""
+
+    oracle = True
+
+    def __init__(self, n=4, dims=STD_M, jam_at=None):
+        self.n, self.dims, self.jam_at = n, dims, jam_at
+        self.t = 0.0
+        self.next = 0
+        self.poses: dict[str, tuple[float, float, float, float]] = {}
+        self.events: list[tuple[int, str, str, dict]] = []
+        self.placements = []
+        self.states = []
+        self.unreachable: set[str] = set()
+        self.nudge: dict[int, tuple[float, float]] = {}  # carton index -> landing offset [m]
+        self.topple_after: int | None = None
+        self.abort_at: int | None = None
+        self.returned: list[str] = []
+
+    # cell
+    def reset(self, level, seed):
+        return self.n
+
+    def present(self):
+        self.t += 5.0
+        if self.next == self.jam_at:
+            return Presented(None, self.n - self.next, False, True)
+        if self.next >= self.n:
+            return Presented(None, 0, True, False)
+        pid = f'std_m-{self.next:02d}'
+        return Presented(pid, self.n - self.next, False, False)
+
+    def release(self, package_id):
+        self.next += 1
+
+    def settle(self, seconds):
+        self.t += seconds
+        if self.topple_after is not None and self.next > self.topple_after:
+            x, y, z, yaw = self.poses['std_m-00']
+            self.poses['std_m-00'] = (x + 0.2, y, z - 0.1, yaw + 0.5)
+
+    def sim_time(self):
+        return self.t
+
+    # perception / gauge
+    def detect(self, package_id):
+        return Observation(package_id, (-0.2, -0.8, 0.67), 0.0, self.dims, 1.0)
+
+    def heightmap(self):
+        cells = np.zeros((80, 120))
+        for _pid, (x, y, z, yaw) in self.poses.items():
+            L, W, H = self.dims
+            ex, ey = (L, W) if abs(math.sin(yaw)) < 0.5 else (W, L)
+            i0, i1 = int((x - ex / 2) / 0.01), int(math.ceil((x + ex / 2) / 0.01))
+            j0, j1 = int((y - ey / 2 + 0.4) / 0.01), int(math.ceil((y + ey / 2 + 0.4) / 0.01))
+            cells[max(j0, 0) : j1, max(i0, 0) : i1] = np.maximum(
+                cells[max(j0, 0) : j1, max(i0, 0) : i1], z + H / 2 - 0.144
+            )
+        return HeightMap(cells, None, (0.0, -0.4), 0.01)
+
+    def weigh(self, observation):
+        return PackageSpec(observation.package_id, 'std_m', self.dims, 4.2, (0.0, 0.0, 0.0))
+
+    # executor
+    def pick(self, observation):
+        return MotionOutcome(True, details={'active_cups': 16})
+
+    def place(self, plan, spec, heightmap):
+        if self.abort_at is not None and self.next - 1 == self.abort_at:
+            raise EpisodeAborted('SIGTERM')
+        if plan.slot in self.unreachable:
+            return MotionOutcome(False, FailureCause.ik_unreachable, 'no IK', holding=True)
+        dx, dy = self.nudge.get(self.next - 1, (0.0, 0.0))
+        x, y, z = plan.position
+        self.poses[spec.package_id] = (x + dx, y + dy, z, plan.yaw)
+        return MotionOutcome(True, details={'drift_m': 0.001})
+
+    def return_to_source(self, observation):
+        self.returned.append(observation.package_id)
+        return MotionOutcome(True)
+
+    # referee
+    def poses_of(self, ids):
+        return {i: self.poses[i] for i in ids}
+
+    # sink
+    def event(self, seq, ts, kind, package_id, payload):
+        self.events.append((seq, kind, package_id, dict(payload)))
+
+    def placement(self, p):
+        self.placements.append(p)
+
+    def pallet_state(self, s):
+        self.states.append(s)
+
+
+class _Referee:
+    def __init__(self, w):
+        self.w = w
+
+    def poses(self, ids):
+        return self.w.poses_of(ids)
+
+
+def _run(world, planner=None, **kw):
+    return run_episode(
+        level=11,
+        seed=1,
+        task='table',
+        cell=world,
+        perception=world,
+        gauge=world,
+        planner=planner or ScorePlanner(),
+        executor=world,
+        referee=_Referee(world),
+        sink=world,
+        oracle=True,
+        git_sha='abc',
+        **kw,
+    )
+
+
+def test_a_clean_episode_places_every_carton_and_logs_the_vocabulary():
+    w = World()
+    r = _run(w)
+    assert r.success and r.failure is None and r.n_placed == 4 == r.n_objects
+    kinds = [k for _, k, _, _ in w.events]
+    assert kinds == ['perceive', 'pick', 'plan', 'place', 'settle'] * 4
+    assert [s for s, *_ in w.events] == list(range(len(w.events)))
+    assert len(w.placements) == 4 and len(w.states) == 4
+    assert r.metrics['score'] == 1.0 and r.oracle and r.task == 'table'
+    assert set(r.metrics['planner_score_breakdown']) >= {'support_ratio', 'gap_waste'}
+
+
+def test_unreachable_slot_is_replanned_with_that_slot_excluded():
+    w = World(n=1)
+    first = ScorePlanner().choose(w.weigh(w.detect('std_m-00')), w.heightmap(), None).plan
+    w.unreachable = {first.slot}
+    r = _run(w)
+    plans = [p for _, k, _, p in w.events if k == 'plan']
+    assert r.success and [p['retry'] for p in plans] == [0, 1]
+    assert plans[0]['slot'] == first.slot and plans[1]['slot'] != first.slot
+
+
+def test_every_slot_unreachable_returns_the_carton_as_wrong_placement():
+    w = World(n=1)
+
+    w.place = lambda plan, spec, hm: MotionOutcome(False, FailureCause.ik_unreachable, 'x', True)
+    r = _run(w)
+    assert r.failure is FailureCause.wrong_placement and w.returned == ['std_m-00']
+    assert [p['retry'] for _, k, _, p in w.events if k == 'plan'] == [0, 1, 2]
+
+
+def test_jammed_source_ends_in_timeout():
+    r = _run(World(jam_at=2))
+    assert r.failure is FailureCause.timeout and r.n_placed == 2 and not r.success
+
+
+def test_a_carton_off_target_fails_wrong_placement_and_stops():
+    w = World()
+    w.nudge = {1: (0.05, 0.0)}
+    r = _run(w)
+    assert r.failure is FailureCause.wrong_placement and len(w.placements) == 2
+    assert w.events[-1][1] == 'fail'
+
+
+def test_a_carton_off_the_pallet_edge_is_an_overhang_violation():
+    w = World(n=1)
+    w.nudge = {0: (-0.9, 0.0)}
+    r = _run(w)
+    assert r.failure is FailureCause.overhang_violation
+
+
+def test_a_previously_placed_carton_that_moves_is_a_stack_collapse():
+    w = World()
+    w.topple_after = 2
+    r = _run(w)
+    assert r.failure is FailureCause.stack_collapse
+    fail = [p for _, k, _, p in w.events if k == 'fail'][0]
+    assert fail['moved'] == ['std_m-00']
+
+
+def test_abort_closes_the_episode_without_inventing_a_failure():
+    w = World()
+    w.abort_at = 1
+    r = _run(w)
+    assert not r.success and r.failure is None and r.metrics['aborted'] is True
+
+
+def test_no_slot_at_all_is_wrong_placement_with_the_reject_summary():
+    w = World(n=1, dims=(2.0, 1.5, 0.2))
+    r = _run(w)
+    assert r.failure is FailureCause.wrong_placement
+    fail = [p for _, k, _, p in w.events if k == 'fail'][0]
+    assert fail['reject'] is None  # nothing fits even an empty pallet: empty summary
+
+
+@pytest.mark.parametrize('seed', [1, 2])
+def test_same_inputs_give_identical_event_streams(seed):
+    a, b = World(), World()
+    _run(a)
+    _run(b)
+    assert a.events == b.events
