@@ -365,3 +365,15 @@ def test_vectorised_terms_match_a_cell_by_cell_reading():
             'gap_waste',
         ):
             np.testing.assert_allclose(c.terms[k, TERMS.index(name)], ref[name], err_msg=name)
+
+
+def test_footprint_windows_contain_the_whole_box_even_off_the_grid():
+    # 0.402 x 0.352 m rounds to 40 x 35 cells; the window must hold all of it (41 x 36 cells),
+    # or a box at the rim sticks past the deck and into its neighbours' clearance.
+    spec = PackageSpec('r', 'random', (0.402, 0.352, 0.162), 3.0)
+    c = score_candidates(spec, HeightMap.flat(), _params())
+    half_x = np.where(np.isclose(c.yaw, 0.0), 0.402, 0.352) / 2
+    half_y = np.where(np.isclose(c.yaw, 0.0), 0.352, 0.402) / 2
+    assert np.all(c.x - half_x >= -1e-9) and np.all(c.x + half_x <= 1.2 + 1e-9)
+    assert np.all(c.y - half_y >= -0.4 - 1e-9) and np.all(c.y + half_y <= 0.4 + 1e-9)
+    assert (c.x - half_x).min() <= 0.005 + 1e-9  # centred in its window, within a cell of the rim

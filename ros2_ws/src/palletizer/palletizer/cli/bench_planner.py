@@ -82,9 +82,11 @@ def _episode(
         pose = world_to_pallet((*res.plan.position, res.plan.yaw))
         p = measure_placement(k, spec, res.plan.layer, pose, pose, placed)
         stack = stack_from_placements([*placed, p], {s.package_id: s for s in specs})
-        # Quasi-static physics: every box's load resultant inside its contact hull.
-        if stop_on_collapse and not validate_stack(stack, min_support=0.0, min_margin=0.0).ok:
-            outcome = 'collapse'
+        # Quasi-static physics: every box's load resultant inside its contact hull. A plan
+        # that breaks a geometric rule (off the deck, overlapping) is reported as invalid.
+        check = validate_stack(stack, min_support=0.0, min_margin=0.0)
+        if stop_on_collapse and not check.ok:
+            outcome = 'collapse' if check.reason == 'margin' else f'invalid_{check.reason}'
             break
         placed.append(p)
         planner.record(p)

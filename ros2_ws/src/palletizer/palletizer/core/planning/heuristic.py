@@ -333,7 +333,9 @@ def score_candidates(
     for yaw_deg in yaws:
         quarter = round(yaw_deg / 90.0) % 2
         ex, ey = (W, L) if quarter else (L, W)
-        fx, fy = max(1, round(ex / cell)), max(1, round(ey / cell))
+        # Whole cells that contain the box (the reference rounded, which let a 0.352 m box
+        # stick 1 mm past the rim and into its neighbours' clearance).
+        fx, fy = max(1, math.ceil(ex / cell - 1e-6)), max(1, math.ceil(ey / cell - 1e-6))
         if (fx, fy) not in shapes:
             ok = fx <= nx and fy <= ny
             shapes[(fx, fy)] = (
