@@ -78,6 +78,23 @@ class SegmentTiming:
         sdd = a + dt * j
         return np.clip(s, self.s[0], self.s[-1]), sd, sdd
 
+    def _table(self) -> np.ndarray:
+        """Per-interval coefficients (k - 1, 48): Hermite c0..c3 of q, then dq, ddq and their
+        increments, for linear interpolation of the path derivatives."""
+        table = self.__dict__.get('_coef')
+        if table is None:
+            h = self.s[1] - self.s[0]
+            q0, q1 = self.q[:-1], self.q[1:]
+            m0, m1 = self.dq[:-1] * h, self.dq[1:] * h
+            c2 = 3 * (q1 - q0) - 2 * m0 - m1
+            c3 = 2 * (q0 - q1) + m0 + m1
+            dq0, ddq0 = self.dq[:-1], self.ddq[:-1]
+            table = np.concatenate(
+                [q0, m0, c2, c3, dq0, self.dq[1:] - dq0, ddq0, self.ddq[1:] - ddq0], axis=1
+            )
+            self.__dict__['_coef'] = table
+        return table
+
     def joints(
         self, s: np.ndarray, sd: np.ndarray, sdd: np.ndarray, with_q: bool = True
     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
@@ -93,17 +110,14 @@ class SegmentTiming:
         u = np.clip((s - self.s[0]) / h, 0.0, k - 1 - 1e-12)
         i = np.floor(u).astype(int)
         f = (u - i)[:, None]
+        # One gather of the per-interval table instead of one per coefficient.
+        g = self._table()[i]
         q = None
         if with_q:
             # Hermite cubic per interval in Horner form: q = ((c3 f + c2) f + c1) f + c0.
-            q0, q1 = self.q[:-1], self.q[1:]
-            m0, m1 = self.dq[:-1] * h, self.dq[1:] * h
-            c2 = 3 * (q1 - q0) - 2 * m0 - m1
-            c3 = 2 * (q0 - q1) + m0 + m1
-            q = ((c3[i] * f + c2[i]) * f + m0[i]) * f + q0[i]
-        dq0, ddq0 = self.dq[i], self.ddq[i]
-        dqds = dq0 + f * (self.dq[i + 1] - dq0)
-        d2qds2 = ddq0 + f * (self.ddq[i + 1] - ddq0)
+            q = ((g[:, 18:24] * f + g[:, 12:18]) * f + g[:, 6:12]) * f + g[:, 0:6]
+        dqds = g[:, 24:30] + f * g[:, 30:36]
+        d2qds2 = g[:, 36:42] + f * g[:, 42:48]
         qd = dqds * sd[:, None]
         qdd = d2qds2 * (sd**2)[:, None] + dqds * sdd[:, None]
         return q, qd, qdd
