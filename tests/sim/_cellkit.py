@@ -98,6 +98,10 @@ def cartesian_move(q0, p0, p1, accel: float, speed: float, yaw: float = 0.0) -> 
         q.append(seed)
     q = np.array(q)
     qd = np.gradient(q, ts, axis=0)
+    # Slow the whole move down where the line would need more than the UR joint speeds.
+    stretch = max(1.0, float((np.abs(qd) / SPEED).max()) * 1.005)
+    ts = ts * stretch
+    qd = np.gradient(q, ts, axis=0)
     qdd = np.gradient(qd, ts, axis=0)
     qd[0] = qd[-1] = 0.0
     qdd[0] = qdd[-1] = 0.0

@@ -33,6 +33,10 @@ def test_empty_arm_tracks_a_full_speed_move_within_one_millimetre():
     assert res.final_tcp_error < 5e-4
     assert np.all(res.max_abs_torque <= TORQUE_LIMITS)
     assert res.saturated_steps == 0
+    # The arm itself really ran at the limits it was asked for.
+    np.testing.assert_allclose(
+        res.max_abs_velocity, np.deg2rad([120, 120, 180, 180, 180, 180]), rtol=0.03
+    )
 
 
 HEAVY = (0.55, 0.36, 0.26)  # heavy_l, the 8.5 kg payload ceiling (cell-facts §1.1)
@@ -99,6 +103,16 @@ def test_payload_missing_from_feed_forward_costs_tracking():
     _, informed = _loaded_move(informed=True)
     _, blind = _loaded_move(informed=False)
     assert blind.max_tcp_error > 3 * informed.max_tcp_error
+
+
+def test_servo_refuses_a_trajectory_faster_than_the_ur_speed_limits():
+    cell = Cell()
+    stroke = np.array([0.0, 0.0, -2.5, 0.0, 0.0, 0.0])
+    traj = joint_move(cell.q, cell.q + stroke, speed=np.deg2rad([120, 120, 200, 180, 180, 180]))
+    t0 = cell.time
+    with pytest.raises(ServoError, match=r'elbow_joint speed 200.0 deg/s exceeds .* 180 deg/s'):
+        cell.track(traj)
+    assert cell.time == t0  # refused before moving
 
 
 def test_trajectory_rejects_bad_shapes_and_time():

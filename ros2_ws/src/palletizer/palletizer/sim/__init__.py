@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
+# MuJoCo picks its GL backend when first imported. Without a display GLFW aborts the process,
+# so headless runs default to EGL (mujoco-notes "Headless rendering"); MUJOCO_GL still wins.
+if 'MUJOCO_GL' not in os.environ and not os.environ.get('DISPLAY'):
+    os.environ['MUJOCO_GL'] = 'egl'
+
+# ruff: noqa: E402
 from palletizer.sim.cameras import CAMERAS, CameraError, CameraRig, CameraSpec, Frame, Intrinsics
 from palletizer.sim.cell import CartonTruth, Cell, CellError, CellOptions, GroundTruth
 from palletizer.sim.gripper import CupBlock, GripperParams, block_capacity, plan_cup_block

@@ -16,7 +16,11 @@ __all__ = ['Servo', 'ServoError', 'ServoGains', 'TrackResult', 'Trajectory']
 
 
 class ServoError(PalletizerError):
-    """A trajectory is malformed (shapes, time not increasing)."""
+    """A trajectory is malformed (shapes, time not increasing) or exceeds the joint speed limits."""
+
+
+# Sampled velocities may exceed the UR limits by this fraction (sampling and interpolation).
+_SPEED_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class TrackResult:
     final_tcp_error: float
     max_abs_torque: np.ndarray
     saturated_steps: int
+    max_abs_velocity: np.ndarray = field(default_factory=lambda: np.zeros(6))
 
 
 @dataclass
@@ -117,6 +122,7 @@ class _Stats:
     joint_err: np.ndarray = field(default_factory=lambda: np.zeros(6))
     tcp_err: float = 0.0
     torque: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(6))
     saturated: int = 0
     steps: int = 0
 
@@ -145,6 +151,7 @@ class Servo:
         self.gains = gains
         self._kp, self._kd = gains.kp, gains.kd
         self._limits = np.asarray(arm.torque_limits, dtype=float)
+        self._speed = np.asarray(arm.speed_limits, dtype=float)
         self._qadr = np.array([model.joint(j).qposadr[0] for j in ARM_JOINTS])
         self._dadr = np.array([model.joint(j).dofadr[0] for j in ARM_JOINTS])
         self._act = np.array(
@@ -242,6 +249,7 @@ class Servo:
         if st is not None:
             np.maximum(st.joint_err, np.abs(e), out=st.joint_err)
             np.maximum(st.torque, np.abs(tau), out=st.torque)
+            np.maximum(st.velocity, np.abs(qd), out=st.velocity)
             if np.any(np.abs(idd.qfrc_inverse) >= self._limits):
                 st.saturated += 1
             rd = self._ref_data
@@ -259,6 +267,14 @@ class Servo:
         refreshed every physics step by interpolating the samples; afterwards the last sample
         is held.
         """
+        peak = np.abs(np.asarray(traj.qd)).max(axis=0)
+        over = peak > self._speed * (1.0 + _SPEED_TOLERANCE)
+        if np.any(over):
+            j = int(np.argmax(over))
+            raise ServoError(
+                f'trajectory {ARM_JOINTS[j]} speed {np.degrees(peak[j]):.1f} deg/s exceeds the '
+                f'UR10e limit {np.degrees(self._speed[j]):.0f} deg/s'
+            )
         dt = float(self.model.opt.timestep)
         n = int(np.ceil(traj.duration / dt - 1e-9))
         self._stats = _Stats()
@@ -282,4 +298,5 @@ class Servo:
             final_tcp_error=final,
             max_abs_torque=st.torque.copy(),
             saturated_steps=st.saturated,
+            max_abs_velocity=st.velocity.copy(),
         )

@@ -89,6 +89,9 @@ class Suction:
                 )
         self._pkgs = {p.index: p for p in pkgs}
         self._held: int | None = None
+        self._cup_geoms = np.array(
+            [model.geom(f'cup_{k}').id for k in range(params.rows * params.columns)]
+        )
 
     @property
     def held(self) -> int | None:
@@ -100,6 +103,7 @@ class Suction:
         if not on:
             if self._held is not None:
                 self.data.eq_active[self._pkgs[self._held].eq] = 0
+                self.model.geom_gap[self._cup_geoms] = self.params.seal_band
                 idx, self._held = self._held, None
                 return SealResult(SealStatus.RELEASED, idx)
             return SealResult(SealStatus.RELEASED)
@@ -134,6 +138,7 @@ class Suction:
         """Drop whatever is held (reset)."""
         for p in self._pkgs.values():
             self.data.eq_active[p.eq] = 0
+        self.model.geom_gap[self._cup_geoms] = self.params.seal_band
         self._held = None
 
     def payload(self) -> tuple[float, np.ndarray, np.ndarray] | None:
@@ -207,6 +212,9 @@ class Suction:
         eq[6:10] = rel_quat
         eq[10] = 1.0
         d.eq_active[pkg.eq] = 1
+        # While sealed the contact band has done its job (the seal test is geometric); dropping
+        # it spares 16 cylinder-box narrow phases per step (measured +90 us/step while carrying).
+        m.geom_gap[self._cup_geoms] = 0.0
 
 
 def _largest_block(covered: np.ndarray, params: GripperParams) -> CupBlock:
