@@ -147,3 +147,43 @@ def test_level_cell_presents_picks_and_places_a_carton_in_lockstep():
     np.testing.assert_allclose(placed.lid[:2], target[:2], atol=0.02)
     np.testing.assert_allclose(placed.lid[2], DECK + H, atol=3e-3)
     assert cell.source.state().pending == 3
+
+
+def test_sleeping_islands_give_the_same_episode_as_an_awake_world():
+    from palletizer.sim.cell import CellOptions
+    from palletizer.sim.scene import SceneOptions
+
+    ends = {}
+    for sleep in (False, True):
+        cell = Cell(cartons=_two_cartons(), options=CellOptions(scene=SceneOptions(sleep=sleep)))
+        cell.settle(1.5)
+        if sleep:
+            # Pallet and cartons are asleep; only the servoed arm stays awake.
+            assert cell.data.ntree_awake == 1
+        _episode(cell)
+        ends[sleep] = cell.ground_truth()
+    for pid in ('std_m-00', 'small-01'):
+        np.testing.assert_allclose(
+            ends[True].cartons[pid].pos, ends[False].cartons[pid].pos, atol=1e-4
+        )
+
+
+def test_stability_trials_wake_a_sleeping_stack_and_restore_the_option():
+    import mujoco
+
+    from palletizer.sim.cell import CellOptions
+    from palletizer.sim.scene import SceneOptions
+    from palletizer.sim.stability import StabilityProtocol
+
+    proto = StabilityProtocol(levels_g=(0.8,), axes=('x',), beam=False, eumos=False)
+    shifts = {}
+    for sleep in (False, True):
+        cell = Cell(cartons=_two_cartons(), options=CellOptions(scene=SceneOptions(sleep=sleep)))
+        cell.settle(1.5)
+        rep = cell.stability_trials(proto)
+        shifts[sleep] = rep.trials[0].max_displacement
+        flag = bool(cell.model.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_SLEEP))
+        assert flag == sleep
+    # The 0.8 g jolt really moved the cartons relative to the pallet in both worlds.
+    assert shifts[False] > 1e-4
+    assert shifts[True] == pytest.approx(shifts[False], abs=1e-3)

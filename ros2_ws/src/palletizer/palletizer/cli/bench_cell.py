@@ -39,26 +39,33 @@ def stacked_placements(level_id: int = 16, seed: int = 1, n: int = 20) -> list[A
     return out
 
 
-def _stacked_cell() -> Any:
-    from palletizer.sim.cell import Cell
+def _stacked_cell(sleep: bool = False) -> Any:
+    from palletizer.sim.cell import Cell, CellOptions
+    from palletizer.sim.scene import SceneOptions
     from palletizer.sim.servo import Trajectory
 
-    cell = Cell(cartons=stacked_placements())
+    opts = CellOptions(scene=SceneOptions(sleep=sleep))
+    cell = Cell(cartons=stacked_placements(), options=opts)
     z = np.zeros((1, 6))
     cell.track(Trajectory(np.zeros(1), _REST[None], z, z), speed=0)
     cell.settle(1.0)
     return cell
 
 
-def bench_cell(*, physics_seconds: float = 10.0, depth_repeats: int = 5) -> dict[str, float]:
-    """Measure the cell; returns physics_rtf_20, depth_ms_640x480, stability_protocol_s,
-    peak_rss_mb (targets: >= 20, <= 15 ms per camera, <= 30 s wall)."""
-    cell = _stacked_cell()
-    steps = int(round(physics_seconds / cell.dt))
+def _rtf(cell: Any, seconds: float) -> float:
+    steps = int(round(seconds / cell.dt))
     t0 = time.perf_counter()
     cell.step(steps)
-    wall = time.perf_counter() - t0
-    rtf = physics_seconds / wall
+    return seconds / (time.perf_counter() - t0)
+
+
+def bench_cell(*, physics_seconds: float = 10.0, depth_repeats: int = 5) -> dict[str, float]:
+    """Measure the cell; returns physics_rtf_20, depth_ms_640x480, stability_protocol_s,
+    peak_rss_mb (targets: >= 20, <= 15 ms per camera, <= 30 s wall), plus
+    physics_rtf_20_sleep (the same stack with MuJoCo island sleeping enabled)."""
+    rtf_sleep = _rtf(_stacked_cell(sleep=True), physics_seconds)
+    cell = _stacked_cell()
+    rtf = _rtf(cell, physics_seconds)
 
     names = ['top', 'diag_a', 'diag_b', 'station']
     cell.capture(names, 640, 480, rgb=False)  # warm-up: context creation
@@ -74,6 +81,7 @@ def bench_cell(*, physics_seconds: float = 10.0, depth_repeats: int = 5) -> dict
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     return {
         'physics_rtf_20': round(rtf, 1),
+        'physics_rtf_20_sleep': round(rtf_sleep, 1),
         'depth_ms_640x480': round(depth_ms, 2),
         'stability_protocol_s': round(protocol_s, 2),
         'stability_held_all': float(bool(report.summary['held_all'])),

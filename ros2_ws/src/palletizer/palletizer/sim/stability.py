@@ -327,6 +327,19 @@ def run_protocol(world: _World, p: StabilityProtocol = StabilityProtocol()) -> S
     for ax in p.axes + (p.eumos_axis,):
         if ax not in _AXES:
             raise StabilityError(f'axis {ax!r} is not one of x, y, z')
+    # Sleeping islands would ignore the driven pallet: trials run with sleep off (which wakes
+    # every body) and the option comes back afterwards.
+    sleep_bit = int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+    slept = bool(world.model.opt.enableflags & sleep_bit)
+    world.model.opt.enableflags &= ~sleep_bit
+    try:
+        return _run(world, p)
+    finally:
+        if slept:
+            world.model.opt.enableflags |= sleep_bit
+
+
+def _run(world: _World, p: StabilityProtocol) -> StabilityReport:
     world.set_pallet_anchor(True)
     world.step(int(round(p.hold_seconds / world.model.opt.timestep)))
     rig = _Rig(world)
