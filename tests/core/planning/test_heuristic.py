@@ -377,3 +377,36 @@ def test_footprint_windows_contain_the_whole_box_even_off_the_grid():
     assert np.all(c.x - half_x >= -1e-9) and np.all(c.x + half_x <= 1.2 + 1e-9)
     assert np.all(c.y - half_y >= -0.4 - 1e-9) and np.all(c.y + half_y <= 0.4 + 1e-9)
     assert (c.x - half_x).min() <= 0.005 + 1e-9  # centred in its window, within a cell of the rim
+
+
+def test_reach_as_a_pure_filter_is_asked_lazily_in_rank_order():
+    reach = _DiscReach(z_max=0.144 + 0.40)
+    planner = ScorePlanner(_params(), reach=reach)  # reachability weight 0
+    res = planner.choose(STD_M, HeightMap.flat(), None)
+    x, y = res.plan.position[:2]
+    assert 0.45 <= math.hypot(x - 0.6, y + 0.72) <= 1.0
+    cands = planner.candidates(STD_M, HeightMap.flat(), None)
+    asked = np.count_nonzero(cands.reach_state)
+    assert 0 < asked < len(cands.score) // 4  # far fewer than every candidate
+    # Everything ranked above the plan was asked and found unreachable.
+    k = int(np.flatnonzero(cands.reach_state == 1)[0])
+    assert np.all(cands.reach_state[:k] == -1)
+    assert res.reject_summary.get('out_of_reach', 0) == np.count_nonzero(cands.reach_state < 0)
+    # Nothing reachable: every candidate is asked, and the summary says why.
+    none = ScorePlanner(_params(), reach=_DiscReach(z_max=0.0))
+    res = none.choose(STD_M, HeightMap.flat(), None)
+    n_valid = len(none.candidates(STD_M, HeightMap.flat(), None).score)
+    assert res.plan is None and res.reject_summary['out_of_reach'] == n_valid
+
+
+def test_the_plan_is_reachable_by_the_analytic_ur10e_oracle():
+    from palletizer.core.motion.reach import AnalyticReach
+
+    reach = AnalyticReach()
+    spec = PackageSpec('b', 'book_s', (0.24, 0.18, 0.10), 1.2)
+    plan = ScorePlanner(_params(), reach=reach).choose(spec, HeightMap.flat(), None).plan
+    z_tcp = plan.position[2] + 0.05 + 0.0015 + 0.002
+    one = np.array([1.0])
+    assert reach.reachable(
+        one * plan.position[0], one * plan.position[1], one * z_tcp, one * plan.yaw
+    )[0]

@@ -80,3 +80,17 @@ def test_bad_scalars_name_key_value_and_range():
         GridParams.from_mapping({'clearance': 'wide'}, 'planner.yaml: grid')
     with pytest.raises(ConfigError, match=r'heuristic = \[1, 2\]; expected a mapping'):
         HeuristicParams.from_mapping([1, 2], WHERE)
+
+
+def test_the_shipped_planner_config_loads_into_these_dataclasses():
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parents[3] / 'configs' / 'planner.yaml'
+    d = yaml.safe_load(path.read_text())
+    h = HeuristicParams.from_mapping(d['heuristic'], 'planner.yaml: heuristic')
+    b = BeamParams.from_mapping(d['beam'], 'planner.yaml: beam')
+    g = GridParams.from_mapping(d['grid'], 'planner.yaml: grid')
+    assert set(h.weights) == set(TERMS) and set(b.weights) == set(BEAM_TERMS)
+    assert g.clearance > 0.0

@@ -44,6 +44,8 @@ class Candidates:
     Arrays are (K,): score, z_base [m above deck], x, y [world, m], yaw [rad], i0, j0 (window
     corner cells along X and Y), support; terms is (K, 14) in TERMS order.
     reject_summary counts the invalid candidates per reason; n_total counts all of them.
+    reach_state (K,) int8, only when reach is checked lazily: 1 reachable, -1 not, 0 not asked
+    yet (ScorePlanner asks the oracle in rank order and fills it in).
     """
 
     score: np.ndarray
@@ -57,6 +59,7 @@ class Candidates:
     terms: np.ndarray
     reject_summary: dict[str, int]
     n_total: int
+    reach_state: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,6 +327,9 @@ def score_candidates(
         yaws = sorted({*yaws, *((y + 180.0) % 360.0 for y in yaws)})
     weights = np.array([params.weights[t] for t in TERMS])
     wsum = float(np.abs(weights).sum())
+    # The reach oracle is the expensive part. When reachability is scored every valid window
+    # needs it; otherwise it is only a filter, asked lazily in rank order by the caller.
+    eager_reach = reach is not None and params.weights['reachability'] > 0.0
     shapes: dict[tuple[int, int], _Shape | None] = {}
     cols: dict[str, list[np.ndarray]] = {
         k: [] for k in ('score', 'zb', 'x', 'y', 'yaw', 'i0', 'j0', 'support', 'terms')
@@ -387,7 +393,7 @@ def score_candidates(
         reason[sh.cnt / (fx * fy) < params.min_support_ratio - 1e-12] = 5
         reason[sh.zb + H > params.max_stack_height + 1e-12] = 4
         reach_term = np.ones((Ny, Nx))
-        if reach is not None:
+        if reach is not None and eager_reach:
             need = ~sh.collision & com_ok & (params.allow_unobserved | ~sh.unobserved)
             reachable, reach_term = _reach(reach, cx, cy, sh.zb, H, yaw, need, params, geo)
             reason[need & ~reachable] = 3
@@ -431,6 +437,7 @@ def score_candidates(
         cols['terms'].append(tmat)
 
     summary = {r: n for r, n in reasons.items() if n > 0}
+    lazy = reach is not None and not eager_reach
     if not cols['score']:
         empty = np.zeros(0)
         return Candidates(
@@ -452,6 +459,7 @@ def score_candidates(
         a['terms'][order],
         summary,
         n_total,
+        np.zeros(len(order), dtype=np.int8) if lazy else None,
     )
 
 
@@ -468,7 +476,7 @@ def _reach(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(reachable, reachability term) for the windows in `need`; others reachable, term 1.
 
-    Reachable = the release pose and the pre-place pose above it both reachable. The term is the
+    Reachable: the release pose (and the approach pose, see _reachable). The term is the
     fraction of four release poses shifted by reach_probe along +-X and +-Y that are reachable:
     a slot deep inside the workspace keeps its neighbours reachable too.
     """
@@ -480,19 +488,51 @@ def _reach(
     z = geo.deck_z + zb[need] + height + p.cup_gap + p.drop_clearance
     n = len(x)
     d = p.reach_probe
-    xs = np.concatenate([x, x, x + d, x - d, x, x])
-    ys = np.concatenate([y, y, y, y, y + d, y - d])
-    zs = np.concatenate([z, z + p.approach_height, z, z, z, z])
-    ok = np.asarray(reach.reachable(xs, ys, zs, np.full(6 * n, yaw)), dtype=bool).reshape(6, n)
-    reachable[need] = ok[0] & ok[1]
-    term[need] = ok[2:].mean(axis=0)
+    # One oracle call: release poses, the four probes, then the approach poses if asked for.
+    xs = [x, x + d, x - d, x, x]
+    ys = [y, y, y, y + d, y - d]
+    zs = [z] * 5
+    if p.approach_height > 0.0:
+        xs, ys, zs = [*xs, x], [*ys, y], [*zs, z + p.approach_height]
+    m = len(xs)
+    ok = reach.reachable(
+        np.concatenate(xs), np.concatenate(ys), np.concatenate(zs), np.full(m * n, yaw)
+    )
+    ok = np.asarray(ok, dtype=bool).reshape(m, n)
+    reachable[need] = ok[0] & ok[5] if m > 5 else ok[0]
+    term[need] = ok[1:5].mean(axis=0)
     return reachable, term
+
+
+def _reachable(
+    reach: ReachOracle,
+    x: np.ndarray,
+    y: np.ndarray,
+    z_tcp: np.ndarray,
+    yaw: np.ndarray,
+    p: HeuristicParams,
+) -> np.ndarray:
+    """The release pose, and the pose approach_height above it when that is > 0."""
+    if p.approach_height <= 0.0:
+        return np.asarray(reach.reachable(x, y, z_tcp, yaw), dtype=bool)
+    n = len(x)
+    ok = reach.reachable(
+        np.concatenate([x, x]),
+        np.concatenate([y, y]),
+        np.concatenate([z_tcp, z_tcp + p.approach_height]),
+        np.concatenate([yaw, yaw]),
+    )
+    ok = np.asarray(ok, dtype=bool)
+    return ok[:n] & ok[n:]
 
 
 class ScorePlanner:
     """The score heuristic as a Planner (cell-facts §6.2-6.5).
 
     Reads only the height map, the carton spec and measured placements, so it is not an oracle.
+    With a reach oracle and a zero reachability weight, reach is asked lazily in rank order
+    (the oracle is the expensive part): out_of_reach then counts the unreachable candidates
+    examined, and candidates already failing a lower-precedence filter are not asked.
     The last scored candidate set is cached by (spec, map bytes, pallet state, recorded stack):
     a replan that only adds excluded slots walks further down the same ranking.
     `enumerations` counts full enumerations (for tests and benchmarks).
@@ -556,12 +596,20 @@ class ScorePlanner:
         cands = self.candidates(spec, heightmap, pallet)
         excluded = set(excluded_slots)
         n_excluded = 0
+        chunk = 32
         for k in range(len(cands.score)):
             layer = self.book.layer(float(cands.z_base[k]))
             slot = f'score-L{layer}-{cands.i0[k]}x{cands.j0[k]}'
             if slot in excluded:
                 n_excluded += 1
                 continue
+            state = cands.reach_state
+            if state is not None:
+                if state[k] == 0:
+                    self._ask_reach(spec, cands, k, chunk)
+                    chunk = min(4 * chunk, 4096)  # the best is usually reachable: start small
+                if state[k] < 0:
+                    continue
             zc = self.pallet.deck_z + float(cands.z_base[k]) + spec.dims_m[2] / 2.0
             plan = PlacementPlan(
                 position=(float(cands.x[k]), float(cands.y[k]), zc),
@@ -572,8 +620,27 @@ class ScorePlanner:
                 predicted_support=float(min(1.0, cands.support[k])),
                 breakdown={t: float(cands.terms[k, i]) for i, t in enumerate(TERMS)},
             )
-            return PlanResult(plan, cands.reject_summary)
-        summary = dict(cands.reject_summary)
+            return PlanResult(plan, self._summary(cands))
+        summary = self._summary(cands)
         if n_excluded:
             summary['excluded'] = n_excluded
         return PlanResult(None, summary)
+
+    def _ask_reach(self, spec: PackageSpec, cands: Candidates, k: int, n: int) -> None:
+        """Ask the oracle about up to n not-yet-asked candidates from rank k on."""
+        state = cands.reach_state
+        assert state is not None and self.reach is not None
+        todo = np.flatnonzero(state[k:] == 0)[:n] + k
+        z = self.pallet.deck_z + cands.z_base[todo] + spec.dims_m[2]
+        z = z + self.params.cup_gap + self.params.drop_clearance
+        ok = _reachable(self.reach, cands.x[todo], cands.y[todo], z, cands.yaw[todo], self.params)
+        state[todo] = np.where(ok, 1, -1)
+
+    @staticmethod
+    def _summary(cands: Candidates) -> dict[str, int]:
+        summary = dict(cands.reject_summary)
+        if cands.reach_state is not None:
+            unreachable = int(np.count_nonzero(cands.reach_state < 0))
+            if unreachable:
+                summary['out_of_reach'] = summary.get('out_of_reach', 0) + unreachable
+        return summary

@@ -152,8 +152,9 @@ class HeuristicParams:
     yaws: candidate yaws [deg], quarter turns only (the footprint is rasterised axis-aligned);
     180/270 are added for off-centre CoGs; allow_unobserved: accept footprints touching
     unobserved cells; cup_gap, drop_clearance: TCP above the lid at release [m] (§3.11);
-    approach_height: pre-place waypoint above the release pose [m]; reach_probe: lateral offset
-    of the reachability probes [m].
+    approach_height: also require the pose this far above the release pose [m] (0: the oracle
+    checks the approach itself, as the analytic one does from the transit height down);
+    reach_probe: lateral offset of the reachability probes [m].
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -171,7 +172,7 @@ class HeuristicParams:
     allow_unobserved: bool = True
     cup_gap: float = 0.0015
     drop_clearance: float = 0.002
-    approach_height: float = 0.18
+    approach_height: float = 0.0
     reach_probe: float = 0.02
 
     def __post_init__(self) -> None:
