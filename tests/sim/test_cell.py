@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
-from palletizer.sim.cell import Cell, CellError
-from palletizer.sim.scene import CartonPlacement
+from palletizer.core.config import load_config
+from palletizer.sim.cell import Cell, CellError, CellOptions
+from palletizer.sim.scene import CartonPlacement, SceneOptions
 from palletizer.sim.servo import Trajectory
 from palletizer.sim.sources.base import StepWorld
+from palletizer.sim.stability import StabilityProtocol
 
 from tests.sim._cellkit import Draw, cartesian_move, ik_tool_down, joint_move
 
@@ -121,8 +124,6 @@ def test_ground_truth_reports_pallet_and_cartons_by_package_id():
 
 
 def test_level_cell_presents_picks_and_places_a_carton_in_lockstep():
-    from palletizer.core.config import load_config
-
     cell = Cell(load_config().level(11), seed=1)
     presented = cell.present()
     assert presented is not None
@@ -150,9 +151,6 @@ def test_level_cell_presents_picks_and_places_a_carton_in_lockstep():
 
 
 def test_sleeping_islands_give_the_same_episode_as_an_awake_world():
-    from palletizer.sim.cell import CellOptions
-    from palletizer.sim.scene import SceneOptions
-
     ends = {}
     for sleep in (False, True):
         cell = Cell(cartons=_two_cartons(), options=CellOptions(scene=SceneOptions(sleep=sleep)))
@@ -169,12 +167,6 @@ def test_sleeping_islands_give_the_same_episode_as_an_awake_world():
 
 
 def test_stability_trials_wake_a_sleeping_stack_and_restore_the_option():
-    import mujoco
-
-    from palletizer.sim.cell import CellOptions
-    from palletizer.sim.scene import SceneOptions
-    from palletizer.sim.stability import StabilityProtocol
-
     proto = StabilityProtocol(levels_g=(0.8,), axes=('x',), beam=False, eumos=False)
     shifts = {}
     for sleep in (False, True):
@@ -187,3 +179,22 @@ def test_stability_trials_wake_a_sleeping_stack_and_restore_the_option():
     # The 0.8 g jolt really moved the cartons relative to the pallet in both worlds.
     assert shifts[False] > 1e-4
     assert shifts[True] == pytest.approx(shifts[False], abs=1e-3)
+
+
+def test_same_level_and_seed_give_identical_states_through_the_source():
+    cfg = load_config()
+    opts = CellOptions.from_config(cfg.cell)
+    assert opts.wrench_noise.force_sigma == cfg.cell['wrench']['noise_force_n']
+    digests, wrenches = [], []
+    for _ in range(2):
+        cell = Cell(cfg.level(22), seed=5, options=opts)
+        cell.present()
+        cell.settle(0.3)
+        digests.append(cell.state_digest())
+        wrenches.append(cell.wrench().force)
+    assert digests[0] == digests[1]
+    np.testing.assert_array_equal(wrenches[0], wrenches[1])  # seeded sensor noise
+    cell.reset(cfg.level(22), seed=6)
+    cell.present()
+    cell.settle(0.3)
+    assert cell.state_digest() != digests[0]

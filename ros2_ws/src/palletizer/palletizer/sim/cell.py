@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,19 @@ class CellOptions:
     gains: ServoGains = ServoGains()
     wrench_noise: WrenchNoise = WrenchNoise()
     control_dt: float = 0.02  # 50 Hz controller tick (cell-facts §3.9)
+
+    @classmethod
+    def from_config(cls, cell: Mapping[str, Any], *, sleep: bool = False) -> CellOptions:
+        """From configs/cell.yaml (palletizer.core.config.Config.cell): physics and wrench noise."""
+        phys = cell.get('physics', {})
+        scene = SceneOptions(
+            timestep=float(phys.get('timestep', 0.002)),
+            integrator=str(phys.get('integrator', 'implicitfast')),
+            cone=str(phys.get('cone', 'elliptic')),
+            gravity=tuple(float(v) for v in phys.get('gravity', (0.0, 0.0, -9.81))),
+            sleep=sleep,
+        )
+        return cls(scene=scene, wrench_noise=WrenchNoise.from_config(cell.get('wrench', {})))
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,11 @@ class Cell:
 
     # Construction ----------------------------------------------------------------------------
     def reset(self, level: Any = None, seed: int | None = None) -> None:
-        """Rebuild the world from scratch for `level` (a level config or None) and `seed`."""
+        """Rebuild the world from scratch for `level` (a level config or None) and `seed`.
+
+        A level's source is built anew by the factory. A `source=` object given to the
+        constructor is reused as it is, so only level-built cells reset their source state.
+        """
         self.close()
         self.level = level
         self.seed = int(seed if seed is not None else getattr(self, 'seed', 0))

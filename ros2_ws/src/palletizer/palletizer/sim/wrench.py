@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -40,6 +42,16 @@ class WrenchNoise:
     torque_sigma: float = 0.0  # [N m]
     force_bias: tuple[float, float, float] = (0.0, 0.0, 0.0)  # [N]
     torque_bias: tuple[float, float, float] = (0.0, 0.0, 0.0)  # [N m]
+
+    @classmethod
+    def from_config(cls, wrench: Mapping[str, Any]) -> WrenchNoise:
+        """From configs/cell.yaml `wrench` (noise_force_n, noise_torque_nm, bias_*)."""
+        return cls(
+            force_sigma=float(wrench.get('noise_force_n', 0.0)),
+            torque_sigma=float(wrench.get('noise_torque_nm', 0.0)),
+            force_bias=tuple(float(v) for v in wrench.get('bias_force_n', (0.0, 0.0, 0.0))),
+            torque_bias=tuple(float(v) for v in wrench.get('bias_torque_nm', (0.0, 0.0, 0.0))),
+        )
 
 
 @dataclass
