@@ -88,3 +88,17 @@ def test_one_renderer_per_resolution_is_reused(cell):
     n = len(cell._rig._renderers)
     cell.capture(['diag_b'], 64, 48)
     assert len(cell._rig._renderers) == n
+
+
+def test_capturing_does_not_change_the_physics():
+    digests = []
+    for capture in (False, True):
+        box = Draw(0, 'std_m-00', (0.42, 0.30, 0.18), 4.2)
+        c = Cell(cartons=[CartonPlacement(box, (0.6, 0.0, DECK + 0.3))])  # falling
+        c.step(50)
+        if capture:
+            c.capture(['top', 'station'], 64, 48)
+        c.step(200)
+        digests.append(c.state_digest())
+        c.close()
+    assert digests[0] == digests[1]

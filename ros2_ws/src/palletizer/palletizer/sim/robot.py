@@ -142,7 +142,9 @@ def arm_body_xml(tool_xml: str, params: ArmParams = ArmParams()) -> str:
         <inertial pos="0 0 0" mass="{_f(m[0])}" diaginertia="{_f(shoulder_I.tolist())}"/>
         <joint name="{ARM_JOINTS[0]}" axis="0 0 1" range="{_f(rng[0])}"
                actuatorfrcrange="{_f((-lim[0], lim[0]))}"/>
-        <!-- capsule radii / half-lengths: mujoco-notes "UR10e" collision table -->
+        <!-- capsule radii / half-lengths: mujoco-notes "UR10e" collision table; each sits on
+             its joint housing (along the joint axis) or centred on the link shaft, following
+             the Menagerie UR10e collision layout. Inertial positions: Menagerie UR10e. -->
         <geom name="shoulder_col" class="collision" size="0.078 0.08" pos="0 0 0"/>
         <body name="upper_arm_link" pos="0 {_f(p.upper_arm_y)} 0" quat="1 0 1 0">
           <inertial pos="0 0 0.306" mass="{_f(m[1])}" diaginertia="{_f(upper_I.tolist())}"/>
