@@ -323,7 +323,19 @@ def _brute(h: np.ndarray, i0: int, j0: int, fx: int, fy: int, H: float, p: Heuri
         band(j0 - nc - npx, j0 - nc, i0, i0 + fx) or j0 <= near,
         band(j1 + 1 + nc, j1 + 1 + nc + npx, i0, i0 + fx) or ny - 1 - j1 <= near,
     ]
+    cols = np.flatnonzero(sup.any(axis=0))
+    rows = np.flatnonzero(sup.any(axis=1))
+    px, py = fx * cell / 2, fy * cell / 2  # a centred CoG
+    edge = min(
+        px - cols.min() * cell,
+        (cols.max() + 1) * cell - px,
+        py - rows.min() * cell,
+        (rows.max() + 1) * cell - py,
+    )
+    out = max(cols.min(), fx - 1 - cols.max(), rows.min(), fy - 1 - rows.max()) * cell
     return {
+        'com_margin': min(1.0, edge / (0.5 * math.hypot(fx * cell, fy * cell))),
+        'overhang': 1.0 - out / (max(fx, fy) * cell),
         'lowness': 1.0 - (0.144 + zb) / (0.144 + p.lowness_scale),
         'edge_flush': np.mean(corners),
         'gap_waste': 1.0 - np.mean(waste) / useful,
@@ -363,6 +375,8 @@ def test_vectorised_terms_match_a_cell_by_cell_reading():
             'edge_flush',
             'lateral_proximity',
             'gap_waste',
+            'com_margin',
+            'overhang',
         ):
             np.testing.assert_allclose(c.terms[k, TERMS.index(name)], ref[name], err_msg=name)
 

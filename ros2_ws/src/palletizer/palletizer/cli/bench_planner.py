@@ -20,8 +20,16 @@ from palletizer.core.stability import validate_stack
 
 __all__ = ['PLANNERS', 'bench_planner', 'bench_planner_quality', 'stamp']
 
+
+def _heuristic_with_reach() -> Planner:
+    from palletizer.core.motion.reach import AnalyticReach
+
+    return ScorePlanner(reach=AnalyticReach())
+
+
 PLANNERS: dict[str, Callable[[], Planner]] = {
     'heuristic': ScorePlanner,
+    'heuristic_reach': _heuristic_with_reach,
     'beam': BeamPlanner,
     'grid': GridPlanner,
 }
@@ -232,7 +240,8 @@ def main() -> None:
 
     which = sys.argv[1] if len(sys.argv) > 1 else 'speed'
     if which == 'quality':
-        result = bench_planner_quality(progress=lambda m: print(m, flush=True))
+        names = sys.argv[2].split(',') if len(sys.argv) > 2 else ('heuristic', 'beam', 'grid')
+        result = bench_planner_quality(planners=names, progress=lambda m: print(m, flush=True))
     else:
         result = bench_planner()
     print(json.dumps(result))
