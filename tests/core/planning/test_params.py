@@ -94,3 +94,20 @@ def test_the_shipped_planner_config_loads_into_these_dataclasses():
     g = GridParams.from_mapping(d['grid'], 'planner.yaml: grid')
     assert set(h.weights) == set(TERMS) and set(b.weights) == set(BEAM_TERMS)
     assert g.clearance > 0.0
+
+
+def test_build_planner_by_kind_and_a_misspelt_kind_is_named():
+    from palletizer.core.planning import (
+        BeamPlanner,
+        GridPlanner,
+        PlannerKind,
+        ScorePlanner,
+        build_planner,
+    )
+
+    assert isinstance(build_planner('heuristic'), ScorePlanner)
+    assert isinstance(build_planner(PlannerKind.beam, beam=BeamParams(beam_width=3)), BeamPlanner)
+    assert build_planner('beam', beam=BeamParams(beam_width=3)).params.beam_width == 3
+    assert isinstance(build_planner('grid'), GridPlanner)
+    with pytest.raises(ConfigError, match="planner = 'heuristc'.*did you mean 'heuristic'"):
+        build_planner('heuristc')

@@ -2,6 +2,7 @@
 
 from palletizer.core.planning.base import LayerBook, Planner, PlannerKind
 from palletizer.core.planning.beam import BeamPlanner
+from palletizer.core.planning.factory import build_planner
 from palletizer.core.planning.grid import GridPlanner
 from palletizer.core.planning.heuristic import REJECT_REASONS, Candidates, ScorePlanner
 from palletizer.core.planning.params import (
@@ -32,4 +33,5 @@ __all__ = [
     'PlannerKind',
     'ReachOracle',
     'ScorePlanner',
+    'build_planner',
 ]

@@ -314,6 +314,9 @@ def score_candidates(
     """Enumerate, filter and score every window position of every yaw for one carton.
 
     pallet_mass [kg] and pallet_cog (3,) [m, pallet frame] describe the stack for pallet_com.
+    reach: when the reachability weight is > 0, every otherwise-valid window asks the oracle
+    (filter and term); with weight 0 the filter is left to the caller (reach_state, see
+    Candidates) and the term reads 1.
     """
     geo = geometry or PalletGeometry()
     h, obs, cell = _pool(heightmap, params.cell)
