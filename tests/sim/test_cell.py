@@ -107,6 +107,17 @@ def test_fast_forward_jumps_the_arm_and_carries_the_sealed_carton():
     assert cell.ground_truth().cartons['std_m-00'].pos[2] < 0.2
 
 
+def test_joint_state_reports_the_holding_torques():
+    cell = Cell()
+    cell.settle(0.3)
+    q, qd, tau = cell.joint_state()
+    np.testing.assert_allclose(q, [-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0], atol=1e-6)
+    np.testing.assert_allclose(qd, 0.0, atol=1e-6)
+    # Shoulder lift and elbow carry the arm against gravity; the base pan carries nothing.
+    assert abs(tau[1]) > 10.0 and abs(tau[2]) > 5.0
+    assert abs(tau[0]) < 1e-6
+
+
 def test_negative_speed_is_rejected():
     cell = Cell()
     with pytest.raises(CellError, match='speed = -1'):

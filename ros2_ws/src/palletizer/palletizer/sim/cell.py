@@ -68,7 +68,8 @@ class CartonTruth:
 
 @dataclass(frozen=True)
 class GroundTruth:
-    """Referee snapshot: time [s], cartons by id, pallet deck-centre pose, held carton id."""
+    """Referee snapshot: time [s], cartons by id, pallet body pose (box centre: deck top is
+    0.072 m above it), held carton id, TCP position [m]."""
 
     time: float
     cartons: dict[str, CartonTruth]
@@ -225,6 +226,15 @@ class Cell:
     def q(self) -> np.ndarray:
         """Arm joint positions (6,) [rad]."""
         return self._data.qpos[self._arm_q].copy()
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Arm positions [rad], velocities [rad/s] and applied motor torques [N m], each (6,)."""
+        d = self._data
+        return (
+            d.qpos[self._arm_q].copy(),
+            d.qvel[self._arm_d].copy(),
+            d.qfrc_actuator[self._arm_d].copy(),
+        )
 
     def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """TCP position (3,) [m] and rotation (3, 3) in the world (after the last step)."""
