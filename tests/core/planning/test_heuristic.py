@@ -424,3 +424,34 @@ def test_the_plan_is_reachable_by_the_analytic_ur10e_oracle():
     assert reach.reachable(
         one * plan.position[0], one * plan.position[1], one * z_tcp, one * plan.yaw
     )[0]
+
+
+def test_gap_waste_grades_the_leftover():
+    spec = PackageSpec('g', 'x', (0.30, 0.20, 0.10), 1.0)  # useful width = shorter side 0.20
+    c = score_candidates(spec, HeightMap.flat(), _params())
+    g = c.terms[:, TERMS.index('gap_waste')]
+
+    def at(i0: int, j0: int) -> float:
+        k = np.flatnonzero((c.i0 == i0) & (c.j0 == j0) & (c.yaw == 0.0))
+        return float(g[k[0]])
+
+    assert at(0, 0) == 1.0  # flush in the corner
+    np.testing.assert_allclose(at(5, 30), 1 - 0.05 / 4 / 0.20)  # a 5 cm sliver to the rim
+    np.testing.assert_allclose(at(10, 30), 1 - 0.10 / 4 / 0.20)  # a wider sliver is worse
+    assert at(45, 30) == 1.0  # room all round is not waste
+
+
+def test_a_finer_map_is_max_pooled_keeping_spikes_and_blind_blocks():
+    from palletizer.core.planning.heuristic import _pool
+
+    cells = np.zeros((160, 240))
+    cells[101, 33] = 0.3  # one 5 mm spike
+    observed = np.ones_like(cells, dtype=bool)
+    observed[10:12, 20:22] = False  # a whole pooled cell unseen
+    observed[40, 60] = False  # a quarter of one unseen
+    cells[41, 61] = 0.05
+    h, obs, cell = _pool(HeightMap(cells, observed, (0.0, -0.4), 0.005), 0.010)
+    assert h.shape == (80, 120) and cell == 0.010
+    assert h[50, 16] == 0.3 and h.max() == 0.3
+    assert not obs[5, 10] and obs.sum() == 80 * 120 - 1
+    assert obs[20, 30] and h[20, 30] == 0.05
