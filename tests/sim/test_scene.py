@@ -27,8 +27,10 @@ def _collide(m: mujoco.MjModel, g1: int, g2: int) -> bool:
     )
 
 
-def test_empty_cell_compiles_and_steps_without_warnings():
-    m = compile_scene(build_scene_xml(), check_steps=200)
+@pytest.mark.sim
+@pytest.mark.parametrize('sleep', [False, True])
+def test_empty_cell_compiles_and_steps_without_warnings(sleep):
+    m = compile_scene(build_scene_xml(options=SceneOptions(sleep=sleep)), check_steps=200)
     assert m.nu == 6
     for name in ('flange', 'tcp', 'cam_top', 'cam_diag_a', 'cam_diag_b', 'cam_station'):
         assert m.site(name).id >= 0
