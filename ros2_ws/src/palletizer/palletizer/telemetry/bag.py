@@ -1,0 +1,263 @@
+"""BagWriter: a rosbag2 MCAP bag (version 8, zstd chunks) of the episode and robot topics."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from rosbags.interfaces import (
+    Nodetype,
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
+from rosbags.rosbag2 import Writer
+from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
+from rosbags.typesys import Stores, get_typestore, get_types_from_msg
+from rosbags.typesys.store import Typestore
+
+from palletizer.core.errors import close_match
+from palletizer.telemetry.vocab import TelemetryError
+
+__all__ = ['BAG_VERSION', 'TOPICS', 'BagWriter', 'find_msg_dir', 'load_typestore']
+
+BAG_VERSION = 8  # tooling-notes: version 9 metadata is reported not to load on Humble
+
+# topic -> message type; the relative node topics are remapped to these by the graph.
+TOPICS: Mapping[str, str] = {
+    '/joint_states': 'sensor_msgs/msg/JointState',
+    '/tf': 'tf2_msgs/msg/TFMessage',
+    '/tf_static': 'tf2_msgs/msg/TFMessage',
+    '/palletizer/episode_events': 'palletizer_msgs/msg/EpisodeEvent',
+    '/palletizer/placements': 'palletizer_msgs/msg/Placement',
+    '/palletizer/pallet_states': 'palletizer_msgs/msg/PalletState',
+    '/palletizer/heightmap': 'palletizer_msgs/msg/HeightMap',
+}
+
+_ZERO = QosTime(0, 0)
+_INFINITE = QosTime(0x7FFFFFFF, 0xFFFFFFFF)  # rosbag2's spelling of "no deadline/lifespan"
+
+
+def _qos(reliable: bool, latched: bool) -> Qos:
+    """The QoS a replayer should offer, matching palletizer.nodes.qos for each topic."""
+    return Qos(
+        QosHistory.KEEP_LAST,
+        1 if latched else 10,
+        QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+        QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE,
+        _INFINITE,
+        _INFINITE,
+        QosLiveliness.AUTOMATIC,
+        _INFINITE,
+        False,
+    )
+
+
+_QOS: Mapping[str, Qos] = {
+    '/joint_states': _qos(reliable=False, latched=False),
+    '/tf': _qos(reliable=True, latched=False),
+    '/tf_static': _qos(reliable=True, latched=True),
+    '/palletizer/heightmap': _qos(reliable=True, latched=True),
+}
+_EVENTS_QOS = _qos(reliable=True, latched=True)
+
+_NUMPY = {
+    'bool': np.bool_,
+    'byte': np.uint8,
+    'char': np.uint8,
+    'int8': np.int8,
+    'uint8': np.uint8,
+    'int16': np.int16,
+    'uint16': np.uint16,
+    'int32': np.int32,
+    'uint32': np.uint32,
+    'int64': np.int64,
+    'uint64': np.uint64,
+    'float32': np.float32,
+    'float64': np.float64,
+}
+
+
+def find_msg_dir() -> Path:
+    """The palletizer_msgs msg/ folder: the repository's, else the installed share/ copy."""
+    here = Path(__file__).resolve()
+    candidates = [p / 'msgs' / 'palletizer_msgs' / 'msg' for p in here.parents]
+    root = os.environ.get('PALLETIZER_ROOT')
+    if root:
+        candidates.insert(0, Path(root) / 'msgs' / 'palletizer_msgs' / 'msg')
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            candidates.append(Path(prefix) / 'share' / 'palletizer_msgs' / 'msg')
+    for cand in candidates:
+        if any(cand.glob('*.msg')):
+            return cand
+    raise TelemetryError(
+        'palletizer_msgs .msg files not found in the repository (msgs/palletizer_msgs/msg) or '
+        'under share/palletizer_msgs/msg on AMENT_PREFIX_PATH'
+    )
+
+
+def load_typestore(msg_dir: str | os.PathLike[str] | None = None) -> Typestore:
+    """Jazzy's standard types plus every palletizer_msgs message read from its .msg text."""
+    folder = Path(msg_dir) if msg_dir is not None else find_msg_dir()
+    files = sorted(folder.glob('*.msg'))
+    if not files:
+        raise TelemetryError(f'no .msg files in {folder}')
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types: dict[str, Any] = {}
+    for f in files:
+        types.update(get_types_from_msg(f.read_text(encoding='utf-8'), f'palletizer_msgs/msg/{f.stem}'))
+    store.register(types)
+    return store
+
+
+class BagWriter:
+    """Writes a rosbag2 bag (MCAP, version 8, zstd) with one connection per topic of `topics`.
+
+    One approach for every caller: the bag stores CDR bytes, and write() takes them. A ROS
+    node passes rclpy.serialization.serialize_message(msg) (or a raw subscription's bytes), so
+    the bag holds exactly what was on the wire; ROS-free code builds the bytes from a plain
+    mapping with encode(). Stamps are sim time [ns]. Every topic gets its connection at open,
+    so a reader lists it even when no message came. Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        topics: Mapping[str, str] = TOPICS,
+        *,
+        msg_dir: str | os.PathLike[str] | None = None,
+        compress: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.typestore = load_typestore(msg_dir)
+        for topic, msgtype in topics.items():
+            if msgtype not in self.typestore.types:
+                raise TelemetryError(f'bag topic {topic}: unknown message type {msgtype!r}')
+        self._writer = Writer(self.path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
+        if compress:
+            # STORAGE mode on MCAP = zstd-compressed chunks, which every MCAP reader handles.
+            self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+        try:
+            self._writer.open()
+        except Exception as exc:  # rosbags' WriterError: the path exists
+            raise TelemetryError(f'bag {self.path}: {exc}') from exc
+        self._types = dict(topics)
+        self._conns = {
+            topic: self._writer.add_connection(
+                topic,
+                msgtype,
+                typestore=self.typestore,
+                offered_qos_profiles=[_QOS.get(topic, _EVENTS_QOS)],
+            )
+            for topic, msgtype in topics.items()
+        }
+        self.counts: dict[str, int] = dict.fromkeys(topics, 0)
+        self._closed = False
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(self._types)
+
+    def _topic(self, topic: str) -> str:
+        if self._closed:
+            raise TelemetryError(f'bag {self.path} is closed')
+        if topic not in self._types:
+            names = list(self._types)
+            raise TelemetryError(
+                f'bag topic {topic!r}; expected one of {", ".join(names)}'
+                f'{close_match(topic, names)}'
+            )
+        return topic
+
+    def write(self, topic: str, stamp_ns: int, cdr: bytes | memoryview) -> None:
+        """Append one CDR-serialised message of `topic` at sim time `stamp_ns` [ns]."""
+        self._topic(topic)
+        if isinstance(stamp_ns, bool) or not isinstance(stamp_ns, (int, np.integer)) or stamp_ns < 0:
+            raise TelemetryError(f'bag {topic}: stamp_ns = {stamp_ns!r}; expected an integer >= 0')
+        self._writer.write(self._conns[topic], int(stamp_ns), bytes(cdr))
+        self.counts[topic] += 1
+
+    def encode(self, topic: str, fields: Mapping[str, Any]) -> bytes:
+        """CDR bytes of `topic`'s message type built from a plain mapping (ROS-free).
+
+        Nested messages are mappings, arrays are sequences; omitted fields take their zero
+        value; an unknown field name is an error.
+        """
+        msgtype = self._types[self._topic(topic)]
+        msg = _build(self.typestore, msgtype, fields, topic)
+        return bytes(self.typestore.serialize_cdr(msg, msgtype))
+
+    def close(self) -> None:
+        """Finish the bag (metadata.yaml, MCAP summary); safe to call more than once."""
+        if not self._closed:
+            self._closed = True
+            self._writer.close()
+
+    def __enter__(self) -> BagWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _zero(store: Typestore, desc: tuple[Any, Any], where: str) -> Any:
+    return _value(store, desc, None, where)
+
+
+def _value(store: Typestore, desc: tuple[Any, Any], value: Any, where: str) -> Any:
+    node, sub = desc
+    if node == Nodetype.BASE:
+        name = sub[0]
+        if name == 'string' or name == 'wstring':
+            return '' if value is None else str(value)
+        if name == 'bool':
+            return bool(value) if value is not None else False
+        if name in ('float32', 'float64'):
+            return float(value) if value is not None else 0.0
+        return int(value) if value is not None else 0
+    if node == Nodetype.NAME:
+        return _build(store, sub, value or {}, where)
+    # ARRAY (fixed length) or SEQUENCE: sub = (element desc, length)
+    elem, length = sub
+    items: Sequence[Any] = [] if value is None else list(value)
+    if node == Nodetype.ARRAY:
+        if value is None:
+            items = [None] * length
+        elif len(items) != length:
+            raise TelemetryError(f'{where}: {len(items)} values; expected {length}')
+    if elem[0] == Nodetype.BASE and elem[1][0] in _NUMPY:
+        return np.asarray(
+            [_value(store, elem, v, where) for v in items], dtype=_NUMPY[elem[1][0]]
+        )
+    return [_value(store, elem, v, f'{where}[{i}]') for i, v in enumerate(items)]
+
+
+def _build(store: Typestore, msgtype: str, fields: Mapping[str, Any], where: str) -> Any:
+    if not isinstance(fields, Mapping):
+        raise TelemetryError(f'{where}: {fields!r}; expected a mapping for {msgtype}')
+    _, defs = store.fielddefs[msgtype]
+    names = [n for n, _ in defs]
+    for key in fields:
+        if key not in names:
+            raise TelemetryError(
+                f'{where}: unknown field {key!r} of {msgtype}; expected one of '
+                f'{", ".join(names)}{close_match(str(key), names)}'
+            )
+    kwargs = {
+        n: _value(store, d, fields.get(n), f'{where}.{n}') if n in fields else _zero(store, d, f'{where}.{n}')
+        for n, d in defs
+    }
+    return store.types[msgtype](**kwargs)
