@@ -455,3 +455,27 @@ def test_a_finer_map_is_max_pooled_keeping_spikes_and_blind_blocks():
     assert h[50, 16] == 0.3 and h.max() == 0.3
     assert not obs[5, 10] and obs.sum() == 80 * 120 - 1
     assert obs[20, 30] and h[20, 30] == 0.05
+
+
+def test_noisy_maps_group_bases_conservatively(monkeypatch):
+    import palletizer.core.planning.heuristic as heuristic
+
+    rng = np.random.default_rng(8)
+    cells = np.zeros((80, 120))
+    cells[:40, :60] = 0.18
+    cells += rng.normal(0.0, 0.0005, cells.shape)
+    spec = PackageSpec('n', 'x', (0.30, 0.22, 0.12), 1.8)
+    params = _params(support_tol=0.004, min_support_ratio=0.0)
+    monkeypatch.setattr(heuristic, '_MAX_LEVELS', 10**9)
+    exact = score_candidates(spec, _map(cells), params)
+    monkeypatch.setattr(heuristic, '_MAX_LEVELS', 8)
+    grouped = score_candidates(spec, _map(cells), params)
+
+    def support(c):
+        return {(y, i, j): s for y, i, j, s in zip(c.yaw, c.i0, c.j0, c.support, strict=True)}
+
+    e, g = support(exact), support(grouped)
+    assert set(g) <= set(e) and len(g) > 0.9 * len(e)
+    diff = np.array([e[k] - g[k] for k in g])
+    assert np.all(diff >= -1e-12)  # grouping never adds support
+    assert np.mean(diff == 0.0) > 0.9  # and rarely removes any

@@ -119,6 +119,29 @@ def _pool(heightmap: HeightMap, cell: float) -> tuple[np.ndarray, np.ndarray, fl
 # ---------------------------------------------------------------------------------------------
 
 
+# Above this many distinct window bases (a noisy sensor map), bases closer than a quarter of
+# the support tolerance are evaluated together at the group's highest base.
+_MAX_LEVELS = 48
+
+
+def _levels(zb: np.ndarray, tol: float) -> list[tuple[float, np.ndarray]]:
+    """(base height, windows evaluated at it) for the per-level quantities.
+
+    Exact per distinct base on clean maps. On noisy maps the bases are grouped in bins of
+    tol / 4 and evaluated at the bin's highest base, which can only under-count support
+    (conservative) by cells within tol / 4 of the tolerance edge.
+    """
+    values = np.unique(zb)
+    if len(values) <= _MAX_LEVELS or tol <= 0.0:
+        return [(float(v), zb == v) for v in values]
+    key = np.floor(zb / (tol / 4.0)).astype(np.int64)
+    out = []
+    for k in np.unique(key):
+        sel = key == k
+        out.append((float(zb[sel].max()), sel))
+    return out
+
+
 @dataclass(frozen=True)
 class _Shape:
     """Per-footprint (yaw-independent up to the CoG) window quantities."""
@@ -180,8 +203,7 @@ def _shape_terms(
     j0 = np.arange(Ny)[:, None]
     qx, qy = max(1, fx // 4), max(1, fy // 4)
 
-    for v in np.unique(zb):
-        sel = zb == v
+    for v, sel in _levels(zb, tol):
         s = h >= v - tol
         cnt[sel] = _window_sum(s, fy, fx)[sel]
         pc = sliding_window_view(s, fy, axis=0).any(axis=-1)  # (Ny, nx) column touches support
