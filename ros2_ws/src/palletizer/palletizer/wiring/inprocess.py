@@ -19,6 +19,7 @@ from palletizer.core.motion import AABB, MotionPlanner
 from palletizer.core.planning import Planner
 from palletizer.sim.cell import Cell
 from palletizer.wiring.executor import SimExecutor
+from palletizer.wiring.gauge import WristGauge
 from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
 
 __all__ = [
@@ -39,13 +40,18 @@ def oracle_flag(*components: Any) -> bool:
 class CellPortAdapter:
     """CellPort over a Cell; the cell is rebuilt on reset."""
 
-    def __init__(self, cell: Cell, config: Config) -> None:
+    def __init__(
+        self, cell: Cell, config: Config, on_reset: Callable[[], Any] | None = None
+    ) -> None:
         self.cell = cell
         self.config = config
+        self.on_reset = on_reset
         self._t0 = cell.time
 
     def reset(self, level: int, seed: int) -> int:
         self.cell.reset(self.config.level(level), seed)
+        if self.on_reset is not None:
+            self.on_reset()  # e.g. tare the wrist sensor with the gripper empty
         self._t0 = self.cell.time
         return len(draw_load(level, seed, self.config))
 
@@ -130,6 +136,7 @@ def run_inprocess(
     speed: float = 0.0,
     config: Config | None = None,
     sink: Any = None,
+    gauge: str = 'wrench',
     git_sha: str = '',
     on_start: Callable[[RunSetup], None] | None = None,
 ) -> tuple[EpisodeResult, Any]:
@@ -141,7 +148,10 @@ def run_inprocess(
         draws = draw_load(level, seed, cfg)
         hmap = OracleHeightMap(cell)
         detector = OracleDetector(cell)
-        gauge = OracleGauge(draws)
+        oracle_gauge = OracleGauge(draws)
+        if gauge not in ('wrench', 'oracle'):
+            raise ValueError(f'gauge = {gauge!r}; expected wrench or oracle')
+        weigher = WristGauge(cell) if gauge == 'wrench' else oracle_gauge
         executor = SimExecutor(
             cell, MotionPlanner(), hmap.heightmap, static_boxes(cfg, lv.source), speed=speed
         )
@@ -173,14 +183,16 @@ def run_inprocess(
         sink = sink if sink is not None else MemorySink()
         if lv.source == 'truck' and hasattr(planner, 'set_forecast'):
             # Only the oracle gauge can give specs of cartons not yet weighed.
-            planner.set_forecast(gauge.forecast([d.package_id for d in draws]))
+            if weigher is oracle_gauge:
+                planner.set_forecast(oracle_gauge.forecast([d.package_id for d in draws]))
+        on_reset = weigher.tare if isinstance(weigher, WristGauge) else None
         result = run_episode(
             level=level,
             seed=seed,
             task=lv.source,
-            cell=CellPortAdapter(cell, cfg),
+            cell=CellPortAdapter(cell, cfg, on_reset),
             perception=_Perception(),
-            gauge=gauge,
+            gauge=weigher,
             planner=planner,
             executor=executor,
             referee=Referee(cell),

@@ -1,0 +1,113 @@
+"""The real in-hand gauge for in-process runs: wrist wrench samples -> core.gauge.weigh.
+
+Reads only the wrench sensor and the arm's joint angles (forward kinematics), like the
+wrist_gauge node; it is not an oracle.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from palletizer.core.contracts import Observation, PackageSpec
+from palletizer.core.errors import PalletizerError
+from palletizer.core.gauge import GaugeParams, average_wrench, weigh
+from palletizer.core.motion import UR10eKinematics, plan_grasp, yaw_of
+from palletizer.sim.robot import ARM_JOINTS
+
+__all__ = ['R_sensor_package', 'WristGauge', 'carton_centre_in_sensor', 'type_from_label']
+
+_TOOL_FLIP = np.diag([1.0, -1.0, -1.0])  # tool-down frame: x along world x at yaw 0, z down
+
+
+def type_from_label(package_id: str) -> str:
+    """The carton type printed on its label (ids read '<type>-<nn>')."""
+    return package_id.rsplit('-', 1)[0] if '-' in package_id else 'unknown'
+
+
+def carton_centre_in_sensor(dims, tcp_offset: float, cup_gap: float) -> np.ndarray:
+    """Geometric centre of the held carton in the flange (sensor) frame [m].
+
+    The cup block's centre sat over the lid centre at sealing (the executor cancels the block
+    offset), so the lid centre is the block centre, cup_gap below the cup faces.
+    """
+    L, W, H = dims
+    g = plan_grasp(L, W)
+    return np.array([g.offset[0], g.offset[1], tcp_offset + cup_gap + H / 2])
+
+
+def R_sensor_package(carton_yaw: float, tool_yaw: float) -> np.ndarray:
+    """Package axes in the sensor frame, from the observed carton yaw and the tool yaw [rad]."""
+    d = carton_yaw - tool_yaw
+    c, s = math.cos(d), math.sin(d)
+    return _TOOL_FLIP @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+class WristGauge:
+    """Tare with the gripper empty, then weigh each carton from one still, plumb reading."""
+
+    oracle = False
+
+    def __init__(
+        self,
+        cell,
+        kinematics: UR10eKinematics | None = None,
+        samples: int = 30,
+        tcp_offset: float = 0.092,
+        cup_gap: float = 0.0015,
+        params: GaugeParams | None = None,
+    ) -> None:
+        self.cell = cell
+        self.kin = kinematics or UR10eKinematics()
+        self.samples = samples
+        self.tcp_offset = tcp_offset
+        self.cup_gap = cup_gap
+        self.params = params or GaugeParams()
+        self._tare: np.ndarray | None = None
+
+    def _wait_still(self, speed: float = 0.008, steps: int = 25, max_steps: int = 1000) -> None:
+        """Step until every arm joint is slower than `speed` [rad/s] for `steps` steps (§5)."""
+        m = self.cell.model  # rebuilt on every reset: look the joints up each time
+        dofs = np.array([int(m.joint(j).dofadr[0]) for j in ARM_JOINTS])
+        run = 0
+        for _ in range(max_steps):
+            self.cell.step(1)
+            run = run + 1 if float(np.abs(self.cell.data.qvel[dofs]).max()) < speed else 0
+            if run >= steps:
+                return
+
+    def _read(self) -> np.ndarray:
+        self._wait_still()
+        rows = []
+        for _ in range(self.samples):
+            self.cell.step(1)
+            w = self.cell.wrench()
+            rows.append(np.concatenate([w.force, w.torque]))
+        return average_wrench(np.array(rows), self.params)
+
+    def tare(self) -> np.ndarray:
+        """Average wrench with nothing on the cups [N, N m]."""
+        self._tare = self._read()
+        return self._tare
+
+    def weigh(self, observation: Observation) -> PackageSpec:
+        if self._tare is None:
+            raise PalletizerError(
+                'wrist gauge: weigh() before tare(); tare with the gripper empty'
+            )
+        loaded = self._read()
+        tool_yaw = yaw_of(self.kin.fk(self.cell.q))
+        reading = weigh(
+            self._tare,
+            loaded,
+            package_id=observation.package_id,
+            type_name=type_from_label(observation.package_id),
+            dims=observation.dims_guess,
+            centre_sensor=carton_centre_in_sensor(
+                observation.dims_guess, self.tcp_offset, self.cup_gap
+            ),
+            R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
+            params=self.params,
+        )
+        return reading.spec
