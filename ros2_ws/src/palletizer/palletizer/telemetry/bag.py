@@ -18,9 +18,9 @@ from rosbags.interfaces import (
     QosReliability,
     QosTime,
 )
-from rosbags.rosbag2 import Writer
+from rosbags.rosbag2 import Writer, WriterError
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
-from rosbags.typesys import Stores, get_typestore, get_types_from_msg
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
 from palletizer.core.errors import close_match
@@ -113,7 +113,9 @@ def load_typestore(msg_dir: str | os.PathLike[str] | None = None) -> Typestore:
     store = get_typestore(Stores.ROS2_JAZZY)
     types: dict[str, Any] = {}
     for f in files:
-        types.update(get_types_from_msg(f.read_text(encoding='utf-8'), f'palletizer_msgs/msg/{f.stem}'))
+        types.update(
+            get_types_from_msg(f.read_text(encoding='utf-8'), f'palletizer_msgs/msg/{f.stem}')
+        )
     store.register(types)
     return store
 
@@ -141,13 +143,15 @@ class BagWriter:
         for topic, msgtype in topics.items():
             if msgtype not in self.typestore.types:
                 raise TelemetryError(f'bag topic {topic}: unknown message type {msgtype!r}')
-        self._writer = Writer(self.path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
-        if compress:
-            # STORAGE mode on MCAP = zstd-compressed chunks, which every MCAP reader handles.
-            self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
         try:
+            self._writer = Writer(
+                self.path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP
+            )
+            if compress:
+                # STORAGE mode on MCAP = zstd-compressed chunks, which every MCAP reader handles.
+                self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
             self._writer.open()
-        except Exception as exc:  # rosbags' WriterError: the path exists
+        except WriterError as exc:  # the path exists: a bag is never appended to
             raise TelemetryError(f'bag {self.path}: {exc}') from exc
         self._types = dict(topics)
         self._conns = {
@@ -180,7 +184,11 @@ class BagWriter:
     def write(self, topic: str, stamp_ns: int, cdr: bytes | memoryview) -> None:
         """Append one CDR-serialised message of `topic` at sim time `stamp_ns` [ns]."""
         self._topic(topic)
-        if isinstance(stamp_ns, bool) or not isinstance(stamp_ns, (int, np.integer)) or stamp_ns < 0:
+        if (
+            isinstance(stamp_ns, bool)
+            or not isinstance(stamp_ns, (int, np.integer))
+            or stamp_ns < 0
+        ):
             raise TelemetryError(f'bag {topic}: stamp_ns = {stamp_ns!r}; expected an integer >= 0')
         self._writer.write(self._conns[topic], int(stamp_ns), bytes(cdr))
         self.counts[topic] += 1
@@ -239,9 +247,7 @@ def _value(store: Typestore, desc: tuple[Any, Any], value: Any, where: str) -> A
         elif len(items) != length:
             raise TelemetryError(f'{where}: {len(items)} values; expected {length}')
     if elem[0] == Nodetype.BASE and elem[1][0] in _NUMPY:
-        return np.asarray(
-            [_value(store, elem, v, where) for v in items], dtype=_NUMPY[elem[1][0]]
-        )
+        return np.asarray([_value(store, elem, v, where) for v in items], dtype=_NUMPY[elem[1][0]])
     return [_value(store, elem, v, f'{where}[{i}]') for i, v in enumerate(items)]
 
 
@@ -257,7 +263,9 @@ def _build(store: Typestore, msgtype: str, fields: Mapping[str, Any], where: str
                 f'{", ".join(names)}{close_match(str(key), names)}'
             )
     kwargs = {
-        n: _value(store, d, fields.get(n), f'{where}.{n}') if n in fields else _zero(store, d, f'{where}.{n}')
+        n: _value(store, d, fields.get(n), f'{where}.{n}')
+        if n in fields
+        else _zero(store, d, f'{where}.{n}')
         for n, d in defs
     }
     return store.types[msgtype](**kwargs)

@@ -11,7 +11,13 @@ import numpy as np
 
 from palletizer.telemetry.vocab import EventKind, TelemetryError, parse_failure
 
-__all__ = ['MM_DECIMALS', 'DEG_DECIMALS', 'REQUIRED_PAYLOAD_KEYS', 'json_safe', 'payload_to_display']
+__all__ = [
+    'MM_DECIMALS',
+    'DEG_DECIMALS',
+    'REQUIRED_PAYLOAD_KEYS',
+    'json_safe',
+    'payload_to_display',
+]
 
 MM_DECIMALS = 1  # 0.1 mm, the resolution cell-facts §8.4 gives for cog_offset_mm
 DEG_DECIMALS = 2  # 0.01 deg, well below the 5.7 deg placement tolerance (§7.1)
