@@ -140,6 +140,11 @@ class RunWriter:
         """Seed of the open episode, or None."""
         return None if self._episode is None else self._episode.seed
 
+    @property
+    def open_events(self) -> int | None:
+        """Events written so far for the open episode, or None when none is open."""
+        return None if self._episode is None else self._episode.n_events
+
     def _open(self, what: str, seed: int | None = None) -> _Episode:
         if self._closed:
             raise TelemetryError(f'{what}: the run writer of {self.path} is closed')
