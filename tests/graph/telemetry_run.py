@@ -17,15 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import rclpy
+from palletizer.launcher.graph import describe, parse_launch_args
+from palletizer.launcher.process import node_argv
+from palletizer.nodes.qos import EVENTS, LATCHED, SENSORS
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
 from palletizer_msgs.srv import EndEpisode
 from rosbags.highlevel import AnyReader
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
-
-from palletizer.launcher.graph import describe, parse_launch_args
-from palletizer.launcher.process import node_argv
-from palletizer.nodes.qos import EVENTS, LATCHED, SENSORS
 
 STAMP = '20260509-120000'
 
