@@ -32,6 +32,11 @@ BENCHMARKS = {
         'bench_cell',
         'physics real-time factor, depth capture, stability protocol, memory',
     ),
+    'reference': (
+        'palletizer.cli.bench_reference',
+        'bench_reference',
+        'the reference protocol: 3 planners x 2 motion modes, levels 11-33 and 14-17',
+    ),
 }
 
 

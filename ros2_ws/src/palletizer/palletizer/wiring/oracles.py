@@ -14,7 +14,14 @@ import numpy as np
 from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PalletGeometry
 from palletizer.core.loads import CartonDraw
 
-__all__ = ['OracleDetector', 'OracleGauge', 'OracleHeightMap', 'Referee', 'yaw_of_quat']
+__all__ = [
+    'OracleDetector',
+    'OracleGauge',
+    'OracleHeightMap',
+    'Referee',
+    'stamp_heightmap',
+    'yaw_of_quat',
+]
 
 
 def yaw_of_quat(q: Sequence[float]) -> float:
@@ -86,37 +93,43 @@ class OracleHeightMap:
         self.cell = cell
         self.pallet = pallet or PalletGeometry()
         self.cell_size = cell_size
-        flat = HeightMap.flat(self.pallet, cell_size)
-        ny, nx = flat.shape
-        ox, oy = flat.origin
-        self._xs = ox + (np.arange(nx) + 0.5) * cell_size
-        self._ys = oy + (np.arange(ny) + 0.5) * cell_size
-        self._origin = flat.origin
 
     def heightmap(self) -> HeightMap:
         gt = self.cell.ground_truth()
-        deck = self.pallet.deck_z
-        cells = np.zeros((len(self._ys), len(self._xs)))
-        X, Y = np.meshgrid(self._xs, self._ys)
-        boxes = []
-        for pid, c in gt.cartons.items():
-            if pid == gt.held:
-                continue
-            bottom = float(c.pos[2]) - c.dims[2] / 2
-            if float(c.pos[2]) < deck:
-                continue
-            boxes.append((bottom, c))
-        for bottom, c in sorted(boxes, key=lambda b: b[0]):
-            yaw = yaw_of_quat(c.quat)
-            cs, sn = math.cos(yaw), math.sin(yaw)
-            dx, dy = X - float(c.pos[0]), Y - float(c.pos[1])
-            u, v = cs * dx + sn * dy, -sn * dx + cs * dy
-            inside = (np.abs(u) <= c.dims[0] / 2) & (np.abs(v) <= c.dims[1] / 2)
-            if not inside.any():
-                continue
-            # A carton floating well above what is under it is held or on a table edge: skip.
-            if bottom - deck > cells[inside].max() + 0.02:
-                continue
-            top = float(c.pos[2]) + c.dims[2] / 2 - deck
-            cells[inside] = np.maximum(cells[inside], top)
-        return HeightMap(cells, None, self._origin, self.cell_size)
+        boxes = [(pid, c.pos, c.quat, c.dims) for pid, c in gt.cartons.items()]
+        return stamp_heightmap(boxes, gt.held, self.pallet, self.cell_size)
+
+
+def stamp_heightmap(
+    boxes, held: str | None, pallet: PalletGeometry | None = None, cell_size: float = 0.010
+) -> HeightMap:
+    """Oracle height map from true carton poses: (package_id, pos (3,), quat wxyz, dims) each.
+
+    Every carton resting above the deck stamps its top on the cells under its rotated
+    footprint, lowest first; a held carton, or one floating > 2 cm above what is under it
+    (in the air, on a table edge), is skipped (cell-facts §4).
+    """
+    p = pallet or PalletGeometry()
+    flat = HeightMap.flat(p, cell_size)
+    ny, nx = flat.shape
+    ox, oy = flat.origin
+    X, Y = np.meshgrid(
+        ox + (np.arange(nx) + 0.5) * cell_size, oy + (np.arange(ny) + 0.5) * cell_size
+    )
+    deck = p.deck_z
+    cells = np.zeros((ny, nx))
+    rows = []
+    for pid, pos, quat, dims in boxes:
+        if pid == held or float(pos[2]) < deck:
+            continue
+        rows.append((float(pos[2]) - dims[2] / 2, pos, quat, dims))
+    for bottom, pos, quat, dims in sorted(rows, key=lambda r: r[0]):
+        yaw = yaw_of_quat(quat)
+        cs, sn = math.cos(yaw), math.sin(yaw)
+        dx, dy = X - float(pos[0]), Y - float(pos[1])
+        u, v = cs * dx + sn * dy, -sn * dx + cs * dy
+        inside = (np.abs(u) <= dims[0] / 2) & (np.abs(v) <= dims[1] / 2)
+        if not inside.any() or bottom - deck > cells[inside].max() + 0.02:
+            continue
+        cells[inside] = np.maximum(cells[inside], float(pos[2]) + dims[2] / 2 - deck)
+    return HeightMap(cells, None, flat.origin, cell_size)

@@ -1,0 +1,155 @@
+"""`scripts/bench reference`: the reference protocol, each planner in both motion modes.
+
+Levels 11 12 13 21 22 23 31 32 33 x seeds 1-3 (27 episodes, 165 cartons) plus levels 14-17 x
+seeds 1-3, through the in-process wiring (the same episode loop the node graph runs), oracle
+perception (detector and height map), the wrist gauge from the simulated wrench. Episodes run in
+parallel worker processes. Writes benchmarks/results/reference.json and reference.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+__all__ = ['MAIN_LEVELS', 'HARD_LEVELS', 'bench_reference', 'run_one']
+
+MAIN_LEVELS = (11, 12, 13, 21, 22, 23, 31, 32, 33)
+HARD_LEVELS = (14, 15, 16, 17)
+SEEDS = (1, 2, 3)
+PLANNERS = ('heuristic', 'beam', 'grid')
+MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
+# The reference cell's published figures (interpolated motion, oracles; cell-facts §12.1).
+REFERENCE = {
+    'beam': {'episodes_ok': 22, 'cartons_placed': 140},
+    'heuristic': {'episodes_ok': 12, 'cartons_placed': 92},
+    'grid': {'episodes_ok': 14, 'cartons_placed': 91},
+    'hard_levels_beam': {'episodes_ok': 2, 'episodes': 12},
+}
+
+
+def run_one(job: tuple[str, float, int, int]) -> dict:
+    """One episode in a worker process: returns a JSON-safe summary."""
+    from palletizer.nodes.planner import build_planner
+    from palletizer.wiring.inprocess import MemorySink, run_inprocess
+
+    planner, speed, level, seed = job
+    t0 = time.perf_counter()
+    try:
+        result, sink = run_inprocess(level, seed, build_planner(planner), speed=speed,
+                                     sink=MemorySink())
+    except Exception as exc:  # a crash is a result too: report it, do not hide it
+        return {'planner': planner, 'speed': speed, 'level': level, 'seed': seed,
+                'error': f'{type(exc).__name__}: {exc}', 'success': False, 'n_placed': 0,
+                'n_objects': 0, 'failure': 'crash', 'wall_s': time.perf_counter() - t0}
+    margins = [s.stability_margin_m for s in sink.states]
+    return {
+        'planner': planner, 'speed': speed, 'level': level, 'seed': seed,
+        'success': result.success, 'n_placed': result.n_placed, 'n_objects': result.n_objects,
+        'failure': result.failure.value if result.failure else None,
+        'min_margin_mm': round(min(margins) * 1000, 1) if margins else None,
+        'sim_s': result.duration_s, 'wall_s': round(time.perf_counter() - t0, 2),
+        'oracle': result.oracle,
+    }
+
+
+def _summarise(rows: Sequence[dict]) -> dict:
+    margins = [r['min_margin_mm'] for r in rows if r.get('min_margin_mm') is not None]
+    fails = Counter(r['failure'] for r in rows if r['failure'])
+    return {
+        'episodes_ok': sum(1 for r in rows if r['success']),
+        'episodes': len(rows),
+        'cartons_placed': sum(r['n_placed'] for r in rows),
+        'cartons': sum(r['n_objects'] for r in rows),
+        'min_margin_mm': min(margins) if margins else None,
+        'failures': dict(sorted(fails.items())),
+    }
+
+
+def _git_sha() -> str:
+    try:
+        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ''
+
+
+def _markdown(summary: dict, sha: str, command: str) -> str:
+    lines = [f'# Reference protocol results (commit {sha})', '', f'Command: `{command}`', '',
+             'Levels 11-13, 21-23, 31-33 x seeds 1-3 (27 episodes); oracle detector and height '
+             'map, wrist-wrench gauge.', '',
+             '| planner | motion | episodes | cartons | min margin mm | failures |',
+             '|---|---|---:|---:|---:|---|']
+    for key, s in summary['main'].items():
+        planner, mode = key.split('/')
+        lines.append(f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
+                     f'{s["cartons_placed"]}/{s["cartons"]} | {s["min_margin_mm"]} | '
+                     f'{", ".join(f"{k} x{v}" for k, v in s["failures"].items()) or "-"} |')
+    lines += ['', 'Levels 14-17 x seeds 1-3:', '', '| planner | motion | episodes | cartons |',
+              '|---|---|---:|---:|']
+    for key, s in summary['hard'].items():
+        planner, mode = key.split('/')
+        lines.append(f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
+                     f'{s["cartons_placed"]}/{s["cartons"]} |')
+    lines += ['', 'Reference cell (interpolated, oracles): beam 22/27 and 140/165, heuristic '
+              '12/27 and 92/165, grid 14/27 and 91/165; levels 14-17 2/12 (beam).', '']
+    return '\n'.join(lines)
+
+
+def bench_reference(
+    planners: Sequence[str] = PLANNERS,
+    modes: Sequence[str] = tuple(MODES),
+    workers: int | None = None,
+    out_dir: str | os.PathLike[str] = 'benchmarks/results',
+    hard: bool = True,
+) -> dict:
+    levels = MAIN_LEVELS + (HARD_LEVELS if hard else ())
+    jobs = [(p, MODES[m], lv, s) for p in planners for m in modes for lv in levels for s in SEEDS]
+    workers = workers or max(1, os.cpu_count() or 1)
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run_one, j) for j in jobs]
+        for i, fut in enumerate(as_completed(futures), 1):
+            r = fut.result()
+            rows.append(r)
+            bar = '#' * int(30 * i / len(jobs))
+            print(f'\r[reference] [{bar:30s}] {i}/{len(jobs)} {r["planner"]} '
+                  f'L{r["level"]} s{r["seed"]} {"ok" if r["success"] else r["failure"]}   ',
+                  end='', file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    mode_of = {v: k for k, v in MODES.items()}
+    summary: dict = {'main': {}, 'hard': {}}
+    for p in planners:
+        for m in modes:
+            sel = [r for r in rows if r['planner'] == p and mode_of[r['speed']] == m]
+            summary['main'][f'{p}/{m}'] = _summarise([r for r in sel if r['level'] in MAIN_LEVELS])
+            if hard:
+                summary['hard'][f'{p}/{m}'] = _summarise([r for r in sel if r['level'] in HARD_LEVELS])
+    sha = _git_sha()
+    command = 'scripts/bench reference'
+    doc = {
+        'commit': sha, 'command': command, 'perception': 'oracle detector and height map',
+        'gauge': 'wrist wrench', 'reference': REFERENCE,
+        'results': {p: {m: summary['main'][f'{p}/{m}'] for m in modes} for p in planners},
+        'hard_levels': {p: {m: summary['hard'].get(f'{p}/{m}') for m in modes} for p in planners},
+        'episodes': sorted(rows, key=lambda r: (r['planner'], r['speed'], r['level'], r['seed'])),
+    }
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'reference.json').write_text(json.dumps(doc, indent=1, sort_keys=True) + '\n')
+    (out / 'reference.md').write_text(_markdown(summary, sha, command))
+    flat = {f'{k}:{f}': v[f] for k, v in summary['main'].items()
+            for f in ('episodes_ok', 'cartons_placed')}
+    return {'wall_s_total': round(time.perf_counter() - t0, 1), 'episodes_run': len(rows),
+            'output': str(out / 'reference.json'), **flat}
+
+
+if __name__ == '__main__':
+    print(json.dumps(bench_reference()))

@@ -1,0 +1,85 @@
+"""State publisher node: /robot_description and the arm's link TFs from /joint_states.
+
+A small stand-in for robot_state_publisher (not installable from pip); on a ROS install the
+real one can take its place with the same URDF.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from palletizer.core.config import load_config
+from palletizer.core.description import JOINTS, LINKS, link_transforms, urdf
+from palletizer.core.motion import UR10eKinematics
+from palletizer.nodes.qos import LATCHED, SENSORS
+from palletizer.nodes.tf_util import transform_msg
+
+__all__ = ['StatePublisherNode', 'main']
+
+
+class StatePublisherNode(Node):
+    def __init__(self) -> None:
+        super().__init__('state_publisher')
+        robot = load_config().cell['robot']
+        gripper = load_config().cell['gripper']
+        self.dh = dict(robot['dh'])
+        text = urdf(
+            self.dh,
+            robot['joint_lower'],
+            robot['joint_upper'],
+            [np.radians(v) for v in robot['joint_speed_limits_deg_s']],
+            robot['torque_limits_nm'],
+            gripper['tcp_offset'],
+        )
+        self.create_publisher(String, '/robot_description', LATCHED).publish(String(data=text))
+        self.tf = self.create_publisher(TFMessage, '/tf', 10)
+        T_world_base = UR10eKinematics().T_world_base
+        static = self.create_publisher(TFMessage, '/tf_static', LATCHED)
+        stamp = self.get_clock().now().to_msg()
+        tcp = np.eye(4)
+        tcp[2, 3] = gripper['tcp_offset']
+        static.publish(
+            TFMessage(
+                transforms=[
+                    transform_msg(stamp, 'world', 'base_link', T_world_base),
+                    transform_msg(stamp, 'wrist_3_link', 'flange', np.eye(4)),
+                    transform_msg(stamp, 'flange', 'tcp', tcp),
+                ]
+            )
+        )
+        self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
+
+    def on_joints(self, msg: JointState) -> None:
+        pos = dict(zip(msg.name, msg.position, strict=False))
+        if not all(j in pos for j in JOINTS):
+            return
+        q = [pos[j] for j in JOINTS]
+        tfs = [
+            transform_msg(msg.header.stamp, LINKS[i], LINKS[i + 1], T)
+            for i, T in enumerate(link_transforms(self.dh, q))
+        ]
+        self.tf.publish(TFMessage(transforms=tfs))
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = StatePublisherNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

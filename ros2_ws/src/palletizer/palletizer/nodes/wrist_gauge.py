@@ -1,0 +1,160 @@
+"""Wrist gauge node: tare and in-hand weighing from the wrist wrench stream (cell-facts §5).
+
+It reads only the wrench topic and /joint_states (tool yaw by forward kinematics): on the real
+UR10e the same node weighs from the real sensor. The world is paused between cell calls, so the
+director holds the arm still (the cell's settle) before asking; the node uses the latest
+samples and refuses when the arm was moving.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import WrenchStamped
+from palletizer_msgs.srv import Tare, Weigh
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from palletizer.core.config import load_config
+from palletizer.core.description import JOINTS
+from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
+from palletizer.core.motion import UR10eKinematics, yaw_of
+from palletizer.nodes.convert import observation_from_msg, spec_to_msg
+from palletizer.nodes.qos import SENSORS
+from palletizer.wiring.gauge import R_sensor_package, carton_centre_in_sensor, type_from_label
+
+__all__ = ['WristGaugeNode', 'main']
+
+
+class WristGaugeNode(Node):
+    def __init__(self) -> None:
+        super().__init__('wrist_gauge')
+        cfg = load_config()
+        g = cfg.perception['gauge']
+
+        def param(name, default, text):
+            return self.declare_parameter(
+                name, default, ParameterDescriptor(description=text)
+            ).value
+
+        topic = param(
+            'wrench_topic',
+            '/force_torque_sensor_broadcaster/wrench',
+            'WrenchStamped topic of the flange F/T sensor',
+        )
+        self.samples = int(param('samples', g['samples'], 'wrench samples averaged per reading'))
+        self.still_speed = float(
+            param(
+                'still_speed',
+                g['still_speed'],
+                'joint speed below which the arm counts as still [rad/s]',
+            )
+        )
+        self.mode = param('mode', 'wrench', 'wrench = weigh from the sensor (not an oracle)')
+        self.tcp_offset = cfg.cell['gripper']['tcp_offset']
+        self.cup_gap = cfg.cell['gripper']['cup_gap']
+        self.params = GaugeParams(
+            no_payload_kg=g['no_payload_kg'],
+            noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
+        )
+        self.kin = UR10eKinematics()
+        self.buffer: deque[np.ndarray] = deque(maxlen=self.samples)
+        self.q: np.ndarray | None = None
+        self.qd_max = 0.0
+        self.tare: np.ndarray | None = None
+        self.create_subscription(WrenchStamped, topic, self.on_wrench, SENSORS)
+        self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
+        self.create_service(Tare, '~/tare', self.on_tare)
+        self.create_service(Weigh, '~/weigh', self.on_weigh)
+
+    def on_wrench(self, msg: WrenchStamped) -> None:
+        f, t = msg.wrench.force, msg.wrench.torque
+        self.buffer.append(np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
+
+    def on_joints(self, msg: JointState) -> None:
+        pos = dict(zip(msg.name, msg.position, strict=False))
+        if all(j in pos for j in JOINTS):
+            self.q = np.array([pos[j] for j in JOINTS])
+            vel = dict(zip(msg.name, msg.velocity, strict=False))
+            self.qd_max = max((abs(vel.get(j, 0.0)) for j in JOINTS), default=0.0)
+
+    def _reading(self) -> np.ndarray | str:
+        if len(self.buffer) < self.samples:
+            return f'only {len(self.buffer)} wrench samples of {self.samples}: hold the arm still longer'
+        if self.qd_max > self.still_speed:
+            return f'arm moving at {self.qd_max:.3f} rad/s > {self.still_speed} rad/s'
+        try:
+            return average_wrench(np.array(self.buffer), self.params)
+        except WeighError as exc:
+            return str(exc)
+
+    def on_tare(self, req: Tare.Request, res: Tare.Response):
+        r = self._reading()
+        if isinstance(r, str):
+            res.error_code, res.error_msg = Tare.Response.NOT_STILL, r
+            return res
+        self.tare = r
+        res.wrench = [float(v) for v in r]
+        res.error_code = Tare.Response.OK
+        return res
+
+    def on_weigh(self, req: Weigh.Request, res: Weigh.Response):
+        if self.tare is None:
+            res.error_code, res.error_msg = (
+                Weigh.Response.NO_TARE,
+                'weigh before tare: call ~/tare with the gripper empty',
+            )
+            return res
+        r = self._reading()
+        if isinstance(r, str):
+            res.error_code, res.error_msg = Weigh.Response.NOT_STILL, r
+            return res
+        obs = observation_from_msg(req.observation)
+        tool_yaw = yaw_of(self.kin.fk(self.q)) if self.q is not None else 0.0
+        try:
+            reading = weigh(
+                self.tare,
+                r,
+                package_id=obs.package_id,
+                type_name=type_from_label(obs.package_id),
+                dims=obs.dims_guess,
+                centre_sensor=carton_centre_in_sensor(
+                    obs.dims_guess, self.tcp_offset, self.cup_gap
+                ),
+                R_sensor_package=R_sensor_package(obs.yaw, tool_yaw),
+                params=self.params,
+            )
+        except WeighError as exc:
+            res.error_code = (
+                Weigh.Response.NO_PAYLOAD
+                if exc.verdict == 'no_payload'
+                else Weigh.Response.SLIPPED
+            )
+            res.error_msg = str(exc)
+            return res
+        res.spec = spec_to_msg(reading.spec)
+        res.quality = reading.quality
+        res.error_code = Weigh.Response.OK
+        return res
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = WristGaugeNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()
