@@ -1,0 +1,448 @@
+"""Cell bridge node: the MuJoCo cell behind the UR driver's interfaces, plus the cell services."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from control_msgs.action import FollowJointTrajectory
+from geometry_msgs.msg import Pose, TransformStamped, WrenchStamped
+from palletizer_msgs.msg import CartonTruth, SourceState
+from palletizer_msgs.srv import (
+    Capture,
+    GroundTruth,
+    PresentCarton,
+    ReleaseCarton,
+    ResetCell,
+    RunStability,
+    Settle,
+)
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Bool
+from tf2_msgs.msg import TFMessage
+from trajectory_msgs.msg import JointTrajectoryPoint
+from ur_msgs.srv import SetIO
+
+from palletizer.bridge import (
+    FjtDefaults,
+    FjtRunner,
+    FjtStatus,
+    StepStream,
+    camera_frames,
+    camera_matrices,
+    carton_records,
+    cell_frames,
+)
+from palletizer.core.config import load_config
+from palletizer.core.errors import PalletizerError
+from palletizer.core.jtc import GoalError
+from palletizer.core.loads import draw_load
+from palletizer.nodes.qos import LATCHED
+from palletizer.sim.cell import Cell, CellOptions
+from palletizer.sim.stability import StabilityProtocol
+
+__all__ = ['CellBridgeNode', 'main']
+
+# Reliable, like the UR driver's broadcasters: a reliable writer matches reliable and
+# best-effort readers alike, and a 1.2 MB image survives fragmentation.
+STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+# Settle and RunStability define only OK; this code (next in the cell band 201-206) marks a
+# refused request until the interfaces get their own constant.
+REFUSED = 207
+
+
+def _stamp(t: float) -> Time:
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _tol(items) -> list[tuple[str, float, float, float]]:
+    return [(j.name, j.position, j.velocity, j.acceleration) for j in items]
+
+
+def _point(q, qd) -> JointTrajectoryPoint:
+    return JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[float(v) for v in qd])
+
+
+class CellBridgeNode(Node):
+    """Owns one Cell; physics advances only inside goals and the cell services (lockstep)."""
+
+    def __init__(self) -> None:
+        super().__init__('cell_bridge')
+        self.cfg = load_config()
+        cell_cfg = self.cfg.cell
+        vac = cell_cfg['gripper']['vacuum_io']
+
+        def param(name, default, text):
+            return self.declare_parameter(
+                name, default, ParameterDescriptor(description=text)
+            ).value
+
+        level = param('level', self.cfg.default_level, 'level id at start (see levels.yaml)')
+        seed = param('seed', 0, 'load seed at start')
+        self.speed = float(param('speed', 0.0, '0 = fast-forward goals, > 0 = servo-tracked'))
+        action = param('trajectory_action', 'follow_joint_trajectory', 'FJT action name')
+        io_srv = param('set_io_service', 'set_io', 'ur_msgs/SetIO service name')
+        wrench = param('wrench_topic', 'wrench', 'WrenchStamped topic, flange frame [N, N m]')
+        self.vac_fun = param('vacuum_fun', int(vac['fun']), 'SetIO fun that switches the vacuum')
+        self.vac_pin = param('vacuum_pin', int(vac['pin']), 'SetIO pin that switches the vacuum')
+        d = FjtDefaults()
+        self.defaults = FjtDefaults(
+            param('path_tolerance', d.path_position, 'default path tolerance [rad]'),
+            param('goal_tolerance', d.goal_position, 'default goal tolerance [rad]'),
+            param('goal_time_tolerance', d.goal_time, 'default goal time tolerance [s]'),
+            param('stopped_velocity_tolerance', d.stopped_velocity, 'end at rest [rad/s]'),
+        )
+        self.truth = param('publish_truth', True, 'truth/<id> carton TFs (visualisation only)')
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        robot = cell_cfg['robot']
+        self.joints = tuple(robot['joint_names'])
+        self.limits = (robot['joint_lower'], robot['joint_upper'])
+        self.speed_limits = np.deg2rad(robot['joint_speed_limits_deg_s'])
+        cams = cell_cfg['cameras']
+        self.cameras = {n: c for n, c in cams.items() if c.get('role') in ('pallet', 'pick')}
+        self.pallet_cams = [n for n, c in self.cameras.items() if c.get('role') == 'pallet']
+        self.options = CellOptions.from_config(cell_cfg)
+
+        # Every world-touching callback is in one mutually exclusive group so two never
+        # interleave; the lock also covers the FJT execute task, which rclpy runs outside any
+        # group. Goal/cancel requests use a reentrant group so a cancel lands while a goal runs.
+        self.world = MutuallyExclusiveCallbackGroup()
+        self.control = ReentrantCallbackGroup()
+        self.lock = threading.Lock()
+        self.active_goal = None
+
+        self.clock_pub = self.create_publisher(Clock, '/clock', STREAM)
+        self.js_pub = self.create_publisher(JointState, 'joint_states', STREAM)
+        self.wrench_pub = self.create_publisher(WrenchStamped, wrench, STREAM)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf', TF)
+        self.tf_static_pub = self.create_publisher(TFMessage, '/tf_static', LATCHED)
+        self.sealed_pub = self.create_publisher(Bool, '~/vacuum_sealed', LATCHED)
+        self.image_pubs = {
+            n: (
+                self.create_publisher(Image, f'/cameras/{n}/depth/image_raw', STREAM),
+                self.create_publisher(Image, f'/cameras/{n}/color/image_raw', STREAM),
+                self.create_publisher(CameraInfo, f'/cameras/{n}/camera_info', STREAM),
+            )
+            for n in self.cameras
+        }
+        self.stream = StepStream(self.publish_state, every=10)  # 50 Hz of sim time at 2 ms
+
+        self.cell = Cell(options=self.options)
+        err = self._reset(int(level), int(seed))
+        if err:
+            raise PalletizerError(f'cell_bridge: level:={level}: {err}')
+
+        ws = {'callback_group': self.world}
+        self.create_service(ResetCell, '~/reset', self.on_reset, **ws)
+        self.create_service(PresentCarton, '~/present', self.on_present, **ws)
+        self.create_service(ReleaseCarton, '~/release', self.on_release, **ws)
+        self.create_service(Settle, '~/settle', self.on_settle, **ws)
+        self.create_service(Capture, '~/capture', self.on_capture, **ws)
+        self.create_service(RunStability, '~/run_stability', self.on_stability, **ws)
+        self.create_service(GroundTruth, '~/ground_truth', self.on_ground_truth, **ws)
+        self.create_service(SetIO, io_srv, self.on_set_io, **ws)
+        self.action = ActionServer(
+            self,
+            FollowJointTrajectory,
+            action,
+            execute_callback=self.on_execute,
+            goal_callback=self.on_goal,
+            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+            callback_group=self.control,
+        )
+        self.get_logger().info(
+            f'cell_bridge ready: level {level} seed {seed} speed {self.speed} '
+            f'({"fast-forward" if self.speed == 0 else "servo-tracked"}), action {action}'
+        )
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name != 'use_sim_time':
+                return SetParametersResult(
+                    successful=False,
+                    reason=f'{p.name} is read once at start; use ~/reset or restart the node',
+                )
+        return SetParametersResult(successful=True)
+
+    # World -----------------------------------------------------------------------------------
+    def _reset(self, level: int, seed: int) -> str:
+        if level not in self.cfg.levels:
+            return f'level {level} does not exist; valid levels: {sorted(self.cfg.levels)}'
+        self.level = self.cfg.level(level)
+        self.cell.reset(self.level, seed)
+        self.draws = {d.package_id: d for d in draw_load(level, seed, self.cfg)}
+        self.presented: str | None = None
+        self.fjt = FjtRunner(
+            self.cell, self.joints, *self.limits, self.speed_limits, self.defaults, self.speed
+        )
+        self.stream.attach(self.cell)
+        self.sealed_pub.publish(Bool(data=False))
+        self.tf_static_pub.publish(
+            TFMessage(transforms=self._transforms(camera_frames(self.cell, self.cameras)))
+        )
+        self.publish_state()
+        return ''
+
+    def _transforms(self, frames) -> list[TransformStamped]:
+        stamp = _stamp(self.cell.time)
+        out = []
+        for f in frames:
+            t = TransformStamped()
+            t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, f.parent, f.child
+            tr, r = t.transform.translation, t.transform.rotation
+            tr.x, tr.y, tr.z = (float(v) for v in f.pos)
+            r.w, r.x, r.y, r.z = (float(v) for v in f.quat)
+            out.append(t)
+        return out
+
+    def publish_state(self) -> None:
+        """Clock, joint states, wrench and TF at the current sim time."""
+        cell = self.cell
+        stamp = _stamp(cell.time)
+        self.clock_pub.publish(Clock(clock=stamp))
+        q, qd, tau = cell.joint_state()
+        js = JointState(name=list(self.joints))
+        js.header.stamp = stamp
+        js.position, js.velocity, js.effort = q.tolist(), qd.tolist(), tau.tolist()
+        self.js_pub.publish(js)
+        w = cell.wrench()
+        msg = WrenchStamped()
+        msg.header.stamp, msg.header.frame_id = stamp, 'flange'
+        f, t = msg.wrench.force, msg.wrench.torque
+        f.x, f.y, f.z = (float(v) for v in w.force)
+        t.x, t.y, t.z = (float(v) for v in w.torque)
+        self.wrench_pub.publish(msg)
+        self.tf_pub.publish(TFMessage(transforms=self._transforms(cell_frames(cell, self.truth))))
+
+    # Control interfaces ----------------------------------------------------------------------
+    def on_goal(self, goal) -> GoalResponse:
+        # One goal at a time; a second is refused rather than silently queued behind the first.
+        return GoalResponse.REJECT if self.active_goal is not None else GoalResponse.ACCEPT
+
+    def on_execute(self, handle):
+        goal = handle.request
+        res = FollowJointTrajectory.Result()
+        points = [
+            {
+                'positions': list(p.positions),
+                'velocities': list(p.velocities),
+                'accelerations': list(p.accelerations),
+                'time_from_start': p.time_from_start.sec + p.time_from_start.nanosec * 1e-9,
+            }
+            for p in goal.trajectory.points
+        ]
+        gt = goal.goal_time_tolerance
+        fb = FollowJointTrajectory.Feedback(joint_names=list(self.joints))
+
+        def on_tick(tick) -> None:
+            fb.header.stamp = _stamp(self.cell.time)
+            fb.desired = _point(tick.desired_q, tick.desired_qd)
+            fb.actual = _point(tick.actual_q, tick.actual_qd)
+            fb.error = _point(tick.error_q, tick.error_qd)
+            handle.publish_feedback(fb)
+
+        with self.lock:
+            self.active_goal = handle
+            try:
+                prepared = self.fjt.prepare(
+                    goal.trajectory.joint_names,
+                    points,
+                    _tol(goal.path_tolerance),
+                    _tol(goal.goal_tolerance),
+                    gt.sec + gt.nanosec * 1e-9,
+                )
+                out = self.fjt.execute(prepared, on_tick, lambda: handle.is_cancel_requested)
+            except GoalError as exc:
+                res.error_code, res.error_string = exc.code, str(exc)
+                handle.abort()
+                return res
+            finally:
+                self.active_goal = None
+                self.publish_state()
+        res.error_code, res.error_string = out.error_code, out.error_string
+        {FjtStatus.succeeded: handle.succeed, FjtStatus.aborted: handle.abort}.get(
+            out.status, handle.canceled
+        )()
+        return res
+
+    def on_set_io(self, req: SetIO.Request, res: SetIO.Response):
+        if req.fun != self.vac_fun or req.pin != self.vac_pin:
+            self.get_logger().warn(
+                f'SetIO fun={req.fun} pin={req.pin} refused; only fun={self.vac_fun} '
+                f'pin={self.vac_pin} (the vacuum) is wired'
+            )
+            res.success = False
+            return res
+        with self.lock:
+            self.cell.set_vacuum(req.state >= 0.5)
+            self.sealed_pub.publish(Bool(data=self.cell.suction.held is not None))
+            self.publish_state()
+        res.success = True
+        return res
+
+    # Cell services ---------------------------------------------------------------------------
+    def on_reset(self, req: ResetCell.Request, res: ResetCell.Response):
+        with self.lock:
+            err = self._reset(req.level, req.seed)
+        if err:
+            res.error_code, res.error_msg = ResetCell.Response.UNKNOWN_LEVEL, err
+            return res
+        res.n_cartons, res.source = len(self.cell.carton_indices()), self.level.source
+        return res
+
+    def on_present(self, req: PresentCarton.Request, res: PresentCarton.Response):
+        with self.lock:
+            got = self.cell.present()
+            st = self.cell.source.state()
+            res.forecast = list(self.cell.source.forecast())
+            self.publish_state()
+        res.state = SourceState(
+            source=st.kind,
+            pending=st.pending,
+            exhausted=st.exhausted,
+            jammed=st.jammed,
+            extras_json=json.dumps(dict(st.extras)),
+        )
+        if got is None:
+            R = PresentCarton.Response
+            res.error_code = R.JAMMED if st.jammed else R.EXHAUSTED
+            res.error_msg = 'a carton never came to rest' if st.jammed else 'nothing left'
+            return res
+        self.presented = res.package_id = got.package_id
+        return res
+
+    def on_release(self, req: ReleaseCarton.Request, res: ReleaseCarton.Response):
+        if req.package_id != self.presented:
+            res.error_code = ReleaseCarton.Response.NOT_PRESENTED
+            res.error_msg = f'package_id {req.package_id!r}; presented: {self.presented!r}'
+            return res
+        with self.lock:
+            self.cell.release(req.package_id)
+            self.presented = None
+        return res
+
+    def on_settle(self, req: Settle.Request, res: Settle.Response):
+        if not (0.0 <= req.duration <= 600.0):
+            res.error_code = REFUSED
+            res.error_msg = f'duration = {req.duration} s; expected 0 to 600 s of sim time'
+            return res
+        with self.lock:
+            self.cell.settle(req.duration)
+            self.publish_state()
+            speeds = [
+                float(np.linalg.norm(self.cell.data.qvel[a : a + 3]))
+                for a in (
+                    self.cell.model.joint(f'package_joint_{i}').dofadr[0]
+                    for i in self.cell.carton_indices()
+                )
+            ]
+        res.max_speed = max(speeds, default=0.0)
+        return res
+
+    def on_capture(self, req: Capture.Request, res: Capture.Response):
+        names = list(req.cameras) or self.pallet_cams
+        bad = [n for n in names if n not in self.cameras]
+        if bad:
+            res.error_code = Capture.Response.UNKNOWN_CAMERA
+            res.error_msg = f'camera {bad[0]!r}; valid cameras: {", ".join(self.cameras)}'
+            return res
+        with self.lock:
+            frames = {}
+            for n in names:
+                w, h = self.cameras[n]['size']
+                frames.update(self.cell.capture([n], int(w), int(h)))
+            res.stamp = _stamp(self.cell.time)
+        for n, fr in frames.items():
+            depth_pub, color_pub, info_pub = self.image_pubs[n]
+            h, w = fr.depth.shape
+            hdr = {'stamp': res.stamp, 'frame_id': f'{n}_optical'}
+            dep = Image(height=h, width=w, encoding='32FC1', step=w * 4)
+            dep.header.stamp, dep.header.frame_id = hdr['stamp'], hdr['frame_id']
+            dep.data = fr.depth.astype(np.float32).tobytes()
+            col = Image(height=h, width=w, encoding='rgb8', step=w * 3)
+            col.header.stamp, col.header.frame_id = hdr['stamp'], hdr['frame_id']
+            col.data = fr.rgb.tobytes()
+            k, r, p = camera_matrices(fr.intrinsics)
+            info = CameraInfo(height=h, width=w, distortion_model='plumb_bob', k=k, r=r, p=p)
+            info.d = [0.0] * 5
+            info.header.stamp, info.header.frame_id = hdr['stamp'], hdr['frame_id']
+            depth_pub.publish(dep)
+            color_pub.publish(col)
+            info_pub.publish(info)
+        return res
+
+    def on_stability(self, req: RunStability.Request, res: RunStability.Response):
+        axes = StabilityProtocol().axes if req.jolts else ()
+        proto = StabilityProtocol(axes=axes, beam=req.beam, eumos=req.eumos)
+        try:
+            with self.lock:
+                report = self.cell.stability_trials(proto)
+                self.publish_state()
+        except PalletizerError as exc:
+            res.error_code, res.error_msg = REFUSED, str(exc)
+            return res
+        res.held_all = all(t.held for t in report.trials)
+        res.summary_json = json.dumps(report.summary, default=float)
+        res.detail_json = json.dumps([dataclasses.asdict(t) for t in report.trials], default=float)
+        return res
+
+    def on_ground_truth(self, req: GroundTruth.Request, res: GroundTruth.Response):
+        with self.lock:
+            gt = self.cell.ground_truth()
+        res.stamp = _stamp(gt.time)
+        for c in carton_records(gt, self.draws):
+            pose = Pose()
+            pose.position.x, pose.position.y, pose.position.z = (float(v) for v in c.pos)
+            o = pose.orientation
+            o.w, o.x, o.y, o.z = (float(v) for v in c.quat)
+            res.cartons.append(
+                CartonTruth(
+                    package_id=c.package_id,
+                    type_name=c.type_name,
+                    pose=pose,
+                    dims_m=list(c.dims),
+                    mass_kg=c.mass,
+                    cog_offset_m=list(c.cog_offset),
+                )
+            )
+        p = res.pallet
+        p.position.x, p.position.y, p.position.z = (float(v) for v in gt.pallet_pos)
+        p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z = (
+            float(v) for v in gt.pallet_quat
+        )
+        res.held_package_id = gt.held or ''
+        return res
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = CellBridgeNode()
+        # Multi-threaded so a cancel request is served while a goal's execute task runs.
+        rclpy.spin(node, executor=MultiThreadedExecutor(num_threads=4))
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.cell.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,149 @@
+"""FjtRunner: FollowJointTrajectory goals executed on the real cell in control ticks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from palletizer.bridge import FjtDefaults, FjtRunner, FjtStatus
+from palletizer.core.jtc import (
+    GOAL_TOLERANCE_VIOLATED,
+    INVALID_GOAL,
+    INVALID_JOINTS,
+    PATH_TOLERANCE_VIOLATED,
+    SUCCESSFUL,
+    GoalError,
+)
+from palletizer.sim.cell import Cell
+
+pytestmark = pytest.mark.sim
+
+JOINTS = (
+    'shoulder_pan_joint',
+    'shoulder_lift_joint',
+    'elbow_joint',
+    'wrist_1_joint',
+    'wrist_2_joint',
+    'wrist_3_joint',
+)
+SPEED = np.deg2rad([120, 120, 180, 180, 180, 180])
+
+
+def _runner(speed: float = 1.0) -> FjtRunner:
+    return FjtRunner(Cell(), JOINTS, [-6.3] * 6, [6.3] * 6, SPEED, FjtDefaults(), speed)
+
+
+def _points(q0, dq, duration):
+    """Rest to rest: start, then the target with zero velocity (cubic interpolation)."""
+    q1 = np.asarray(q0) + np.asarray(dq)
+    z = [0.0] * 6
+    return [
+        {'positions': list(q0), 'velocities': z, 'time_from_start': 0.0},
+        {'positions': list(q1), 'velocities': z, 'time_from_start': duration},
+    ]
+
+
+def test_goal_is_tracked_to_its_end_within_the_goal_tolerance_with_feedback_each_tick():
+    run = _runner()
+    q0 = run.cell.q
+    dq = np.array([0.3, -0.2, 0.2, 0.0, 0.1, 0.4])
+    ticks = []
+    out = run.execute(run.prepare(JOINTS, _points(q0, dq, 1.0)), ticks.append)
+    assert out.status is FjtStatus.succeeded and out.error_code == SUCCESSFUL
+    np.testing.assert_allclose(run.cell.q, q0 + dq, atol=0.01)
+    # 1.0 s in 20 ms ticks, plus however many settling ticks the goal check needed.
+    assert 50 <= len(ticks) == out.ticks <= 50 + 25
+    np.testing.assert_allclose(np.diff([t.time for t in ticks]), 0.02, atol=1e-9)
+    assert max(np.abs(t.error_q).max() for t in ticks) < 0.01
+
+
+def test_goal_joint_order_follows_the_goal_names_not_the_controller():
+    run = _runner()
+    q0 = run.cell.q
+    order = [5, 4, 3, 2, 1, 0]
+    pts = _points(q0, [0.2, 0, 0, 0, 0, 0], 0.5)
+    for p in pts:
+        p['positions'] = [p['positions'][i] for i in order]
+    out = run.execute(run.prepare([JOINTS[i] for i in order], pts))
+    assert out.error_code == SUCCESSFUL
+    # The same motion, written in another joint order, moves the same joint.
+    np.testing.assert_allclose(run.cell.q[0], q0[0] + 0.2, atol=0.01)
+    np.testing.assert_allclose(run.cell.q[5], q0[5], atol=0.01)
+
+
+def test_tiny_path_tolerance_aborts_and_the_arm_holds_where_it_stopped():
+    run = _runner()
+    q0 = run.cell.q
+    goal = run.prepare(
+        JOINTS, _points(q0, [0.5, 0, 0, 0, 0, 0], 2.0), path_tolerance=[(JOINTS[0], 1e-5, 0, 0)]
+    )
+    out = run.execute(goal)
+    assert out.status is FjtStatus.aborted and out.error_code == PATH_TOLERANCE_VIOLATED
+    assert 'shoulder_pan_joint position error' in out.error_string
+    stopped = run.cell.q
+    run.cell.settle(0.5)
+    np.testing.assert_allclose(run.cell.q, stopped, atol=2e-3)
+    assert abs(run.cell.q[0] - q0[0]) < 0.1
+
+
+def test_cancel_between_ticks_stops_short_of_the_target_and_holds():
+    run = _runner()
+    q0 = run.cell.q
+    ticks = []
+    goal = run.prepare(JOINTS, _points(q0, [1.0, 0, 0, 0, 0, 0], 4.0))
+    out = run.execute(goal, ticks.append, lambda: len(ticks) >= 50)
+    assert out.status is FjtStatus.canceled and out.ticks == 50
+    np.testing.assert_allclose(out.sim_time, 1.0, atol=1e-9)
+    run.cell.settle(0.5)
+    moved = run.cell.q[0] - q0[0]
+    assert 0.05 < moved < 0.5
+
+
+def test_unreachable_goal_tolerance_aborts_after_the_goal_time():
+    run = _runner()
+    q0 = run.cell.q
+    goal = run.prepare(
+        JOINTS,
+        _points(q0, [0.3, 0, 0, 0, 0, 0], 0.3),
+        goal_tolerance=[(j, 1e-9, 0, 0) for j in JOINTS],
+        goal_time_tolerance=0.1,
+    )
+    out = run.execute(goal)
+    assert out.error_code == GOAL_TOLERANCE_VIOLATED
+    np.testing.assert_allclose(out.sim_time, 0.4, atol=0.021)
+
+
+def test_wrong_joint_names_are_invalid_joints():
+    run = _runner()
+    names = list(JOINTS[:5]) + ['gripper_joint']
+    with pytest.raises(GoalError, match='do not match the controller joints') as err:
+        run.prepare(names, _points(run.cell.q, [0.1] * 6, 1.0))
+    assert err.value.code == INVALID_JOINTS
+
+
+def test_goal_above_the_ur_speed_limits_is_invalid():
+    run = _runner()
+    with pytest.raises(GoalError, match='shoulder_pan_joint speed .* exceeds') as err:
+        run.prepare(JOINTS, _points(run.cell.q, [1.0, 0, 0, 0, 0, 0], 0.3))
+    assert err.value.code == INVALID_GOAL
+
+
+def test_fast_forward_sets_the_final_point_without_physics_time():
+    run = _runner(speed=0.0)
+    q0 = run.cell.q
+    ticks = []
+    dq = np.array([0.4, 0.1, -0.1, 0.2, 0.0, 1.0])
+    # Fast-forward does not speed-check: the servo never tracks the samples.
+    out = run.execute(run.prepare(JOINTS, _points(q0, dq, 0.1)), ticks.append)
+    assert out.error_code == SUCCESSFUL and run.cell.time == 0.0 and len(ticks) == 1
+    np.testing.assert_allclose(run.cell.q, q0 + dq, atol=1e-12)
+
+
+def test_two_identical_goal_sequences_leave_identical_worlds():
+    digests = []
+    for _ in range(2):
+        run = _runner()
+        q0 = run.cell.q
+        run.execute(run.prepare(JOINTS, _points(q0, [0.2, -0.1, 0.1, 0, 0, 0], 0.6)))
+        run.cell.settle(0.1)
+        digests.append(run.cell.state_digest())
+    assert digests[0] == digests[1]

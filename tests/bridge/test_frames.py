@@ -1,0 +1,91 @@
+"""Cell frames, camera optical frames and intrinsics, referee records and the step stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from palletizer.bridge import (
+    TRUTH_PREFIX,
+    StepStream,
+    camera_frames,
+    camera_matrices,
+    carton_records,
+    cell_frames,
+)
+from palletizer.core.config import load_config
+from palletizer.core.loads import draw_load
+from palletizer.sim.cameras import Intrinsics
+from palletizer.sim.cell import Cell
+
+
+def _rot(q):
+    w, x, y, z = q
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+@pytest.mark.sim
+def test_cell_frames_chain_base_flange_tcp_and_name_truth_cartons_apart():
+    cfg = load_config()
+    cell = Cell(cfg.level(21), 1)
+    frames = {f.child: f for f in cell_frames(cell)}
+    assert frames['base_link'].parent == 'world'
+    assert frames['flange'].parent == 'base_link' and frames['tcp'].parent == 'flange'
+    # The TCP sits 0.092 m along the flange z axis (cell-facts: flange to cup face).
+    np.testing.assert_allclose(frames['tcp'].pos, [0, 0, 0.092], atol=1e-9)
+    # Chained, base -> flange -> tcp lands on the cell's TCP.
+    b, f, t = frames['base_link'], frames['flange'], frames['tcp']
+    Rb, Rf = _rot(b.quat), _rot(f.quat)
+    tcp = b.pos + Rb @ (f.pos + Rf @ t.pos)
+    np.testing.assert_allclose(tcp, cell.tcp_pose()[0], atol=1e-9)
+    truth = [c for c in frames if c.startswith(TRUTH_PREFIX)]
+    assert len(truth) == len(cell.carton_indices()) and f'{TRUTH_PREFIX}std_m-00' in truth
+    assert not [c for c in cell_frames(cell, truth=False) if c.child.startswith(TRUTH_PREFIX)]
+
+
+@pytest.mark.sim
+def test_camera_optical_frames_look_along_z_at_their_target():
+    cfg = load_config()
+    cell = Cell()
+    for f in camera_frames(cell, ['top', 'station']):
+        cam = cfg.cell['cameras'][f.child.removesuffix('_optical')]
+        look = np.asarray(cam['look_at']) - np.asarray(cam['pos'])
+        np.testing.assert_allclose(f.pos, cam['pos'], atol=1e-6)
+        np.testing.assert_allclose(_rot(f.quat)[:, 2], look / np.linalg.norm(look), atol=1e-6)
+
+
+def test_camera_matrices_are_the_pinhole_in_row_major_order():
+    k, r, p = camera_matrices(Intrinsics(640, 480, 500.0, 500.0, 319.5, 239.5))
+    np.testing.assert_allclose(k, [500, 0, 319.5, 0, 500, 239.5, 0, 0, 1])
+    np.testing.assert_allclose(r, np.eye(3).ravel())
+    np.testing.assert_allclose(p, [500, 0, 319.5, 0, 0, 500, 239.5, 0, 0, 0, 1, 0])
+
+
+@pytest.mark.sim
+def test_carton_records_take_mass_and_cog_from_the_draw():
+    cell = Cell(load_config().level(21), 1)
+    draws = {d.package_id: d for d in draw_load(21, 1)}
+    recs = carton_records(cell.ground_truth(), draws)
+    assert [r.package_id for r in recs] == [d.package_id for d in draw_load(21, 1)]
+    first = draws[recs[0].package_id]
+    assert recs[0].mass == pytest.approx(first.mass) and recs[0].type_name == first.type_name
+    np.testing.assert_allclose(recs[0].dims, first.dims, atol=1e-9)
+    assert carton_records(cell.ground_truth(), {})[0].mass == 0.0
+
+
+@pytest.mark.sim
+def test_step_stream_emits_every_tenth_step_whoever_steps():
+    cell = Cell()
+    times = []
+    stream = StepStream(lambda: times.append(cell.time), every=10)
+    stream.attach(cell)
+    cell.step(35)
+    cell.settle(0.03)  # 15 more steps: 50 in all
+    np.testing.assert_allclose(times, [0.02, 0.04, 0.06, 0.08], atol=1e-9)
+    with pytest.raises(ValueError, match='every = 0'):
+        StepStream(lambda: None, every=0)
