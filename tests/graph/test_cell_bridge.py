@@ -1,0 +1,38 @@
+"""The cell_bridge node behind the UR driver's interfaces, across processes, from its executable."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.graph.isolation import run_isolated
+
+HERE = Path(__file__).parent
+
+
+def test_cell_bridge_executes_aborts_cancels_switches_vacuum_and_serves_the_cell():
+    proc = run_isolated(
+        [sys.executable, str(HERE / 'bridge_run.py'), 'level:=21', 'speed:=1'], timeout=60
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if 'BRIDGE ' in ln]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(lines[0].split('BRIDGE ', 1)[1])
+    # Cell services: reset, an unknown level names the valid ones, present, ground truth.
+    assert got['reset'] == {'code': 0, 'n': 4, 'source': 'conveyor'}
+    assert got['bad_level']['code'] == 201 and '21, 22, 23' in got['bad_level']['msg']
+    pres = got['present']
+    assert pres['code'] == 0 and pres['id'] and pres['pending'] >= 1 and not pres['exhausted']
+    assert pres['id'] in got['truth_ids'] and got['truth_mass'][pres['id']] > 0
+    # FJT success: SUCCESSFUL, feedback each 20 ms tick, final joints within the goal tolerance.
+    ok = got['success']
+    assert ok['status'] == 4 and ok['code'] == 0  # STATUS_SUCCEEDED
+    assert ok['feedback'] >= 75 and ok['final_err'] < 0.01
+    # A 1e-5 rad path tolerance aborts with PATH_TOLERANCE_VIOLATED.
+    assert got['path']['status'] == 6 and got['path']['code'] == -4  # STATUS_ABORTED
+    assert 'shoulder_pan_joint' in got['path']['msg']
+    assert got['invalid']['code'] == -2 and 'gripper_joint' in got['invalid']['msg']
+    # Canceled mid-way: the goal ends canceled and the arm stops far short of its target.
+    c = got['cancel']
+    assert c['canceled'] and c['feedback'] >= 20 and 0 < c['moved'] < 0.5 * c['target']
+    assert got['set_io'] == {'on': True, 'off': True, 'other_pin': False, 'sealed_seen': True}
