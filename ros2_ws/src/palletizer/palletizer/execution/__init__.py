@@ -1,0 +1,56 @@
+"""palletizer.execution: pick and place over FollowJointTrajectory and SetIO, checked and verified.
+
+ROS-free except `messages` (trajectory_msgs conversion), which loads on first use so the rest
+imports without the interfaces.
+"""
+
+from __future__ import annotations
+
+from palletizer.execution.sequencer import (
+    ArmPort,
+    ExecResult,
+    FollowResult,
+    Outcome,
+    PickPlaceSequencer,
+    controller_cause,
+    phase_timeline,
+)
+from palletizer.execution.wrench import (
+    ForceReading,
+    Verdict,
+    VerifyParams,
+    WrenchMark,
+    WrenchWindow,
+    verify_hold,
+    verify_release,
+)
+
+__all__ = [
+    'ArmPort',
+    'ExecResult',
+    'FollowResult',
+    'ForceReading',
+    'Outcome',
+    'PickPlaceSequencer',
+    'Verdict',
+    'VerifyParams',
+    'WrenchMark',
+    'WrenchWindow',
+    'controller_cause',
+    'duration_to_s',
+    'phase_timeline',
+    'trajectory_from_msg',
+    'trajectory_to_msg',
+    'verify_hold',
+    'verify_release',
+]
+
+_LAZY = {'duration_to_s', 'trajectory_from_msg', 'trajectory_to_msg'}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from palletizer.execution import messages
+
+        return getattr(messages, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

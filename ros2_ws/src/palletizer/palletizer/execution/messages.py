@@ -1,0 +1,83 @@
+"""Joint trajectories to trajectory_msgs/JointTrajectory and back (message types only, no rclpy)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from palletizer.core.errors import PalletizerError
+from palletizer.core.motion import JointTrajectory
+
+__all__ = ['duration_to_s', 'trajectory_from_msg', 'trajectory_to_msg']
+
+_NS = 1_000_000_000
+
+
+def _duration(t: float) -> Duration:
+    ns = int(round(t * _NS))
+    return Duration(sec=ns // _NS, nanosec=ns % _NS)
+
+
+def duration_to_s(d: Duration) -> float:
+    """builtin_interfaces/Duration as seconds [s]."""
+    return d.sec + d.nanosec * 1e-9
+
+
+def trajectory_to_msg(traj: JointTrajectory, joint_names: Sequence[str]) -> JointTrajectoryMsg:
+    """Every sample as a point with positions, velocities, accelerations and time_from_start.
+
+    The header stamp stays zero: the controller starts the goal as soon as it accepts it.
+    Times are rounded to whole nanoseconds.
+    """
+    names = list(joint_names)
+    q, qd, qdd = np.asarray(traj.q), np.asarray(traj.qd), np.asarray(traj.qdd)
+    if q.ndim != 2 or q.shape[1] != len(names):
+        raise PalletizerError(
+            f'trajectory has {q.shape[-1] if q.ndim == 2 else q.shape} joints; expected '
+            f'{len(names)} ({", ".join(names)})'
+        )
+    points = [
+        JointTrajectoryPoint(
+            positions=q[i].tolist(),
+            velocities=qd[i].tolist(),
+            accelerations=qdd[i].tolist(),
+            time_from_start=_duration(float(t)),
+        )
+        for i, t in enumerate(np.asarray(traj.t))
+    ]
+    return JointTrajectoryMsg(joint_names=names, points=points)
+
+
+def trajectory_from_msg(
+    msg: JointTrajectoryMsg, joint_names: Sequence[str] | None = None
+) -> JointTrajectory:
+    """A message back to a JointTrajectory, columns reordered to `joint_names` when given.
+
+    Points without velocities or accelerations read as zeros.
+    """
+    names = list(msg.joint_names)
+    order = list(range(len(names)))
+    if joint_names is not None:
+        want = list(joint_names)
+        missing = [j for j in want if j not in names]
+        if missing or len(want) != len(names):
+            raise PalletizerError(
+                f'trajectory joint_names {names}; expected each of {want} exactly once'
+            )
+        order = [names.index(j) for j in want]
+    n = len(names)
+    m = len(msg.points)
+    t = np.empty(m)
+    q, qd, qdd = np.zeros((m, n)), np.zeros((m, n)), np.zeros((m, n))
+    for i, p in enumerate(msg.points):
+        t[i] = duration_to_s(p.time_from_start)
+        q[i] = np.asarray(p.positions, dtype=float)[order]
+        if len(p.velocities):
+            qd[i] = np.asarray(p.velocities, dtype=float)[order]
+        if len(p.accelerations):
+            qdd[i] = np.asarray(p.accelerations, dtype=float)[order]
+    return JointTrajectory(t, q, qd, qdd)

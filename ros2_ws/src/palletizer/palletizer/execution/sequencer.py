@@ -1,0 +1,362 @@
+"""Pick and place as a sequence of controller goals: plan and check first, then move, switch, verify.
+
+Talks to the arm only through an ArmPort (a FollowJointTrajectory client, a SetIO client and
+the wrench and joint-state streams in the node), so the same logic drives the simulated cell
+and a real UR driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+import numpy as np
+
+from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PlacementPlan
+from palletizer.core.motion import (
+    AABB,
+    CartonPose,
+    CollisionWorld,
+    Grasp,
+    HeightField,
+    JointTrajectory,
+    MotionError,
+    MotionPlanner,
+    MotionResult,
+    plan_grasp,
+)
+from palletizer.execution.wrench import ForceReading, VerifyParams, verify_hold, verify_release
+
+__all__ = [
+    'ArmPort',
+    'ExecResult',
+    'FollowResult',
+    'Outcome',
+    'PickPlaceSequencer',
+    'controller_cause',
+    'phase_timeline',
+]
+
+Feedback = Callable[[str, float], None]
+
+
+class Outcome(Enum):
+    """How an action ended; names match the Pick / Place result constants."""
+
+    OK = 'ok'
+    IK_UNREACHABLE = 'ik_unreachable'
+    COLLISION = 'collision'
+    GRASP_SLIP = 'grasp_slip'
+    CONTROLLER_FAILED = 'controller_failed'
+
+
+# Planner refusals in the closed failure vocabulary -> outcome.
+_REFUSED = {
+    'ik_unreachable': Outcome.IK_UNREACHABLE,
+    'collision': Outcome.COLLISION,
+    'grasp_slip': Outcome.GRASP_SLIP,
+}
+
+
+@dataclass(frozen=True)
+class FollowResult:
+    """A FollowJointTrajectory goal's end: ok, the controller's error_code and error_string."""
+
+    ok: bool
+    error_code: int = 0
+    message: str = ''
+
+
+class ArmPort(Protocol):
+    """The arm as the UR driver exposes it."""
+
+    def joint_positions(self) -> np.ndarray | None:
+        """Latest joint positions (6,) [rad] in the planner's joint order; None before any."""
+
+    def follow(self, traj: JointTrajectory, progress: Callable[[float], None]) -> FollowResult:
+        """Execute one goal, blocking; `progress` gets the controller's time from start [s]."""
+
+    def set_vacuum(self, on: bool) -> FollowResult:
+        """Switch the vacuum output; ok when the controller set it."""
+
+    def wrench_after_motion(self) -> ForceReading | None:
+        """Mean force at the still end of the last follow(); None when no sample came."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The outcome of a pick or place and what its action result reports.
+
+    cause: closed failure vocabulary ('' when ok); failing_waypoint: -1 when none;
+    motion_s: controller trajectory time executed [s].
+    """
+
+    outcome: Outcome
+    message: str = ''
+    cause: str = ''
+    failing_waypoint: int = -1
+    active_cups: int = 0
+    grip_capacity_ratio: float = 0.0
+    reach_residual_m: float = 0.0
+    motion_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+# Waypoint names of core.motion plans -> the feedback phase vocabulary of the actions.
+_PHASE = {
+    'rise': 'rise',
+    'cross': 'cross',
+    'pre_seal': 'descend',
+    'seal': 'descend',
+    'pre_release': 'descend',
+    'release': 'descend',
+    'lift': 'lift',
+    'retract': 'retract',
+}
+
+
+def phase_timeline(traj: JointTrajectory, names: tuple[str, ...]) -> tuple[tuple[float, str], ...]:
+    """(end time [s], phase) per waypoint of a trajectory built from rest-to-rest segments.
+
+    Segments meet where every joint is at rest, so the interior rest samples are the waypoint
+    arrivals. When they cannot be matched to the names (e.g. a zero-length segment), the
+    whole trajectory is reported as its last phase.
+    """
+    phases = tuple(_PHASE.get(n, n) for n in names)
+    if not phases:
+        return ((traj.duration, ''),)
+    qd = np.abs(np.asarray(traj.qd))
+    rest = np.flatnonzero(qd.max(axis=1) <= 1e-9) if len(qd) else np.array([], int)
+    interior = [float(traj.t[i]) for i in rest if 0 < i < len(traj.t) - 1]
+    # A pause of several rest samples is one boundary.
+    bounds: list[float] = []
+    for t in interior:
+        if not bounds or t - bounds[-1] > 1.5 / 500:
+            bounds.append(t)
+        else:
+            bounds[-1] = t
+    if len(bounds) != len(phases) - 1:
+        return ((traj.duration, phases[-1]),)
+    return tuple(zip([*bounds, traj.duration], phases, strict=True))
+
+
+def _phase_at(timeline: tuple[tuple[float, str], ...], t: float) -> str:
+    for end, phase in timeline:
+        if t <= end:
+            return phase
+    return timeline[-1][1]
+
+
+class PickPlaceSequencer:
+    """The executor's behaviour: pick and place over an ArmPort with checked core.motion plans.
+
+    Nothing moves unless the whole plan (approach and lift / retract) passed the checks. The
+    tare is the wrench at the still seal pose just before the vacuum goes on; the hold after
+    the lift and the release after the retract are judged against it.
+    """
+
+    def __init__(
+        self,
+        arm: ArmPort,
+        planner: MotionPlanner | None = None,
+        static_boxes: tuple[AABB, ...] = (),
+        verify: VerifyParams | None = None,
+    ) -> None:
+        self.arm = arm
+        self.motion = planner or MotionPlanner()
+        self.static_boxes = static_boxes
+        self.verify = verify or VerifyParams()
+        self.grasp: Grasp | None = None
+        self.tare: ForceReading | None = None
+
+    def world(self, heightmap: HeightMap | None) -> CollisionWorld:
+        """The collision world of a move: the height map (flat when None) and the static boxes."""
+        hm = heightmap if heightmap is not None else HeightMap.flat()
+        return CollisionWorld(HeightField.from_height_map(hm), self.static_boxes)
+
+    # Actions ----------------------------------------------------------------------------------
+    def pick(
+        self,
+        observation: Observation,
+        heightmap: HeightMap | None = None,
+        feedback: Feedback | None = None,
+    ) -> ExecResult:
+        """Approach, vacuum on, lift, verify the hold from the wrench."""
+        fb = feedback or (lambda phase, progress: None)
+        q = self.arm.joint_positions()
+        if q is None:
+            return _controller('no joint state received yet')
+        x, y, z = observation.position
+        try:
+            carton = CartonPose(x, y, z, observation.yaw, tuple(observation.dims_guess))
+            plan = self.motion.plan_pick(q, carton, self.world(heightmap))
+        except MotionError as exc:
+            return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
+        if not plan.ok:
+            return _refused(plan)
+        assert plan.trajectory is not None and plan.retreat is not None and plan.grasp is not None
+        n_app = len(plan.waypoints) - 1
+        total = plan.trajectory.duration + plan.retreat.duration
+        motion = 0.0
+        fail = self._move(plan.trajectory, plan.waypoints[:n_app], 0.0, total, fb)
+        if fail is not None:
+            return fail
+        motion += plan.trajectory.duration
+        tare = self.arm.wrench_after_motion()
+        if tare is None:
+            return _controller('no wrench sample after the approach', motion)
+        fb('seal', _frac(motion, total))
+        io = self.arm.set_vacuum(True)
+        if not io.ok:
+            return _vacuum_refused(f'vacuum on refused: {io.message}', motion)
+        fail = self._move(plan.retreat, plan.waypoints[n_app:], motion, total, fb)
+        if fail is not None:
+            return fail
+        motion += plan.retreat.duration
+        fb('verify', 1.0)
+        loaded = self.arm.wrench_after_motion()
+        if loaded is None:
+            return _controller('no wrench sample after the lift', motion)
+        verdict = verify_hold(tare, loaded, self.verify)
+        if not verdict.ok:
+            return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
+        self.grasp, self.tare = plan.grasp, tare
+        ratio = plan.grasp.capacity_ratio
+        return ExecResult(
+            Outcome.OK,
+            verdict.message,
+            active_cups=plan.grasp.n_cups,
+            grip_capacity_ratio=0.0 if ratio is None else float(ratio),
+            motion_s=motion,
+        )
+
+    def place(
+        self,
+        plan: PlacementPlan,
+        spec: PackageSpec,
+        heightmap: HeightMap,
+        feedback: Feedback | None = None,
+    ) -> ExecResult:
+        """Approach the release pose, vacuum off, retract, verify the release from the wrench."""
+        fb = feedback or (lambda phase, progress: None)
+        q = self.arm.joint_positions()
+        if q is None:
+            return _controller('no joint state received yet')
+        L, W, _ = spec.dims_m
+        x, y, z = plan.position
+        try:
+            grasp = self.grasp if self.grasp is not None else plan_grasp(L, W, spec.mass_kg)
+            target = CartonPose(x, y, z, plan.yaw, tuple(spec.dims_m))
+            motion_plan = self.motion.plan_place(q, target, grasp, self.world(heightmap))
+        except MotionError as exc:
+            return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
+        if not motion_plan.ok:
+            return _refused(motion_plan)
+        app, ret = motion_plan.trajectory, motion_plan.retreat
+        assert app is not None and ret is not None
+        n_app = len(motion_plan.waypoints) - 1
+        total = app.duration + ret.duration
+        fail = self._move(app, motion_plan.waypoints[:n_app], 0.0, total, fb)
+        if fail is not None:
+            return fail
+        motion = app.duration
+        loaded = self.arm.wrench_after_motion()
+        fb('release', _frac(motion, total))
+        io = self.arm.set_vacuum(False)
+        if not io.ok:
+            return _vacuum_refused(f'vacuum off refused: {io.message}', motion)
+        fail = self._move(ret, motion_plan.waypoints[n_app:], motion, total, fb)
+        if fail is not None:
+            return fail
+        motion += ret.duration
+        after = self.arm.wrench_after_motion()
+        if after is None or (self.tare is None and loaded is None):
+            return _controller('no wrench sample around the release', motion)
+        verdict = verify_release(self.tare, after, self.verify, loaded)
+        if not verdict.ok:
+            return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
+        self.grasp, self.tare = None, None
+        return ExecResult(Outcome.OK, verdict.message, motion_s=motion)
+
+    # Helpers ----------------------------------------------------------------------------------
+    def _move(
+        self,
+        traj: JointTrajectory,
+        waypoints: tuple,
+        done_s: float,
+        total_s: float,
+        fb: Feedback,
+    ) -> ExecResult | None:
+        """One controller goal with phase feedback; an ExecResult only when it failed."""
+        timeline = phase_timeline(traj, tuple(w.name for w in waypoints))
+        fb(timeline[0][1], _frac(done_s, total_s))
+        last = [timeline[0][1], _frac(done_s, total_s)]
+
+        def progress(t: float) -> None:
+            phase, frac = _phase_at(timeline, t), _frac(done_s + min(t, traj.duration), total_s)
+            # Forward a phase change at once, progress in steps of 5 %.
+            if phase != last[0] or frac >= last[1] + 0.05:
+                last[:] = [phase, frac]
+                fb(phase, frac)
+
+        res = self.arm.follow(traj, progress)
+        if not res.ok:
+            return _controller(
+                f'trajectory controller error_code {res.error_code}: {res.message}',
+                done_s,
+                res.error_code,
+            )
+        return None
+
+
+def _frac(done: float, total: float) -> float:
+    return 0.0 if total <= 0 else max(0.0, min(1.0, done / total))
+
+
+# FollowJointTrajectory error codes (control_msgs) that say the arm could not follow.
+_TOLERANCE_CODES = (-4, -5)  # PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED
+_REFUSED_CODES = (-1, -2, -3)  # INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP
+
+
+def controller_cause(error_code: int | None) -> str:
+    """The closed-vocabulary cause of a controller failure (the action's `cause` field).
+
+    A tolerance abort means the arm was held back on its path: in the cell that is contact,
+    so collision. A goal the controller refuses cannot be executed by this arm as planned:
+    ik_unreachable. No answer, a cancel or a silent stream: timeout.
+    """
+    if error_code in _TOLERANCE_CODES:
+        return 'collision'
+    if error_code in _REFUSED_CODES:
+        return 'ik_unreachable'
+    return 'timeout'
+
+
+def _controller(message: str, motion_s: float = 0.0, error_code: int | None = None) -> ExecResult:
+    return ExecResult(
+        Outcome.CONTROLLER_FAILED, message, controller_cause(error_code), motion_s=motion_s
+    )
+
+
+def _vacuum_refused(message: str, motion_s: float) -> ExecResult:
+    # The cups cannot be switched: the carton is not held (on) or not let go (off).
+    return ExecResult(Outcome.CONTROLLER_FAILED, message, 'grasp_slip', motion_s=motion_s)
+
+
+def _refused(plan: MotionResult) -> ExecResult:
+    outcome = _REFUSED.get(plan.cause or '', Outcome.IK_UNREACHABLE)
+    where = ''
+    if plan.failing_waypoint is not None:
+        name = plan.failing_name
+        where = f' (failing waypoint {plan.failing_waypoint}{f" {name}" if name else ""})'
+    return ExecResult(
+        outcome,
+        f'{plan.message}{where}',
+        outcome.value,
+        -1 if plan.failing_waypoint is None else int(plan.failing_waypoint),
+    )

@@ -1,0 +1,86 @@
+"""core.motion trajectories survive the trajectory_msgs/JointTrajectory round trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip('trajectory_msgs', reason='interfaces not built: run scripts/setup')
+
+from palletizer.core.errors import PalletizerError  # noqa: E402
+from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory, MotionPlanner  # noqa: E402
+from palletizer.execution import (  # noqa: E402
+    duration_to_s,
+    trajectory_from_msg,
+    trajectory_to_msg,
+)
+
+NAMES = (
+    'shoulder_pan_joint',
+    'shoulder_lift_joint',
+    'elbow_joint',
+    'wrist_1_joint',
+    'wrist_2_joint',
+    'wrist_3_joint',
+)
+
+
+def _planned() -> JointTrajectory:
+    plan = MotionPlanner().plan_pick(
+        np.array(HOME_Q), CartonPose(-0.2, -0.8, 0.73, 0.3, (0.4, 0.3, 0.3))
+    )
+    assert plan.ok and plan.trajectory is not None
+    return plan.trajectory
+
+
+def test_planned_trajectory_round_trips_times_positions_velocities_accelerations():
+    traj = _planned()
+    msg = trajectory_to_msg(traj, NAMES)
+    assert list(msg.joint_names) == list(NAMES) and len(msg.points) == len(traj)
+    back = trajectory_from_msg(msg, NAMES)
+    np.testing.assert_allclose(back.t, traj.t, atol=1e-9)  # whole nanoseconds
+    np.testing.assert_array_equal(back.q, traj.q)
+    np.testing.assert_array_equal(back.qd, traj.qd)
+    np.testing.assert_array_equal(back.qdd, traj.qdd)
+
+
+def test_times_become_seconds_and_nanoseconds():
+    t = np.array([0.0, 0.002, 1.5, 61.000000001])
+    z = np.zeros((4, 6))
+    msg = trajectory_to_msg(JointTrajectory(t, z, z, z), NAMES)
+    assert (msg.points[2].time_from_start.sec, msg.points[2].time_from_start.nanosec) == (
+        1,
+        500_000_000,
+    )
+    assert msg.points[3].time_from_start.sec == 61
+    np.testing.assert_allclose([duration_to_s(p.time_from_start) for p in msg.points], t)
+
+
+def test_reading_back_reorders_to_the_requested_joint_order():
+    rng = np.random.default_rng(2)
+    q = rng.normal(size=(3, 6))
+    traj = JointTrajectory(np.array([0.0, 0.1, 0.2]), q, 2 * q, 3 * q)
+    msg = trajectory_to_msg(traj, NAMES)
+    rev = tuple(reversed(NAMES))
+    back = trajectory_from_msg(msg, rev)
+    np.testing.assert_array_equal(back.q, q[:, ::-1])
+    np.testing.assert_array_equal(back.qdd, 3 * q[:, ::-1])
+
+
+def test_missing_velocities_read_as_zero():
+    traj = JointTrajectory(np.array([0.0, 0.5]), np.ones((2, 6)), np.ones((2, 6)), np.ones((2, 6)))
+    msg = trajectory_to_msg(traj, NAMES)
+    for p in msg.points:
+        p.velocities = []
+        p.accelerations = []
+    back = trajectory_from_msg(msg)
+    np.testing.assert_array_equal(back.qd, np.zeros((2, 6)))
+
+
+def test_wrong_joint_count_and_names_are_refused():
+    z = np.zeros((2, 5))
+    with pytest.raises(PalletizerError, match='trajectory has 5 joints; expected 6'):
+        trajectory_to_msg(JointTrajectory(np.array([0.0, 1.0]), z, z, z), NAMES)
+    msg = trajectory_to_msg(_planned(), NAMES)
+    with pytest.raises(PalletizerError, match='expected each of'):
+        trajectory_from_msg(msg, (*NAMES[:5], 'wrist_4_joint'))

@@ -1,0 +1,200 @@
+"""Pick and place sequencing over a recording arm: refusals move nothing, verdicts come from F."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PlacementPlan
+from palletizer.core.motion import HOME_Q, JointTrajectory
+from palletizer.execution import (
+    ExecResult,
+    FollowResult,
+    ForceReading,
+    Outcome,
+    PickPlaceSequencer,
+    controller_cause,
+    phase_timeline,
+)
+
+GRIPPER = np.array([0.0, 0.0, -60.0])  # empty tool weight in the sensor frame [N]
+DIMS = (0.40, 0.30, 0.30)
+
+
+class RecordingArm:
+    """Transport double: records goals and I/O, moves q to each goal's end, reads a wrench
+    that includes the carton while the vacuum holds it."""
+
+    def __init__(self, payload_kg: float = 4.0, seals: bool = True, lets_go: bool = True):
+        self.q = np.array(HOME_Q)
+        self.goals: list[JointTrajectory] = []
+        self.io: list[bool] = []
+        self.payload_kg = payload_kg
+        self.seals = seals
+        self.lets_go = lets_go
+        self.holding = False
+        self.fail_goal: int | None = None  # index of the goal the controller aborts
+        self.ticks: list[float] = []
+
+    def joint_positions(self):
+        return self.q.copy()
+
+    def follow(self, traj, progress):
+        self.goals.append(traj)
+        if self.fail_goal == len(self.goals) - 1:
+            return FollowResult(False, -4, 'shoulder_lift_joint path tolerance violated')
+        for t in np.linspace(0.0, traj.duration, 9):
+            self.ticks.append(float(t))
+            progress(float(t))
+        self.q = np.asarray(traj.q[-1]).copy()
+        return FollowResult(True)
+
+    def set_vacuum(self, on):
+        self.io.append(on)
+        if on and self.seals:
+            self.holding = True
+        if not on and self.lets_go:
+            self.holding = False
+        return FollowResult(True)
+
+    def wrench_after_motion(self):
+        f = GRIPPER + ([0.0, 0.0, -self.payload_kg * 9.81] if self.holding else 0.0)
+        return ForceReading(tuple(f), 5, 0.0)
+
+
+def _changes(phases: list[str]) -> list[str]:
+    return [p for i, p in enumerate(phases) if i == 0 or p != phases[i - 1]]
+
+
+def _obs(x=-0.2, y=-0.8, dims=DIMS):
+    return Observation('std_m-00', (x, y, 0.58 + dims[2] / 2), 0.0, dims, 0.9)
+
+
+def _place_args(z_stack: float | None = None):
+    cells = np.zeros((80, 120))
+    if z_stack is not None:
+        cells[10:30, 20:40] = z_stack  # a stack around the target (0.3, -0.2)
+    plan = PlacementPlan((0.3, -0.2, 0.144 + DIMS[2] / 2), 0.0, 1, 's-0', 0.8, 1.0)
+    spec = PackageSpec('std_m-00', 'std_m', DIMS, 4.0)
+    return plan, spec, HeightMap(cells)
+
+
+def test_unreachable_pick_is_refused_before_any_goal_is_sent():
+    arm = RecordingArm()
+    res = PickPlaceSequencer(arm).pick(_obs(x=2.5))
+    assert res.outcome is Outcome.IK_UNREACHABLE and res.cause == 'ik_unreachable'
+    assert res.failing_waypoint == 0 and 'failing waypoint 0 cross' in res.message
+    assert arm.goals == [] and arm.io == []
+
+
+def test_colliding_place_is_refused_before_any_goal_is_sent():
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    assert seq.pick(_obs()).ok
+    sent = len(arm.goals)
+    res = seq.place(*_place_args(z_stack=0.6))
+    assert res.outcome is Outcome.COLLISION and res.cause == 'collision'
+    assert res.failing_waypoint == 2 and 'hits height_map' in res.message
+    assert len(arm.goals) == sent and arm.io == [True]
+
+
+def test_carton_no_cup_block_holds_is_refused_as_grasp_slip_before_moving():
+    arm = RecordingArm()
+    res = PickPlaceSequencer(arm).pick(_obs(dims=(0.03, 0.03, 0.3)))
+    assert res.outcome is Outcome.GRASP_SLIP and res.failing_waypoint == -1
+    assert 'no cup block holds the carton' in res.message
+    assert arm.goals == [] and arm.io == []
+
+
+def test_pick_moves_seals_lifts_and_reports_the_grasp():
+    arm = RecordingArm()
+    seen: list[tuple[str, float]] = []
+    res = PickPlaceSequencer(arm).pick(_obs(), feedback=lambda ph, pr: seen.append((ph, pr)))
+    assert res.ok and res.cause == '' and res.message == 'holding 4.00 kg'
+    assert len(arm.goals) == 2 and arm.io == [True]
+    # The lift starts where the approach ended: one continuous motion across the two goals.
+    np.testing.assert_allclose(arm.goals[1].q[0], arm.goals[0].q[-1], atol=1e-9)
+    assert res.active_cups == 16 and res.grip_capacity_ratio == 0.0  # mass not known yet
+    np.testing.assert_allclose(res.motion_s, arm.goals[0].duration + arm.goals[1].duration)
+    assert _changes([ph for ph, _ in seen]) == ['cross', 'descend', 'seal', 'lift', 'verify']
+    progress = [pr for _, pr in seen]
+    assert progress == sorted(progress) and progress[-1] == 1.0
+
+
+def test_pick_that_does_not_seal_is_a_grasp_slip_from_the_wrench():
+    arm = RecordingArm(seals=False)
+    res = PickPlaceSequencer(arm).pick(_obs())
+    assert res.outcome is Outcome.GRASP_SLIP and res.cause == 'grasp_slip'
+    assert 'nothing is held' in res.message and len(arm.goals) == 2
+
+
+def test_controller_abort_stops_the_pick_with_the_controllers_message():
+    arm = RecordingArm()
+    arm.fail_goal = 0
+    res = PickPlaceSequencer(arm).pick(_obs())
+    assert res.outcome is Outcome.CONTROLLER_FAILED and res.cause == 'collision'
+    assert 'error_code -4: shoulder_lift_joint path tolerance violated' in res.message
+    assert arm.io == [] and len(arm.goals) == 1
+
+
+def test_place_releases_and_verifies_against_the_pre_pick_tare():
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    assert seq.pick(_obs()).ok
+    seen: list[str] = []
+    res = seq.place(*_place_args(), feedback=lambda ph, pr: seen.append(ph))
+    assert res.ok and res.message == 'released' and res.failing_waypoint == -1
+    assert arm.io == [True, False] and len(arm.goals) == 4
+    assert _changes(seen) == ['cross', 'descend', 'release', 'retract']
+    assert seq.grasp is None and seq.tare is None
+
+
+def test_place_that_keeps_the_carton_is_a_grasp_slip():
+    arm = RecordingArm(lets_go=False)
+    seq = PickPlaceSequencer(arm)
+    assert seq.pick(_obs()).ok
+    res = seq.place(*_place_args())
+    assert res.outcome is Outcome.GRASP_SLIP and 'still holding' in res.message
+
+
+def test_place_without_a_pick_in_this_process_checks_the_force_drop():
+    arm = RecordingArm()
+    arm.holding = True  # picked before a restart: no tare, no grasp remembered
+    seq = PickPlaceSequencer(arm)
+    res = seq.place(*_place_args())
+    assert res.ok and arm.io == [False]
+
+
+def test_missing_joint_state_fails_without_moving():
+    arm = RecordingArm()
+    arm.joint_positions = lambda: None
+    res = PickPlaceSequencer(arm).pick(_obs())
+    assert res == ExecResult(Outcome.CONTROLLER_FAILED, 'no joint state received yet', 'timeout')
+    assert arm.goals == []
+
+
+@pytest.mark.parametrize(
+    ('code', 'cause'),
+    [
+        (-4, 'collision'),
+        (-5, 'collision'),
+        (-1, 'ik_unreachable'),
+        (-2, 'ik_unreachable'),
+        (None, 'timeout'),
+    ],
+)
+def test_controller_failures_map_to_the_closed_vocabulary(code, cause):
+    assert controller_cause(code) == cause
+
+
+def test_phase_timeline_finds_the_waypoint_arrivals():
+    t = np.arange(0, 11) * 0.1
+    qd = np.ones((11, 6))
+    qd[[0, 4, 10]] = 0.0  # rest at the start, at the first waypoint and at the end
+    z = np.zeros((11, 6))
+    tl = phase_timeline(JointTrajectory(t, z, qd, z), ('cross', 'seal'))
+    np.testing.assert_allclose([e for e, _ in tl], [0.4, 1.0])
+    assert [p for _, p in tl] == ['cross', 'descend']
+    # Unmatched boundaries: the whole goal is its last phase.
+    assert phase_timeline(JointTrajectory(t, z, qd, z), ('rise', 'cross', 'seal')) == (
+        (1.0, 'descend'),
+    )
