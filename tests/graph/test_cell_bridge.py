@@ -36,3 +36,20 @@ def test_cell_bridge_executes_aborts_cancels_switches_vacuum_and_serves_the_cell
     c = got['cancel']
     assert c['canceled'] and c['feedback'] >= 20 and 0 < c['moved'] < 0.5 * c['target']
     assert got['set_io'] == {'on': True, 'off': True, 'other_pin': False, 'sealed_seen': True}
+
+
+def test_cell_bridge_captures_settles_runs_trials_and_repeats_itself():
+    proc = run_isolated([sys.executable, str(HERE / 'bridge_services.py')], timeout=60)
+    lines = [ln for ln in proc.stdout.splitlines() if 'SERVICES ' in ln]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(lines[0].split('SERVICES ', 1)[1])
+    cap = got['capture']
+    assert cap['code'] == 0 and len(cap['got']) == 6
+    # The top camera is 2.40 m up, looking down at the deck top (z 0.144): planar depth 2.256 m.
+    assert abs(cap['depth_centre_m'] - 2.256) < 0.01
+    assert cap['frame_id'] == 'top_optical' and cap['encoding'] == ['32FC1', 'rgb8']
+    assert abs(cap['k0'] - 480 / (2 * 0.41421356)) < 0.01  # fy of a 45 deg fovy at 480 px
+    assert cap['bad'][0] == 206 and 'station' in cap['bad'][1]
+    assert got['settle']['code'] == 0 and got['deterministic']
+    assert got['settle_neg'][0] == 207 and 'expected 0 to 600' in got['settle_neg'][1]
+    assert got['stability']['code'] == 0 and got['stability']['trials'] == 1
