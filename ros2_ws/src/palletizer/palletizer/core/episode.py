@@ -95,7 +95,7 @@ class PerceptionPort(Protocol):
 class GaugePort(Protocol):
     oracle: bool
 
-    def weigh(self, observation: Observation) -> PackageSpec: ...
+    def weigh(self, observation: Observation) -> PackageSpec | None: ...  # None: no payload
 
 
 class ExecutorPort(Protocol):
@@ -253,6 +253,14 @@ class _Loop:
             return cause
         self.cell.release(pid)  # the carton left the station: the source may stage the next
         spec = self.gauge.weigh(obs)
+        if spec is None:
+            self.emit(
+                'fail',
+                pid,
+                cause=FailureCause.grasp_slip.value,
+                reason='the wrist gauge read no steady payload',
+            )
+            return FailureCause.grasp_slip
         self.emit(
             'pick',
             pid,

@@ -232,20 +232,21 @@ def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
         NodeSpec(
             name='depth_fusion',
             executable='depth_fusion',
-            parameters={**common, 'cameras': ['top', 'diag_a', 'diag_b']},
+            parameters={**common, 'mode': 'oracle'},
             remappings=(('heightmap', '/palletizer/heightmap'),),
             respawn=True,
         ),
         NodeSpec(
             name='wrist_gauge',
             executable='wrist_gauge',
-            parameters={**common, 'wrench_topic': UR_WRENCH_TOPIC},
+            parameters={**common, 'wrench_topic': UR_WRENCH_TOPIC, 'mode': 'wrench'},
             respawn=True,
         ),
         NodeSpec(
             name='planner',
             executable='planner',
             parameters={**common, 'kind': opts.planner},
+            remappings=(('placements', '/palletizer/placements'),),
             respawn=True,
         ),
         NodeSpec(
@@ -267,6 +268,7 @@ def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             executable='telemetry',
             parameters={**common, 'mode': opts.telemetry},
             remappings=(
+                ('heightmap', '/palletizer/heightmap'),
                 ('episode_events', '/palletizer/episode_events'),
                 ('placements', '/palletizer/placements'),
                 ('pallet_states', '/palletizer/pallet_states'),

@@ -8,6 +8,7 @@ from palletizer_msgs.srv import PlanPlacement
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from std_srvs.srv import Trigger
 
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
@@ -59,8 +60,10 @@ class PlannerNode(Node):
             'heuristic',
             ParameterDescriptor(description='placement planner: heuristic | beam | grid'),
         ).value
+        self.kind = kind
         self.planner = build_planner(kind)
         self.create_service(PlanPlacement, '~/plan', self.on_plan)
+        self.create_service(Trigger, '~/reset', self.on_reset)
         self.create_subscription(PlacementMsg, 'placements', self.on_placement, EVENTS)
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self.get_logger().info(f'planner ready: {kind} (oracle={self.planner.oracle})')
@@ -73,6 +76,12 @@ class PlannerNode(Node):
                     reason='kind is fixed at start; restart the node to change it',
                 )
         return SetParametersResult(successful=True)
+
+    def on_reset(self, req: Trigger.Request, res: Trigger.Response):
+        """Forget the recorded stack: a new episode starts on an empty pallet."""
+        self.planner = build_planner(self.kind)
+        res.success, res.message = True, f'{self.kind} planner reset'
+        return res
 
     def on_placement(self, msg: PlacementMsg) -> None:
         self.planner.record(placement_from_msg(msg))

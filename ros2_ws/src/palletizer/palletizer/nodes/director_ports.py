@@ -1,0 +1,398 @@
+"""The episode ports wired to ROS services and actions (the director's side of the graph).
+
+Each port turns one core call into a service or action call and back. A node that does not
+answer within its timeout aborts the episode with a reason naming it (EpisodeAborted), so an
+open episode is always closed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from builtin_interfaces.msg import Time
+from palletizer_msgs.action import Pick, Place
+from palletizer_msgs.msg import EpisodeEvent
+from palletizer_msgs.msg import PalletState as PalletStateMsg
+from palletizer_msgs.msg import Placement as PlacementMsg
+from palletizer_msgs.srv import (
+    Detect,
+    FuseHeightMap,
+    GroundTruth,
+    PlanPlacement,
+    PresentCarton,
+    ReleaseCarton,
+    ResetCell,
+    Settle,
+    Tare,
+    Weigh,
+)
+from rclpy.action import ActionClient
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from palletizer.core.contracts import (
+    FailureCause,
+    HeightMap,
+    Observation,
+    PackageSpec,
+    PalletState,
+    Placement,
+    PlacementPlan,
+    PlanResult,
+)
+from palletizer.core.episode import EpisodeAborted, MotionOutcome, Presented
+from palletizer.core.planning import PlannerKind
+from palletizer.nodes.convert import (
+    heightmap_from_msg,
+    heightmap_to_msg,
+    observation_from_msg,
+    observation_to_msg,
+    pallet_state_to_msg,
+    placement_to_msg,
+    plan_from_msg,
+    plan_to_msg,
+    reject_from_lists,
+    spec_from_msg,
+    spec_to_msg,
+)
+from palletizer.nodes.qos import EVENTS
+from palletizer.wiring.oracles import yaw_of_quat
+
+__all__ = [
+    'Calls',
+    'RosCell',
+    'RosExecutor',
+    'RosGauge',
+    'RosPerception',
+    'RosPlanner',
+    'RosReferee',
+    'RosSink',
+    'stamp_s',
+]
+
+
+def stamp_s(t: Time) -> float:
+    return t.sec + t.nanosec * 1e-9
+
+
+class Calls:
+    """Blocking service and action calls from a worker thread while the executor spins."""
+
+    def __init__(self, node: Node, abort: threading.Event, timeout_s: float = 300.0) -> None:
+        self.node = node
+        self.abort = abort
+        self.timeout_s = timeout_s
+
+    def _wait(self, fut, what: str) -> Any:
+        done = threading.Event()
+        fut.add_done_callback(lambda _f: done.set())
+        waited = 0.0
+        while not done.wait(0.1):
+            waited += 0.1
+            if self.abort.is_set():
+                raise EpisodeAborted(f'stopped while waiting for {what}')
+            if waited > self.timeout_s:
+                raise EpisodeAborted(f'{what} did not answer within {self.timeout_s:.0f} s')
+        if fut.exception() is not None:
+            raise EpisodeAborted(f'{what} failed: {fut.exception()}')
+        return fut.result()
+
+    def service(self, client, request, what: str) -> Any:
+        if not client.wait_for_service(timeout_sec=30.0):
+            raise EpisodeAborted(f'{what}: service {client.srv_name} is not available')
+        return self._wait(client.call_async(request), what)
+
+    def action(
+        self, client: ActionClient, goal, what: str, feedback: Callable[[Any], None] | None = None
+    ) -> Any:
+        if not client.wait_for_server(timeout_sec=30.0):
+            raise EpisodeAborted(f'{what}: action server is not available')
+        handle = self._wait(client.send_goal_async(goal, feedback_callback=feedback), what)
+        if not handle.accepted:
+            raise EpisodeAborted(f'{what}: goal rejected')
+        return self._wait(handle.get_result_async(), what).result
+
+
+class RosCell:
+    """CellPort over the cell bridge's services; tares the wrist gauge after each reset."""
+
+    def __init__(
+        self, node: Node, calls: Calls, gauge: RosGauge, prefix: str = '/cell_bridge'
+    ) -> None:
+        self.calls = calls
+        self.gauge = gauge
+        self.reset_c = node.create_client(ResetCell, f'{prefix}/reset')
+        self.present_c = node.create_client(PresentCarton, f'{prefix}/present')
+        self.release_c = node.create_client(ReleaseCarton, f'{prefix}/release')
+        self.settle_c = node.create_client(Settle, f'{prefix}/settle')
+        self._t0 = 0.0
+        self._now = 0.0
+        self.source = ''
+
+    def _at(self, stamp: Time) -> None:
+        self._now = max(self._now, stamp_s(stamp))
+
+    def reset(self, level: int, seed: int) -> int:
+        res = self.calls.service(
+            self.reset_c, ResetCell.Request(level=level, seed=seed), 'cell reset'
+        )
+        if res.error_code != ResetCell.Response.OK:
+            raise EpisodeAborted(f'cell reset failed: {res.error_msg}')
+        self._now = stamp_s(res.stamp)
+        self._t0 = self._now
+        self.source = res.source
+        self.hold(self.gauge.hold_s)
+        self.gauge.tare()
+        return int(res.n_cartons)
+
+    def present(self) -> Presented:
+        res = self.calls.service(self.present_c, PresentCarton.Request(), 'cell present')
+        self._at(res.stamp)
+        st = res.state
+        extras = json.loads(st.extras_json) if st.extras_json else {}
+        pid = (
+            res.package_id
+            if res.error_code == PresentCarton.Response.OK and res.package_id
+            else None
+        )
+        return Presented(
+            pid, int(st.pending), bool(st.exhausted), bool(st.jammed), extras, tuple(res.forecast)
+        )
+
+    def release(self, package_id: str) -> None:
+        res = self.calls.service(
+            self.release_c, ReleaseCarton.Request(package_id=package_id), 'cell release'
+        )
+        self._at(res.stamp)
+
+    def settle(self, seconds: float) -> None:
+        self.hold(seconds)
+
+    def hold(self, seconds: float) -> None:
+        res = self.calls.service(
+            self.settle_c, Settle.Request(duration=float(seconds)), 'cell settle'
+        )
+        self._at(res.stamp)
+
+    def sim_time(self) -> float:
+        return self._now - self._t0
+
+
+class RosGauge:
+    """GaugePort over the wrist gauge; the arm is held still (cell settle) before each reading."""
+
+    oracle = False
+
+    def __init__(
+        self, node: Node, calls: Calls, hold_s: float, prefix: str = '/wrist_gauge'
+    ) -> None:
+        self.calls = calls
+        self.hold_s = hold_s
+        self.tare_c = node.create_client(Tare, f'{prefix}/tare')
+        self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
+        self.cell: RosCell | None = None
+
+    def tare(self) -> None:
+        res = self.calls.service(self.tare_c, Tare.Request(), 'wrist gauge tare')
+        if res.error_code != Tare.Response.OK:
+            raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
+
+    def weigh(self, observation: Observation) -> PackageSpec | None:
+        assert self.cell is not None
+        self.cell.hold(self.hold_s)
+        res = self.calls.service(
+            self.weigh_c,
+            Weigh.Request(observation=observation_to_msg(observation)),
+            'wrist gauge weigh',
+        )
+        if res.error_code != Weigh.Response.OK:
+            return None
+        return spec_from_msg(res.spec)
+
+
+class RosPerception:
+    """PerceptionPort over depth_fusion (detection and the fused height map)."""
+
+    def __init__(
+        self, node: Node, calls: Calls, oracle: bool, prefix: str = '/depth_fusion'
+    ) -> None:
+        self.calls = calls
+        self.oracle = oracle
+        self.detect_c = node.create_client(Detect, f'{prefix}/detect')
+        self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
+
+    def detect(self, package_id: str) -> Observation | None:
+        res = self.calls.service(self.detect_c, Detect.Request(), 'detection')
+        for o in res.observations:
+            if o.package_id == package_id:
+                return observation_from_msg(o)
+        return None
+
+    def heightmap(self) -> HeightMap:
+        res = self.calls.service(self.fuse_c, FuseHeightMap.Request(), 'height-map fusion')
+        if res.error_code != FuseHeightMap.Response.OK:
+            raise EpisodeAborted(f'height-map fusion failed: {res.error_msg}')
+        return heightmap_from_msg(res.heightmap)
+
+
+class RosPlanner:
+    """Planner protocol over the planner node; it learns placements from the placements topic."""
+
+    oracle = False
+
+    def __init__(self, node: Node, calls: Calls, kind: str, prefix: str = '/planner') -> None:
+        self.calls = calls
+        self.kind = PlannerKind(kind)
+        self.plan_c = node.create_client(PlanPlacement, f'{prefix}/plan')
+        self.reset_c = node.create_client(Trigger, f'{prefix}/reset')
+
+    def reset(self) -> None:
+        self.calls.service(self.reset_c, Trigger.Request(), 'planner reset')
+
+    def choose(
+        self,
+        spec: PackageSpec,
+        heightmap: HeightMap,
+        pallet: PalletState | None,
+        excluded_slots: Collection[str] = (),
+    ) -> PlanResult:
+        req = PlanPlacement.Request(
+            spec=spec_to_msg(spec),
+            heightmap=heightmap_to_msg(heightmap),
+            has_pallet=pallet is not None,
+            excluded_slots=list(excluded_slots),
+        )
+        if pallet is not None:
+            req.pallet = pallet_state_to_msg(pallet)
+        res = self.calls.service(self.plan_c, req, 'planner')
+        if res.error_code == PlanPlacement.Response.INVALID_REQUEST:
+            raise EpisodeAborted(f'planner refused the request: {res.error_msg}')
+        summary = reject_from_lists(res.reject_reasons, res.reject_counts)
+        return PlanResult(plan_from_msg(res.plan) if res.has_plan else None, summary)
+
+    def record(self, placement: Placement) -> None:
+        """The planner node records it from the placements topic the sink publishes."""
+
+    def set_forecast(self, specs: Sequence[PackageSpec]) -> None:
+        """No forecast over ROS in this version: only an oracle gauge could weigh ahead."""
+
+
+def _outcome(res, holding: bool) -> MotionOutcome:
+    if res.error_code == 0:
+        return MotionOutcome(True, details={'active_cups': int(getattr(res, 'active_cups', 0))})
+    cause = FailureCause(res.cause) if res.cause else FailureCause.grasp_slip
+    return MotionOutcome(
+        False,
+        cause,
+        res.error_msg,
+        holding=holding,
+        details={'failing_waypoint': int(getattr(res, 'failing_waypoint', -1))},
+    )
+
+
+class RosExecutor:
+    """ExecutorPort over the trajectory executor's pick and place actions."""
+
+    def __init__(self, node: Node, calls: Calls, prefix: str = '/trajectory_executor') -> None:
+        self.calls = calls
+        self.pick_c = ActionClient(node, Pick, f'{prefix}/pick')
+        self.place_c = ActionClient(node, Place, f'{prefix}/place')
+        self.heightmap: HeightMap | None = None
+
+    def pick(self, observation: Observation) -> MotionOutcome:
+        res = self.calls.action(
+            self.pick_c, Pick.Goal(observation=observation_to_msg(observation)), 'pick'
+        )
+        return _outcome(res, holding=False)
+
+    def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
+        goal = Place.Goal(
+            plan=plan_to_msg(plan), spec=spec_to_msg(spec), heightmap=heightmap_to_msg(heightmap)
+        )
+        res = self.calls.action(self.place_c, goal, 'place')
+        replannable = res.error_code in (Place.Result.IK_UNREACHABLE, Place.Result.COLLISION)
+        out = _outcome(res, holding=replannable)
+        if out.ok:
+            out = MotionOutcome(True, details={'reach_residual_m': float(res.reach_residual_m)})
+        return out
+
+    def return_to_source(self, observation: Observation) -> MotionOutcome:
+        x, y, z = observation.position
+        L, W, H = observation.dims_guess
+        plan = PlacementPlan((x, y, z), observation.yaw, 0, 'return', 0.0, 0.0, {})
+        spec = PackageSpec(observation.package_id, 'unknown', (L, W, H), 1.0)
+        return self.place(plan, spec, self.heightmap or HeightMap.flat())
+
+
+class RosReferee:
+    """RefereePort over the cell's ground-truth service (scoring only)."""
+
+    def __init__(self, node: Node, calls: Calls, prefix: str = '/cell_bridge') -> None:
+        self.calls = calls
+        self.truth_c = node.create_client(GroundTruth, f'{prefix}/ground_truth')
+
+    def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
+        res = self.calls.service(self.truth_c, GroundTruth.Request(), 'referee')
+        by_id = {c.package_id: c.pose for c in res.cartons}
+        out = {}
+        for pid in package_ids:
+            p, o = by_id[pid].position, by_id[pid].orientation
+            out[pid] = (p.x, p.y, p.z, yaw_of_quat((o.w, o.x, o.y, o.z)))
+        return out
+
+
+class RosSink:
+    """SinkPort publishing episode events, placements and pallet states (never lossy QoS)."""
+
+    def __init__(self, node: Node, run_id: str, echo: Callable[[str], None]) -> None:
+        self.events = node.create_publisher(EpisodeEvent, 'episode_events', EVENTS)
+        self.placements = node.create_publisher(PlacementMsg, 'placements', EVENTS)
+        self.states = node.create_publisher(PalletStateMsg, 'pallet_states', EVENTS)
+        self.run_id = run_id
+        self.seed = 0
+        self.count = 0
+        self.echo = echo
+        self._last: Placement | None = None
+
+    def begin(self, seed: int) -> None:
+        self.seed = seed
+        self.count = 0
+
+    def event(
+        self, seq: int, ts: float, kind: str, package_id: str, payload: Mapping[str, Any]
+    ) -> None:
+        self.events.publish(
+            EpisodeEvent(
+                run_id=self.run_id,
+                seed=self.seed,
+                seq=seq,
+                ts=ts,
+                kind=kind,
+                package_id=package_id,
+                payload_json=json.dumps(payload, sort_keys=True),
+            )
+        )
+        self.count += 1
+        if kind == 'fail':
+            self.echo(
+                f'  {package_id or "-":12s} fail: {payload.get("cause")} '
+                f'{payload.get("reason", "")}'.rstrip()
+            )
+
+    def placement(self, placement: Placement) -> None:
+        self.placements.publish(placement_to_msg(placement))
+        self._last = placement
+
+    def pallet_state(self, state: PalletState) -> None:
+        self.states.publish(pallet_state_to_msg(state))
+        p = self._last
+        if p is not None:
+            self.echo(
+                f'  {p.package_id:12s} {p.package_type:9s} L{p.layer}  '
+                f'error {p.error_xy_m * 1000:5.1f} mm  support {p.support_ratio * 100:3.0f} %  '
+                f'margin {state.stability_margin_m * 1000:+6.1f} mm  '
+                f'{"ok" if p.placed else "NOT PLACED"}'
+            )

@@ -1,0 +1,231 @@
+"""Episode director node: runs the episode loop of core/episode.py over the node graph.
+
+It asks and does not compute: the cell presents, depth_fusion perceives, the executor picks and
+places, the wrist gauge weighs, the planner plans, the referee measures. It publishes the episode
+events, placements and pallet states, and has the telemetry node confirm what it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import rclpy
+from palletizer_msgs.srv import EndEpisode
+from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.srv import GetParameters
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from palletizer.core.config import load_config
+from palletizer.core.contracts import EpisodeResult
+from palletizer.core.episode import EpisodeAborted, EpisodeSettings, run_episode
+from palletizer.core.measure import Tolerances
+from palletizer.nodes.director_ports import (
+    Calls,
+    RosCell,
+    RosExecutor,
+    RosGauge,
+    RosPerception,
+    RosPlanner,
+    RosReferee,
+    RosSink,
+)
+
+__all__ = ['EpisodeDirectorNode', 'main', 'summary_line']
+
+
+def summary_line(r: EpisodeResult) -> str:
+    """`seed 1: 4/4 · SUCCESS` (or the failure, or ABORTED)."""
+    if r.metrics.get('aborted'):
+        verdict = f'ABORTED ({r.metrics.get("abort_reason", "")})'
+    else:
+        verdict = 'SUCCESS' if r.success else f'FAILURE: {r.failure.value if r.failure else "?"}'
+    return f'seed {r.seed}: {r.n_placed}/{r.n_objects} · {verdict}'
+
+
+def _git_sha() -> str:
+    try:
+        return subprocess.run(
+            ['git', 'rev-parse', '--short', 'HEAD'],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ''
+
+
+class EpisodeDirectorNode(Node):
+    def __init__(self) -> None:
+        super().__init__('episode_director')
+
+        def param(name, default, text):
+            return self.declare_parameter(
+                name, default, ParameterDescriptor(description=text)
+            ).value
+
+        self.level = int(param('level', 11, 'level id'))
+        self.seed = int(param('seed', 1, 'seed of the first episode; episode k uses seed + k'))
+        self.episodes = int(param('episodes', 1, 'number of episodes'))
+        self.planner_kind = param('planner', 'heuristic', 'heuristic | beam | grid')
+        self.speed = float(param('speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)'))
+        self.robot = param('robot', 'sim', 'sim | ur')
+        self.telemetry = param('telemetry', 'disk', 'disk | remote | off')
+        cfg = load_config()
+        gauge = cfg.perception['gauge']
+        hold = float(
+            param(
+                'weigh_hold_s',
+                gauge['samples'] / 50.0 + 0.1,
+                'arm held still before a wrist reading [s]: samples at 50 Hz + margin',
+            )
+        )
+        ep = cfg.cell['episode']
+        tol = ep['tolerance']
+        self.settings = EpisodeSettings(
+            max_duration_s=ep['max_duration_s'],
+            settle_s=cfg.cell['physics']['settle_after_release_s'],
+            place_retries=ep['place_retries'],
+            tolerances=Tolerances(tol['xy'], tol['yaw'], tol['overhang']),
+        )
+        self.task = cfg.level(self.level).source
+        self.abort = threading.Event()
+        self.calls = Calls(self, self.abort)
+        self.group = ReentrantCallbackGroup()
+        self.gauge = RosGauge(self, self.calls, hold)
+        self.cell = RosCell(self, self.calls, self.gauge)
+        self.gauge.cell = self.cell
+        self.planner = RosPlanner(self, self.calls, self.planner_kind)
+        self.executor = RosExecutor(self, self.calls)
+        self.referee = RosReferee(self, self.calls)
+        self.run_id = time.strftime('%Y%m%d-%H%M%S')
+        self.sink = RosSink(self, self.run_id, self.say)
+        self.end_c = self.create_client(EndEpisode, '/telemetry/end_episode')
+        self.results: list[EpisodeResult] = []
+        self.exit_code = 0
+
+    def say(self, line: str) -> None:
+        print(line, flush=True)
+
+    def _param_of(self, node: str, name: str) -> str | None:
+        cli = self.create_client(GetParameters, f'/{node}/get_parameters')
+        try:
+            res = self.calls.service(
+                cli, GetParameters.Request(names=[name]), f'{node} parameters'
+            )
+        finally:
+            self.destroy_client(cli)
+        return res.values[0].string_value if res.values else None
+
+    def run(self) -> None:
+        """All episodes, in a worker thread while the executor spins."""
+        try:
+            map_mode = self._param_of('depth_fusion', 'mode') or '?'
+            gauge_mode = self._param_of('wrist_gauge', 'mode') or '?'
+            kind = self._param_of('planner', 'kind') or self.planner_kind
+            perception = RosPerception(self, self.calls, oracle=map_mode == 'oracle')
+            # The one place the oracle flag is computed: from what each node reports it runs.
+            oracle = perception.oracle or gauge_mode == 'oracle' or self.planner.oracle
+            motion = 'fast-forward' if self.speed == 0 else f'interpolated x{self.speed:g}'
+            self.say(
+                f'palletizer · level {self.level} ({self.task}) · planner {kind} · map '
+                f'{map_mode} · detector {map_mode} · gauge {gauge_mode} · motion {motion} · '
+                f'telemetry {self.telemetry} · oracle {str(oracle).lower()}'
+            )
+            sha = _git_sha()
+            for k in range(self.episodes):
+                seed = self.seed + k
+                self.sink.begin(seed)
+                self.planner.reset()
+                self.executor.heightmap = None
+                result = run_episode(
+                    level=self.level,
+                    seed=seed,
+                    task=self.task,
+                    cell=self.cell,
+                    perception=perception,
+                    gauge=self.gauge,
+                    planner=self.planner,
+                    executor=self.executor,
+                    referee=self.referee,
+                    sink=self.sink,
+                    settings=self.settings,
+                    oracle=oracle,
+                    git_sha=sha,
+                )
+                self._close(result)
+                self.results.append(result)
+                self.say(summary_line(result))
+                if result.metrics.get('aborted'):
+                    break
+            ok = sum(r.success for r in self.results)
+            self.say(f'{ok}/{len(self.results)} episodes succeeded')
+            self.exit_code = 0 if ok == len(self.results) == self.episodes else 1
+        except EpisodeAborted as exc:
+            self.say(f'run aborted: {exc.reason}')
+            self.exit_code = 2
+        except Exception as exc:  # report, then stop the graph: never leave it hanging
+            self.say(f'director error: {type(exc).__name__}: {exc}')
+            self.exit_code = 3
+            raise
+        finally:
+            rclpy.try_shutdown()
+
+    def _close(self, result: EpisodeResult) -> None:
+        """Have telemetry write the episode line and confirm the event count (mismatch = error)."""
+        if self.telemetry == 'off' or self.abort.is_set():
+            return  # on Ctrl-C / SIGTERM the telemetry node closes its open episode itself
+        req = EndEpisode.Request(
+            seed=result.seed,
+            result_json=json.dumps(result.to_dict()),
+            expected_events=self.sink.count,
+        )
+        try:
+            res = self.calls.service(self.end_c, req, 'telemetry end_episode')
+        except EpisodeAborted as exc:
+            raise EpisodeAborted(
+                f'telemetry could not close seed {result.seed}: {exc.reason}'
+            ) from None
+        if res.error_code != EndEpisode.Response.OK:
+            raise EpisodeAborted(
+                f'telemetry: {res.error_msg} (wrote {res.events_written}, '
+                f'published {self.sink.count})'
+            )
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    worker = None
+    code = 0
+    try:
+        node = EpisodeDirectorNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        worker = threading.Thread(target=node.run, daemon=True)
+        worker.start()
+        # The executor delivers service answers and action results while the worker waits.
+        executor.spin()
+        worker.join(timeout=5.0)
+        code = node.exit_code
+    except (KeyboardInterrupt, ExternalShutdownException):
+        if node is not None:
+            node.abort.set()  # the worker's pending call raises EpisodeAborted
+            if worker is not None:
+                worker.join(timeout=5.0)
+            code = 130
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    sys.exit(code)
+
+
+if __name__ == '__main__':
+    main()
