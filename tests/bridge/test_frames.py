@@ -30,22 +30,39 @@ def _rot(q):
 
 
 @pytest.mark.sim
-def test_cell_frames_chain_base_flange_tcp_and_name_truth_cartons_apart():
+def test_cell_frames_give_the_pallet_and_name_truth_cartons_apart():
     cfg = load_config()
     cell = Cell(cfg.level(21), 1)
     frames = {f.child: f for f in cell_frames(cell)}
-    assert frames['base_link'].parent == 'world'
-    assert frames['flange'].parent == 'base_link' and frames['tcp'].parent == 'flange'
-    # The TCP sits 0.092 m along the flange z axis (cell-facts: flange to cup face).
-    np.testing.assert_allclose(frames['tcp'].pos, [0, 0, 0.092], atol=1e-9)
-    # Chained, base -> flange -> tcp lands on the cell's TCP.
-    b, f, t = frames['base_link'], frames['flange'], frames['tcp']
-    Rb, Rf = _rot(b.quat), _rot(f.quat)
-    tcp = b.pos + Rb @ (f.pos + Rf @ t.pos)
-    np.testing.assert_allclose(tcp, cell.tcp_pose()[0], atol=1e-9)
+    assert frames['pallet'].parent == 'world'
+    # The robot's frames belong to the state publisher: no second parent for flange or tcp.
+    assert not {'base_link', 'flange', 'tcp'} & set(frames)
     truth = [c for c in frames if c.startswith(TRUTH_PREFIX)]
     assert len(truth) == len(cell.carton_indices()) and f'{TRUTH_PREFIX}std_m-00' in truth
     assert not [c for c in cell_frames(cell, truth=False) if c.child.startswith(TRUTH_PREFIX)]
+
+
+@pytest.mark.sim
+def test_the_published_robot_description_lands_on_the_simulated_tcp():
+    from palletizer.core.description import link_transforms
+    from palletizer.core.motion import UR10eKinematics
+    from palletizer.sim.robot import ARM_JOINTS
+
+    cell = Cell()
+    dh = dict(load_config().cell['robot']['dh'])
+    rng = np.random.default_rng(2)
+    m, d = cell.model, cell.data
+    adr = [int(m.joint(j).qposadr[0]) for j in ARM_JOINTS]
+    for q in rng.uniform(-2.5, 2.5, size=(20, 6)):
+        d.qpos[adr] = q
+        T = UR10eKinematics().T_world_base
+        for step in link_transforms(dh, q):
+            T = T @ step
+        tcp = T[:3, 3] + T[:3, :3] @ np.array([0.0, 0.0, 0.092])
+        import mujoco
+
+        mujoco.mj_kinematics(m, d)
+        np.testing.assert_allclose(tcp, cell.tcp_pose()[0], atol=1e-9)
 
 
 @pytest.mark.sim

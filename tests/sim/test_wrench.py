@@ -64,10 +64,25 @@ def test_noise_and_bias_follow_the_configured_model():
     noise = WrenchNoise(force_sigma=5.0, torque_sigma=0.2, force_bias=(1.0, -2.0, 3.0))
     cell = Cell(options=CellOptions(wrench_noise=noise))
     cell.settle(0.2)
-    samples = [cell.wrench() for _ in range(4000)]
+    samples = []
+    for _ in range(4000):
+        cell.step(1)
+        samples.append(cell.wrench())
     f = np.array([s.force for s in samples])
     t = np.array([s.torque for s in samples])
     truth = Wrench(np.array([0.0, 0.0, -2.55 * 9.81]), np.zeros(3))
     np.testing.assert_allclose(f.mean(axis=0) - truth.force, [1.0, -2.0, 3.0], atol=0.3)
     np.testing.assert_allclose(f.std(axis=0), 5.0, rtol=0.05)
     np.testing.assert_allclose(t.std(axis=0), 0.2, rtol=0.05)
+
+
+def test_a_sample_depends_on_the_instant_not_on_how_often_it_was_read():
+    noise = WrenchNoise(force_sigma=5.0, torque_sigma=0.2)
+    a, b = (Cell(options=CellOptions(wrench_noise=noise)) for _ in range(2))
+    for _ in range(7):
+        a.wrench()  # extra reads on one cell only
+    a.step(10)
+    b.step(10)
+    np.testing.assert_array_equal(a.wrench().force, b.wrench().force)
+    a.step(1)
+    assert not np.array_equal(a.wrench().force, b.wrench().force)

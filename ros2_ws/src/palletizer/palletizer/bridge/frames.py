@@ -62,21 +62,16 @@ def _relative(parent: tuple[np.ndarray, np.ndarray], child: tuple[np.ndarray, np
 
 
 def cell_frames(cell: Any, truth: bool = True) -> list[FramePose]:
-    """world->base_link, base_link->flange, flange->tcp, world->pallet and, with `truth`,
-    world->truth/<package_id> for every carton. Poses after the last step (kinematics rerun)."""
+    """world->pallet and, with `truth`, world->truth/<package_id> for every carton.
+
+    The robot's own frames (base_link ... flange, tcp) come from the state_publisher node, from
+    /joint_states and the URDF, exactly as on a real UR; publishing them here too would give
+    `flange` two parents. Poses after the last step (kinematics rerun).
+    """
     m, d = cell.model, cell.data
     mujoco.mj_kinematics(m, d)
-    b = m.body('robot_base').id
-    base = (d.xpos[b].copy(), d.xmat[b].reshape(3, 3).copy())
-    out = [FramePose('world', 'base_link', base[0], _quat(base[1]))]
-    sites = {}
-    for name in ('flange', 'tcp'):
-        s = m.site(name).id
-        sites[name] = (d.site_xpos[s].copy(), d.site_xmat[s].reshape(3, 3).copy())
-    out.append(FramePose('base_link', 'flange', *_relative(base, sites['flange'])))
-    out.append(FramePose('flange', 'tcp', *_relative(sites['flange'], sites['tcp'])))
     p = m.body('pallet').id
-    out.append(FramePose('world', 'pallet', d.xpos[p].copy(), d.xquat[p].copy()))
+    out = [FramePose('world', 'pallet', d.xpos[p].copy(), d.xquat[p].copy())]
     if truth:
         for i in cell.carton_indices():
             c = m.body(f'package_{i}').id

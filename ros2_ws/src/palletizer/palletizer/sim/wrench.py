@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -62,10 +62,8 @@ class WrenchSensor:
     data: mujoco.MjData
     noise: WrenchNoise = WrenchNoise()
     seed: int = 0
-    _rng: np.random.Generator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._rng = np.random.default_rng(self.seed)
         f = self.model.sensor('ft_force')
         t = self.model.sensor('ft_torque')
         self._f = slice(int(f.adr[0]), int(f.adr[0]) + 3)
@@ -81,15 +79,22 @@ class WrenchSensor:
         return Wrench(np.array(sd[self._f]), np.array(sd[self._t]))
 
     def read(self) -> Wrench:
-        """One sample with bias and noise."""
+        """One sample with bias and noise.
+
+        The noise is keyed by (seed, physics step): a sample taken at a given instant is the same
+        however many other samples were read before it, so runs that read the sensor at
+        different rates (the bridge streams it, an in-process run only reads when weighing)
+        still see identical readings at identical times.
+        """
         w = self.true()
         n = self.noise
         f = w.force + np.asarray(n.force_bias)
         t = w.torque + np.asarray(n.torque_bias)
-        if n.force_sigma > 0:
-            f = f + self._rng.normal(0.0, n.force_sigma, 3)
-        if n.torque_sigma > 0:
-            t = t + self._rng.normal(0.0, n.torque_sigma, 3)
+        if n.force_sigma > 0 or n.torque_sigma > 0:
+            step = int(round(self.data.time / self.model.opt.timestep))
+            rng = np.random.default_rng([self.seed, step])
+            f = f + rng.normal(0.0, n.force_sigma, 3)
+            t = t + rng.normal(0.0, n.torque_sigma, 3)
         return Wrench(f, t)
 
 
