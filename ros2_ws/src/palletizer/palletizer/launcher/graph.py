@@ -101,6 +101,7 @@ class NodeSpec:
     respawn_delay: float = 1.0  # [s]
     required: bool = False  # the whole graph stops when this node exits
     command: tuple[str, ...] = ()  # explicit argv instead of lib/<package>/<executable>
+    params_files: tuple[str, ...] = ()  # extra ROS parameter files, applied after `parameters`
 
 
 def _as_int(name: str, text: str, lo: int) -> int:
@@ -199,6 +200,13 @@ def parse_launch_args(
 
 def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
     """The node graph for these options, in start order."""
+    nodes = _nodes(opts)
+    if opts.params_file:
+        nodes = tuple(replace(n, params_files=(opts.params_file,)) for n in nodes)
+    return nodes
+
+
+def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
     common = {'use_sim_time': opts.use_sim_time}
     joint_states = (('joint_states', '/joint_states'),)
     nodes: list[NodeSpec] = []
@@ -309,9 +317,7 @@ def launch_node_kwargs(
     opts = options_from_mapping(values, source=source)
     out = []
     for n in describe(opts):
-        params: list[Any] = [dict(n.parameters)]
-        if opts.params_file:
-            params.append(opts.params_file)
+        params: list[Any] = [dict(n.parameters), *n.params_files]
         out.append(
             {
                 'package': n.package,

@@ -60,6 +60,8 @@ def node_argv(spec: NodeSpec, params_dir: Path, log_level: str = 'info') -> list
         yaml.safe_dump({spec.name: {'ros__parameters': dict(spec.parameters)}}), encoding='utf-8'
     )
     argv = [*base, '--ros-args', '-r', f'__node:={spec.name}', '--params-file', str(params_file)]
+    for extra in spec.params_files:
+        argv += ['--params-file', extra]
     for src, dst in spec.remappings:
         argv += ['-r', f'{src}:={dst}']
     argv += ['--log-level', log_level]

@@ -300,8 +300,10 @@ class CellBridgeNode(Node):
             err = self._reset(req.level, req.seed)
         if err:
             res.error_code, res.error_msg = ResetCell.Response.UNKNOWN_LEVEL, err
+            res.stamp = _stamp(self.cell.time)
             return res
         res.n_cartons, res.source = len(self.cell.carton_indices()), self.level.source
+        res.stamp = _stamp(self.cell.time)
         return res
 
     def on_present(self, req: PresentCarton.Request, res: PresentCarton.Response):
@@ -321,24 +323,29 @@ class CellBridgeNode(Node):
             R = PresentCarton.Response
             res.error_code = R.JAMMED if st.jammed else R.EXHAUSTED
             res.error_msg = 'a carton never came to rest' if st.jammed else 'nothing left'
+            res.stamp = _stamp(self.cell.time)
             return res
         self.presented = res.package_id = got.package_id
+        res.stamp = _stamp(self.cell.time)
         return res
 
     def on_release(self, req: ReleaseCarton.Request, res: ReleaseCarton.Response):
         if req.package_id != self.presented:
             res.error_code = ReleaseCarton.Response.NOT_PRESENTED
             res.error_msg = f'package_id {req.package_id!r}; presented: {self.presented!r}'
+            res.stamp = _stamp(self.cell.time)
             return res
         with self.lock:
             self.cell.release(req.package_id)
             self.presented = None
+        res.stamp = _stamp(self.cell.time)
         return res
 
     def on_settle(self, req: Settle.Request, res: Settle.Response):
         if not (0.0 <= req.duration <= 600.0):
             res.error_code = REFUSED
             res.error_msg = f'duration = {req.duration} s; expected 0 to 600 s of sim time'
+            res.stamp = _stamp(self.cell.time)
             return res
         with self.lock:
             self.cell.settle(req.duration)
@@ -351,6 +358,7 @@ class CellBridgeNode(Node):
                 )
             ]
         res.max_speed = max(speeds, default=0.0)
+        res.stamp = _stamp(self.cell.time)
         return res
 
     def on_capture(self, req: Capture.Request, res: Capture.Response):

@@ -130,10 +130,13 @@ class RosCell:
         self.settle_c = node.create_client(Settle, f'{prefix}/settle')
         self._t0 = 0.0
         self._now = 0.0
+        self.stamp = Time()
         self.source = ''
 
     def _at(self, stamp: Time) -> None:
-        self._now = max(self._now, stamp_s(stamp))
+        if stamp_s(stamp) >= self._now:
+            self._now = stamp_s(stamp)
+            self.stamp = stamp
 
     def reset(self, level: int, seed: int) -> int:
         res = self.calls.service(
@@ -142,6 +145,7 @@ class RosCell:
         if res.error_code != ResetCell.Response.OK:
             raise EpisodeAborted(f'cell reset failed: {res.error_msg}')
         self._now = stamp_s(res.stamp)
+        self.stamp = res.stamp
         self._t0 = self._now
         self.source = res.source
         self.hold(self.gauge.hold_s)
@@ -196,7 +200,9 @@ class RosGauge:
         self.cell: RosCell | None = None
 
     def tare(self) -> None:
-        res = self.calls.service(self.tare_c, Tare.Request(), 'wrist gauge tare')
+        assert self.cell is not None
+        req = Tare.Request(min_stamp=self.cell.stamp)
+        res = self.calls.service(self.tare_c, req, 'wrist gauge tare')
         if res.error_code != Tare.Response.OK:
             raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
 

@@ -8,6 +8,7 @@ samples and refuses when the arm was moving.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 
 import numpy as np
@@ -15,8 +16,10 @@ import rclpy
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.srv import Tare, Weigh
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from palletizer.core.config import load_config
@@ -24,7 +27,6 @@ from palletizer.core.description import JOINTS
 from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
 from palletizer.core.motion import UR10eKinematics, yaw_of
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
-from palletizer.nodes.qos import SENSORS
 from palletizer.wiring.gauge import R_sensor_package, carton_centre_in_sensor, type_from_label
 
 __all__ = ['WristGaugeNode', 'main']
@@ -65,15 +67,30 @@ class WristGaugeNode(Node):
         self.buffer: deque[np.ndarray] = deque(maxlen=self.samples)
         self.q: np.ndarray | None = None
         self.qd_max = 0.0
+        self.last_stamp = -1.0  # [s] sim time of the newest wrench sample
         self.tare: np.ndarray | None = None
-        self.create_subscription(WrenchStamped, topic, self.on_wrench, SENSORS)
-        self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
-        self.create_service(Tare, '~/tare', self.on_tare)
-        self.create_service(Weigh, '~/weigh', self.on_weigh)
+        self.fresh = threading.Condition()
+        # Every sample counts (the reading averages the last N): reliable and deep, not the
+        # lossy sensor profile. The services wait for samples the subscriptions deliver, so
+        # they run in another callback group of a multi-threaded executor.
+        stream = QoSProfile(
+            depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
+        )
+        subs = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(WrenchStamped, topic, self.on_wrench, stream, callback_group=subs)
+        self.create_subscription(
+            JointState, 'joint_states', self.on_joints, stream, callback_group=subs
+        )
+        serve = MutuallyExclusiveCallbackGroup()
+        self.create_service(Tare, '~/tare', self.on_tare, callback_group=serve)
+        self.create_service(Weigh, '~/weigh', self.on_weigh, callback_group=serve)
 
     def on_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
-        self.buffer.append(np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
+        with self.fresh:
+            self.buffer.append(np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
+            self.last_stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            self.fresh.notify_all()
 
     def on_joints(self, msg: JointState) -> None:
         pos = dict(zip(msg.name, msg.position, strict=False))
@@ -82,7 +99,13 @@ class WristGaugeNode(Node):
             vel = dict(zip(msg.name, msg.velocity, strict=False))
             self.qd_max = max((abs(vel.get(j, 0.0)) for j in JOINTS), default=0.0)
 
-    def _reading(self) -> np.ndarray | str:
+    def _reading(self, min_stamp) -> np.ndarray | str:
+        want = min_stamp.sec + min_stamp.nanosec * 1e-9
+        with self.fresh:
+            if not self.fresh.wait_for(lambda: self.last_stamp >= want - 1e-9, timeout=10.0):
+                return (
+                    f'no wrench sample at sim time {want:.3f} s (newest {self.last_stamp:.3f} s)'
+                )
         if len(self.buffer) < self.samples:
             return f'only {len(self.buffer)} wrench samples of {self.samples}: hold the arm still longer'
         if self.qd_max > self.still_speed:
@@ -93,7 +116,7 @@ class WristGaugeNode(Node):
             return str(exc)
 
     def on_tare(self, req: Tare.Request, res: Tare.Response):
-        r = self._reading()
+        r = self._reading(req.min_stamp)
         if isinstance(r, str):
             res.error_code, res.error_msg = Tare.Response.NOT_STILL, r
             return res
@@ -109,7 +132,7 @@ class WristGaugeNode(Node):
                 'weigh before tare: call ~/tare with the gripper empty',
             )
             return res
-        r = self._reading()
+        r = self._reading(req.min_stamp)
         if isinstance(r, str):
             res.error_code, res.error_msg = Weigh.Response.NOT_STILL, r
             return res
@@ -147,7 +170,9 @@ def main(args=None) -> None:
     node = None
     try:
         node = WristGaugeNode()
-        rclpy.spin(node)
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

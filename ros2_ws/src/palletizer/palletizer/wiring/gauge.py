@@ -7,12 +7,14 @@ wrist_gauge node; it is not an oracle.
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 
+from palletizer.bridge.stream import StepStream
 from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.errors import PalletizerError
-from palletizer.core.gauge import GaugeParams, average_wrench, weigh
+from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
 from palletizer.core.motion import UR10eKinematics, plan_grasp, yaw_of
 from palletizer.sim.robot import ARM_JOINTS
 
@@ -45,7 +47,12 @@ def R_sensor_package(carton_yaw: float, tool_yaw: float) -> np.ndarray:
 
 
 class WristGauge:
-    """Tare with the gripper empty, then weigh each carton from one still, plumb reading."""
+    """Tare with the gripper empty, then weigh each carton from one still, plumb reading.
+
+    It sees the sensor exactly as the wrist_gauge node does through the cell bridge: a sample
+    every 10 physics steps while the world advances (50 Hz) plus one after each hold, and it
+    averages the last `samples` of them after holding the arm still for `hold_s`.
+    """
 
     oracle = False
 
@@ -54,6 +61,8 @@ class WristGauge:
         cell,
         kinematics: UR10eKinematics | None = None,
         samples: int = 30,
+        hold_s: float | None = None,
+        still_speed: float = 0.008,
         tcp_offset: float = 0.092,
         cup_gap: float = 0.0015,
         params: GaugeParams | None = None,
@@ -61,53 +70,65 @@ class WristGauge:
         self.cell = cell
         self.kin = kinematics or UR10eKinematics()
         self.samples = samples
+        self.hold_s = hold_s if hold_s is not None else samples / 50.0 + 0.1
+        self.still_speed = still_speed
         self.tcp_offset = tcp_offset
         self.cup_gap = cup_gap
         self.params = params or GaugeParams()
         self._tare: np.ndarray | None = None
+        self._buffer: deque[np.ndarray] = deque(maxlen=samples)
 
-    def _wait_still(self, speed: float = 0.008, steps: int = 25, max_steps: int = 1000) -> None:
-        """Step until every arm joint is slower than `speed` [rad/s] for `steps` steps (§5)."""
-        m = self.cell.model  # rebuilt on every reset: look the joints up each time
-        dofs = np.array([int(m.joint(j).dofadr[0]) for j in ARM_JOINTS])
-        run = 0
-        for _ in range(max_steps):
-            self.cell.step(1)
-            run = run + 1 if float(np.abs(self.cell.data.qvel[dofs]).max()) < speed else 0
-            if run >= steps:
-                return
+    def attach(self) -> None:
+        """Start streaming on the (freshly reset) cell, as the bridge does."""
+        self._buffer.clear()
+        StepStream(self._sample, every=10).attach(self.cell)
 
-    def _read(self) -> np.ndarray:
-        self._wait_still()
-        rows = []
-        for _ in range(self.samples):
-            self.cell.step(1)
-            w = self.cell.wrench()
-            rows.append(np.concatenate([w.force, w.torque]))
-        return average_wrench(np.array(rows), self.params)
+    def _sample(self) -> None:
+        w = self.cell.wrench()
+        self._buffer.append(np.concatenate([w.force, w.torque]))
+
+    def _read(self) -> np.ndarray | None:
+        self.cell.settle(self.hold_s)
+        self._sample()  # the bridge publishes the state once more after each call
+        m = self.cell.model
+        dofs = [int(m.joint(j).dofadr[0]) for j in ARM_JOINTS]
+        if float(np.abs(self.cell.data.qvel[dofs]).max()) > self.still_speed:
+            return None
+        try:
+            return average_wrench(np.array(self._buffer), self.params)
+        except WeighError:
+            return None
 
     def tare(self) -> np.ndarray:
         """Average wrench with nothing on the cups [N, N m]."""
-        self._tare = self._read()
-        return self._tare
+        reading = self._read()
+        if reading is None:
+            raise PalletizerError('wrist gauge: the arm was not still for the tare')
+        self._tare = reading
+        return reading
 
-    def weigh(self, observation: Observation) -> PackageSpec:
+    def weigh(self, observation: Observation) -> PackageSpec | None:
         if self._tare is None:
             raise PalletizerError(
                 'wrist gauge: weigh() before tare(); tare with the gripper empty'
             )
         loaded = self._read()
+        if loaded is None:
+            return None
         tool_yaw = yaw_of(self.kin.fk(self.cell.q))
-        reading = weigh(
-            self._tare,
-            loaded,
-            package_id=observation.package_id,
-            type_name=type_from_label(observation.package_id),
-            dims=observation.dims_guess,
-            centre_sensor=carton_centre_in_sensor(
-                observation.dims_guess, self.tcp_offset, self.cup_gap
-            ),
-            R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
-            params=self.params,
-        )
+        try:
+            reading = weigh(
+                self._tare,
+                loaded,
+                package_id=observation.package_id,
+                type_name=type_from_label(observation.package_id),
+                dims=observation.dims_guess,
+                centre_sensor=carton_centre_in_sensor(
+                    observation.dims_guess, self.tcp_offset, self.cup_gap
+                ),
+                R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
+                params=self.params,
+            )
+        except WeighError:
+            return None
         return reading.spec

@@ -13,11 +13,12 @@ from typing import Any
 from palletizer.core.config import Config, load_config
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, Presented, run_episode
+from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.measure import Tolerances
 from palletizer.core.motion import AABB, MotionPlanner
 from palletizer.core.planning import Planner
-from palletizer.sim.cell import Cell
+from palletizer.sim.cell import Cell, CellOptions
 from palletizer.wiring.executor import SimExecutor
 from palletizer.wiring.gauge import WristGauge
 from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
@@ -143,7 +144,7 @@ def run_inprocess(
     """One episode of (level, seed) on a fresh simulated cell; returns (result, sink)."""
     cfg = config or load_config()
     lv = cfg.level(level)
-    cell = Cell(lv, seed)
+    cell = Cell(lv, seed, options=CellOptions.from_config(cfg.cell))
     try:
         draws = draw_load(level, seed, cfg)
         hmap = OracleHeightMap(cell)
@@ -151,7 +152,22 @@ def run_inprocess(
         oracle_gauge = OracleGauge(draws)
         if gauge not in ('wrench', 'oracle'):
             raise ValueError(f'gauge = {gauge!r}; expected wrench or oracle')
-        weigher = WristGauge(cell) if gauge == 'wrench' else oracle_gauge
+        g = cfg.perception['gauge']
+        weigher = (
+            WristGauge(
+                cell,
+                samples=g['samples'],
+                still_speed=g['still_speed'],
+                tcp_offset=cfg.cell['gripper']['tcp_offset'],
+                cup_gap=cfg.cell['gripper']['cup_gap'],
+                params=GaugeParams(
+                    no_payload_kg=g['no_payload_kg'],
+                    noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
+                ),
+            )
+            if gauge == 'wrench'
+            else oracle_gauge
+        )
         executor = SimExecutor(
             cell, MotionPlanner(), hmap.heightmap, static_boxes(cfg, lv.source), speed=speed
         )
@@ -185,7 +201,12 @@ def run_inprocess(
             # Only the oracle gauge can give specs of cartons not yet weighed.
             if weigher is oracle_gauge:
                 planner.set_forecast(oracle_gauge.forecast([d.package_id for d in draws]))
-        on_reset = weigher.tare if isinstance(weigher, WristGauge) else None
+
+        def on_reset() -> None:
+            if isinstance(weigher, WristGauge):
+                weigher.attach()
+                weigher.tare()
+
         result = run_episode(
             level=level,
             seed=seed,
@@ -200,9 +221,6 @@ def run_inprocess(
             settings=settings,
             oracle=oracle,
             git_sha=git_sha,
-        )
-        result.metrics.setdefault(
-            'tracking_error_max_mm', round(executor.tracking_error_m * 1000, 2)
         )
         return result, sink
     finally:
