@@ -44,6 +44,16 @@ def test_planned_trajectory_round_trips_times_positions_velocities_accelerations
     np.testing.assert_array_equal(back.qdd, traj.qdd)
 
 
+def test_dwell_appends_one_point_holding_the_end_at_rest():
+    traj = _planned()
+    msg = trajectory_to_msg(traj, NAMES, dwell_s=0.1)
+    assert len(msg.points) == len(traj) + 1
+    last = msg.points[-1]
+    np.testing.assert_allclose(duration_to_s(last.time_from_start), traj.duration + 0.1)
+    np.testing.assert_array_equal(last.positions, traj.q[-1])
+    assert list(last.velocities) == [0.0] * 6 and list(last.accelerations) == [0.0] * 6
+
+
 def test_times_become_seconds_and_nanoseconds():
     t = np.array([0.0, 0.002, 1.5, 61.000000001])
     z = np.zeros((4, 6))

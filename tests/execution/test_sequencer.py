@@ -34,6 +34,7 @@ class RecordingArm:
         self.holding = False
         self.fail_goal: int | None = None  # index of the goal the controller aborts
         self.ticks: list[float] = []
+        self.wrench_reads = 0
 
     def joint_positions(self):
         return self.q.copy()
@@ -56,7 +57,11 @@ class RecordingArm:
             self.holding = False
         return FollowResult(True)
 
+    def vacuum_holding(self):
+        return self.holding
+
     def wrench_after_motion(self):
+        self.wrench_reads += 1
         f = GRIPPER + ([0.0, 0.0, -self.payload_kg * 9.81] if self.holding else 0.0)
         return ForceReading(tuple(f), 5, 0.0)
 
@@ -162,6 +167,22 @@ def test_place_without_a_pick_in_this_process_checks_the_force_drop():
     seq = PickPlaceSequencer(arm)
     res = seq.place(*_place_args())
     assert res.ok and arm.io == [False]
+
+
+@pytest.mark.parametrize(('seals', 'lets_go'), [(True, True), (False, True), (True, False)])
+def test_vacuum_sensor_judges_when_the_wrench_is_not_used(seals, lets_go):
+    arm = RecordingArm(seals=seals, lets_go=lets_go)
+    seq = PickPlaceSequencer(arm, use_wrench=False)
+    picked = seq.pick(_obs())
+    assert picked.ok == seals
+    if seals:
+        placed = seq.place(*_place_args())
+        assert placed.ok == lets_go
+        if not lets_go:
+            assert placed.outcome is Outcome.GRASP_SLIP and 'still sealed' in placed.message
+    else:
+        assert picked.outcome is Outcome.GRASP_SLIP and 'no seal' in picked.message
+    assert arm.wrench_reads == 0
 
 
 def test_missing_joint_state_fails_without_moving():

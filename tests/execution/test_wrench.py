@@ -70,21 +70,22 @@ def test_release_without_a_tare_needs_the_force_to_drop_from_the_loaded_reading(
         verify_release(None, _reading(GRIPPER), p)
 
 
-def test_window_averages_the_end_of_the_motion_only():
-    w = WrenchWindow(window_s=0.1)
+def test_window_averages_the_still_dwell_at_the_end_of_the_motion_only():
+    w = WrenchWindow()
     w.add(0.98, [0.0, 0.0, -99.0])  # before the motion
     mark = w.mark(now=1.0)
-    for k in range(1, 101):  # 2 s motion at 50 Hz: moving, then still at the end
+    for k in range(1, 101):  # 1.9 s of motion then a 0.1 s dwell, at 50 Hz
         t = 1.0 + 0.02 * k
-        w.add(t, [0.0, 0.0, -60.0 if t > 2.88 else -75.0])
-    r = w.reading_after(mark, motion_s=2.0, timeout_s=0.1)
+        w.add(t, [0.0, 0.0, -60.0 if t > 2.89 else -75.0])
+    w.add(3.0, [0.0, 0.0, -60.0])  # the sample published after the call
+    r = w.reading_after(mark, motion_s=2.0, timeout_s=0.1, window_s=0.1)
     assert r is not None
     np.testing.assert_allclose(r.force, (0.0, 0.0, -60.0))
     assert r.samples == 6 and r.stamp == pytest.approx(3.0)
 
 
 def test_window_waits_for_the_end_sample_that_arrives_after_the_controller_answer():
-    w = WrenchWindow(window_s=0.05)
+    w = WrenchWindow()
     w.add(5.0, [1.0, 0.0, 0.0])
     mark = w.mark(now=5.0)
 
@@ -97,6 +98,16 @@ def test_window_waits_for_the_end_sample_that_arrives_after_the_controller_answe
     np.testing.assert_allclose(r.force, (0.0, 2.0, 0.0))
 
 
+def test_window_ends_no_earlier_than_the_controllers_answer():
+    w = WrenchWindow()
+    mark = w.mark(now=0.0)
+    w.add(0.5, [0.0, 0.0, -70.0])  # a continuous stream: still moving at 0.5 s
+    w.add(2.0, [0.0, 0.0, -60.0])  # the answer came at 2.0 s of a motion planned for 1.0 s
+    r = w.reading_after(mark, motion_s=1.0, timeout_s=1.0, window_s=0.05, not_before=2.0)
+    assert r is not None and r.samples == 1 and r.stamp == 2.0
+    np.testing.assert_allclose(r.force, (0.0, 0.0, -60.0))
+
+
 def test_window_without_new_samples_gives_none_after_the_timeout():
     clock = iter(np.arange(0.0, 100.0, 0.5))
     w = WrenchWindow(clock=lambda: float(next(clock)))
@@ -106,10 +117,10 @@ def test_window_without_new_samples_gives_none_after_the_timeout():
 
 def test_window_uses_the_newest_samples_when_the_end_stamp_never_comes():
     clock = iter(np.arange(0.0, 100.0, 0.5))
-    w = WrenchWindow(window_s=0.1, clock=lambda: float(next(clock)))
+    w = WrenchWindow(clock=lambda: float(next(clock)))
     mark = w.mark(now=0.0)
     w.add(0.5, [0.0, 0.0, -61.0])
-    r = w.reading_after(mark, motion_s=2.0, timeout_s=1.0)
+    r = w.reading_after(mark, motion_s=2.0, timeout_s=1.0, window_s=0.1)
     assert r is not None and r.samples == 1
     np.testing.assert_allclose(r.force, (0.0, 0.0, -61.0))
 
@@ -117,5 +128,5 @@ def test_window_uses_the_newest_samples_when_the_end_stamp_never_comes():
 def test_bad_parameters_are_named():
     with pytest.raises(PalletizerError, match='VerifyParams.noise_k = -1'):
         VerifyParams(noise_k=-1.0)
-    with pytest.raises(PalletizerError, match='window_s = 0'):
-        WrenchWindow(window_s=0)
+    with pytest.raises(PalletizerError, match='window_s = -0.1, timeout_s = 1; expected >= 0'):
+        WrenchWindow().reading_after(WrenchWindow().mark(), 1.0, 1, window_s=-0.1)

@@ -27,11 +27,15 @@ def duration_to_s(d: Duration) -> float:
     return d.sec + d.nanosec * 1e-9
 
 
-def trajectory_to_msg(traj: JointTrajectory, joint_names: Sequence[str]) -> JointTrajectoryMsg:
+def trajectory_to_msg(
+    traj: JointTrajectory, joint_names: Sequence[str], dwell_s: float = 0.0
+) -> JointTrajectoryMsg:
     """Every sample as a point with positions, velocities, accelerations and time_from_start.
 
-    The header stamp stays zero: the controller starts the goal as soon as it accepts it.
-    Times are rounded to whole nanoseconds.
+    dwell_s > 0 appends a point that holds the final position, at rest, dwell_s [s] after the
+    end: the servo settles while the wrist sensor keeps streaming, so the end of the goal is a
+    still reading. The header stamp stays zero: the controller starts the goal as soon as it
+    accepts it. Times are rounded to whole nanoseconds.
     """
     names = list(joint_names)
     q, qd, qdd = np.asarray(traj.q), np.asarray(traj.qd), np.asarray(traj.qdd)
@@ -49,6 +53,16 @@ def trajectory_to_msg(traj: JointTrajectory, joint_names: Sequence[str]) -> Join
         )
         for i, t in enumerate(np.asarray(traj.t))
     ]
+    if dwell_s > 0 and points:
+        zero = [0.0] * len(names)
+        points.append(
+            JointTrajectoryPoint(
+                positions=q[-1].tolist(),
+                velocities=zero,
+                accelerations=zero,
+                time_from_start=_duration(float(traj.t[-1]) + dwell_s),
+            )
+        )
     return JointTrajectoryMsg(joint_names=names, points=points)
 
 

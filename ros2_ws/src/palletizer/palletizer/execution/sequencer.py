@@ -27,7 +27,13 @@ from palletizer.core.motion import (
     MotionResult,
     plan_grasp,
 )
-from palletizer.execution.wrench import ForceReading, VerifyParams, verify_hold, verify_release
+from palletizer.execution.wrench import (
+    ForceReading,
+    Verdict,
+    VerifyParams,
+    verify_hold,
+    verify_release,
+)
 
 __all__ = [
     'ArmPort',
@@ -83,6 +89,9 @@ class ArmPort(Protocol):
 
     def wrench_after_motion(self) -> ForceReading | None:
         """Mean force at the still end of the last follow(); None when no sample came."""
+
+    def vacuum_holding(self) -> bool | None:
+        """The gripper's vacuum sensor: something sealed on the cups; None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,9 @@ class PickPlaceSequencer:
 
     Nothing moves unless the whole plan (approach and lift / retract) passed the checks. The
     tare is the wrench at the still seal pose just before the vacuum goes on; the hold after
-    the lift and the release after the retract are judged against it.
+    the lift and the release after the retract are judged against it. With use_wrench False
+    (a fast-forward cell, whose arm jumps without physics, so its wrench is not a static
+    reading) the gripper's vacuum sensor judges instead.
     """
 
     def __init__(
@@ -166,11 +177,13 @@ class PickPlaceSequencer:
         planner: MotionPlanner | None = None,
         static_boxes: tuple[AABB, ...] = (),
         verify: VerifyParams | None = None,
+        use_wrench: bool = True,
     ) -> None:
         self.arm = arm
         self.motion = planner or MotionPlanner()
         self.static_boxes = static_boxes
         self.verify = verify or VerifyParams()
+        self.use_wrench = use_wrench
         self.grasp: Grasp | None = None
         self.tare: ForceReading | None = None
 
@@ -207,8 +220,8 @@ class PickPlaceSequencer:
         if fail is not None:
             return fail
         motion += plan.trajectory.duration
-        tare = self.arm.wrench_after_motion()
-        if tare is None:
+        tare = self.arm.wrench_after_motion() if self.use_wrench else None
+        if tare is None and self.use_wrench:
             return _controller('no wrench sample after the approach', motion)
         fb('seal', _frac(motion, total))
         io = self.arm.set_vacuum(True)
@@ -219,10 +232,9 @@ class PickPlaceSequencer:
             return fail
         motion += plan.retreat.duration
         fb('verify', 1.0)
-        loaded = self.arm.wrench_after_motion()
-        if loaded is None:
-            return _controller('no wrench sample after the lift', motion)
-        verdict = verify_hold(tare, loaded, self.verify)
+        verdict = self._held_after_lift(tare)
+        if verdict is None:
+            return _controller('no wrench or vacuum reading after the lift', motion)
         if not verdict.ok:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
         self.grasp, self.tare = plan.grasp, tare
@@ -265,7 +277,7 @@ class PickPlaceSequencer:
         if fail is not None:
             return fail
         motion = app.duration
-        loaded = self.arm.wrench_after_motion()
+        loaded = self.arm.wrench_after_motion() if self.use_wrench else None
         fb('release', _frac(motion, total))
         io = self.arm.set_vacuum(False)
         if not io.ok:
@@ -274,16 +286,39 @@ class PickPlaceSequencer:
         if fail is not None:
             return fail
         motion += ret.duration
-        after = self.arm.wrench_after_motion()
-        if after is None or (self.tare is None and loaded is None):
-            return _controller('no wrench sample around the release', motion)
-        verdict = verify_release(self.tare, after, self.verify, loaded)
+        verdict = self._released(loaded)
+        if verdict is None:
+            return _controller('no wrench or vacuum reading around the release', motion)
         if not verdict.ok:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
         self.grasp, self.tare = None, None
         return ExecResult(Outcome.OK, verdict.message, motion_s=motion)
 
     # Helpers ----------------------------------------------------------------------------------
+    def _held_after_lift(self, tare: ForceReading | None) -> Verdict | None:
+        if not self.use_wrench:
+            held = self.arm.vacuum_holding()
+            if held is None:
+                return None
+            return Verdict(held, 0.0, 0.0, 'holding' if held else 'no seal after the lift')
+        loaded = self.arm.wrench_after_motion()
+        if loaded is None or tare is None:
+            return None
+        return verify_hold(tare, loaded, self.verify)
+
+    def _released(self, loaded: ForceReading | None) -> Verdict | None:
+        if not self.use_wrench:
+            held = self.arm.vacuum_holding()
+            if held is None:
+                return None
+            return Verdict(
+                not held, 0.0, 0.0, 'still sealed after the retract' if held else 'released'
+            )
+        after = self.arm.wrench_after_motion()
+        if after is None or (self.tare is None and loaded is None):
+            return None
+        return verify_release(self.tare, after, self.verify, loaded)
+
     def _move(
         self,
         traj: JointTrajectory,

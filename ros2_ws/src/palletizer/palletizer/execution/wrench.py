@@ -147,21 +147,13 @@ class WrenchMark:
 class WrenchWindow:
     """Thread-safe buffer of stamped force samples; averages the still end of each motion.
 
-    The sensor keeps streaming while the arm moves. After a motion of `motion_s` simulated
-    seconds the reading is the mean of the samples in the last `window_s` of it, taken from
-    samples that arrived after the mark, so a sample from before the motion (or one still in
-    flight when the controller answered) is never mixed in.
+    The sensor keeps streaming while the arm moves. A motion's reading is the mean of the
+    samples in its last `window_s` (the still dwell the controller holds at the end), taken
+    only from samples that arrived after the mark, so a sample from before the motion (or one
+    still in flight when the controller answered) is never mixed in.
     """
 
-    def __init__(
-        self,
-        window_s: float = 0.1,
-        capacity: int = 5000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if not window_s > 0:
-            raise PalletizerError(f'WrenchWindow.window_s = {window_s!r}; expected > 0 s')
-        self.window_s = float(window_s)
+    def __init__(self, capacity: int = 5000, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._cond = threading.Condition()
         self._samples: deque[tuple[int, float, np.ndarray]] = deque(maxlen=capacity)
@@ -188,15 +180,26 @@ class WrenchWindow:
             return WrenchMark(self._count, max(float(now), last))
 
     def reading_after(
-        self, mark: WrenchMark, motion_s: float, timeout_s: float, eps_s: float = 0.01
+        self,
+        mark: WrenchMark,
+        motion_s: float,
+        timeout_s: float,
+        window_s: float = 0.0,
+        not_before: float = -math.inf,
+        eps_s: float = 0.01,
     ) -> ForceReading | None:
-        """Mean of the last window_s of a motion of motion_s [s] begun at `mark`.
+        """Mean of the samples in the last window_s [s] of a motion of motion_s [s] from `mark`.
 
-        Waits up to timeout_s (wall) for a new sample stamped at the motion's end (within
-        eps_s, half a 50 Hz controller tick). On timeout the newest new samples are used; None
-        when no sample arrived at all.
+        The motion ends at the later of mark.stamp + motion_s and `not_before` (the clock when
+        the controller answered) [s]. Waits up to timeout_s (wall) for a new sample stamped at
+        that end (within eps_s, half a 50 Hz controller tick). On timeout the newest new
+        samples are used; None when no sample arrived at all.
         """
-        end = mark.stamp + max(0.0, float(motion_s)) - eps_s
+        if window_s < 0 or timeout_s < 0:
+            raise PalletizerError(
+                f'reading_after: window_s = {window_s}, timeout_s = {timeout_s}; expected >= 0'
+            )
+        end = max(mark.stamp + max(0.0, float(motion_s)), float(not_before)) - eps_s
         deadline = self._clock() + timeout_s
         with self._cond:
             while True:
@@ -212,6 +215,7 @@ class WrenchWindow:
                     break
                 self._cond.wait(min(left, 0.05))
         last = done[1]
-        rows = [s[2] for s in new if s[0] <= done[0] and s[1] >= last - self.window_s]
+        lo = last - window_s - eps_s
+        rows = [s[2] for s in new if s[0] <= done[0] and s[1] >= lo]
         mean = np.mean(rows, axis=0)
         return ForceReading((float(mean[0]), float(mean[1]), float(mean[2])), len(rows), last)

@@ -1,0 +1,309 @@
+"""Trajectory executor node: the pick and place actions through FollowJointTrajectory and SetIO."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from control_msgs.action import FollowJointTrajectory
+from geometry_msgs.msg import WrenchStamped
+from palletizer_msgs.action import Pick, Place
+from palletizer_msgs.msg import HeightMap as HeightMapMsg
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.action import ActionClient, ActionServer, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from ur_msgs.srv import SetIO
+
+from palletizer.core.config import load_config
+from palletizer.core.errors import PalletizerError
+from palletizer.core.motion import JointTrajectory
+from palletizer.execution import (
+    ExecResult,
+    FollowResult,
+    ForceReading,
+    PickPlaceSequencer,
+    VerifyParams,
+    WrenchWindow,
+    trajectory_to_msg,
+)
+from palletizer.nodes.convert import (
+    heightmap_from_msg,
+    observation_from_msg,
+    plan_from_msg,
+    spec_from_msg,
+)
+from palletizer.nodes.qos import LATCHED, SENSORS
+from palletizer.wiring.inprocess import static_boxes
+
+__all__ = ['TrajectoryExecutorNode', 'main']
+
+_SUCCEEDED = 4  # action_msgs/GoalStatus.STATUS_SUCCEEDED
+
+
+def _wait(future, timeout_s: float):
+    """The future's result, or None when it is not done within timeout_s [s] (wall)."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout_s):
+        return None
+    return future.result()
+
+
+def _s(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+class TrajectoryExecutorNode(Node):
+    """Serves ~/pick and ~/place; the arm is reached only through the UR driver's interfaces."""
+
+    def __init__(self) -> None:
+        super().__init__('trajectory_executor')
+        cfg = load_config()
+        cell = cfg.cell
+
+        def param(name, default, text):
+            return self.declare_parameter(
+                name, default, ParameterDescriptor(description=text)
+            ).value
+
+        action = param('trajectory_action', 'follow_joint_trajectory', 'FJT action to drive')
+        io_srv = param('set_io_service', 'set_io', 'ur_msgs/SetIO service of the vacuum')
+        wrench = param('wrench_topic', 'wrench', 'WrenchStamped at the flange [N, N m]')
+        hm_topic = param('heightmap_topic', '/palletizer/heightmap', 'latched pallet height map')
+        vac_topic = param(
+            'vacuum_sensor_topic', '/cell_bridge/vacuum_sealed', 'latched Bool: cups sealed'
+        )
+        self.vac_fun = param('vacuum_fun', int(cell['gripper']['vacuum_io']['fun']), 'SetIO fun')
+        self.vac_pin = param('vacuum_pin', int(cell['gripper']['vacuum_io']['pin']), 'SetIO pin')
+        self.speed = float(param('speed', 0.0, 'cell speed: 0 = fast-forward (no sim time)'))
+        level = param('level', cfg.default_level, 'level id: its source sets the static boxes')
+        verify = VerifyParams(
+            min_payload_kg=param('min_payload_kg', 0.2, 'smallest |F| change of a carton [kg]'),
+            noise_force_n=param(
+                'wrench_noise_n', float(cell['wrench']['noise_force_n']), 'F noise per axis [N]'
+            ),
+        )
+        self.dwell = param('still_dwell_s', 0.1, 'hold at the end of each goal, averaged [s]')
+        self.wrench_timeout = param('wrench_timeout_s', 2.0, 'wait for the end sample [s]')
+        self.margin = param('goal_timeout_margin_s', 60.0, 'FJT result wait beyond duration [s]')
+        self.server_timeout = param('server_timeout_s', 10.0, 'wait for FJT/SetIO servers [s]')
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        if level not in cfg.levels:
+            raise PalletizerError(
+                f'trajectory_executor: level:={level}; expected one of {sorted(cfg.levels)}'
+            )
+        self.joints = tuple(cell['robot']['joint_names'])
+        self.action_name, self.io_name = action, io_srv
+
+        # The action callbacks block on the FJT action and the SetIO service: their clients and
+        # the streams sit in a reentrant group so other executor threads deliver the answers.
+        # The lock keeps one motion at a time (rclpy runs action execution outside the groups).
+        self.io = ReentrantCallbackGroup()
+        self.actions = MutuallyExclusiveCallbackGroup()
+        self.busy = threading.Lock()
+        self._q_lock = threading.Lock()
+        self._q: np.ndarray | None = None
+        self._heightmap = None
+        self._sealed: bool | None = None
+        self.window = WrenchWindow()
+        self._last: tuple = (self.window.mark(), 0.0, 0.0, -np.inf)
+        self.fjt = ActionClient(self, FollowJointTrajectory, action, callback_group=self.io)
+        self.set_io = self.create_client(SetIO, io_srv, callback_group=self.io)
+        self.create_subscription(
+            JointState, 'joint_states', self.on_joints, SENSORS, callback_group=self.io
+        )
+        self.create_subscription(
+            WrenchStamped, wrench, self.on_wrench, SENSORS, callback_group=self.io
+        )
+        self.create_subscription(
+            HeightMapMsg, hm_topic, self.on_heightmap, LATCHED, callback_group=self.io
+        )
+        self.create_subscription(Bool, vac_topic, self.on_sealed, LATCHED, callback_group=self.io)
+        # A fast-forward cell jumps the arm without physics: its wrench after a jump is not a
+        # static reading, so the gripper's vacuum sensor judges the hold and the release.
+        self.seq = PickPlaceSequencer(
+            self,
+            static_boxes=static_boxes(cfg, cfg.level(level).source),
+            verify=verify,
+            use_wrench=self.speed > 0,
+        )
+        self.servers = [
+            ActionServer(
+                self,
+                kind,
+                f'~/{kind.__name__.lower()}',
+                execute_callback=cb,
+                goal_callback=self.on_goal,
+                callback_group=self.actions,
+            )
+            for kind, cb in ((Pick, self.on_pick), (Place, self.on_place))
+        ]
+        self.get_logger().info(
+            f'trajectory_executor ready: action {action}, SetIO {io_srv} fun {self.vac_fun} '
+            f'pin {self.vac_pin}, wrench {wrench}, speed {self.speed}'
+        )
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name != 'use_sim_time':
+                return SetParametersResult(
+                    successful=False, reason=f'{p.name} is read once at start; restart the node'
+                )
+        return SetParametersResult(successful=True)
+
+    # Streams ----------------------------------------------------------------------------------
+    def on_joints(self, msg: JointState) -> None:
+        names = list(msg.name)
+        try:
+            q = np.array([msg.position[names.index(j)] for j in self.joints])
+        except (ValueError, IndexError):
+            return  # another robot's or a partial joint state
+        with self._q_lock:
+            self._q = q
+
+    def on_wrench(self, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        self.window.add(_s(msg.header.stamp), (f.x, f.y, f.z))
+
+    def on_sealed(self, msg: Bool) -> None:
+        self._sealed = bool(msg.data)
+
+    def on_heightmap(self, msg: HeightMapMsg) -> None:
+        try:
+            self._heightmap = heightmap_from_msg(msg)
+        except (PalletizerError, ValueError) as exc:
+            self.get_logger().warn(f'height map ignored: {exc}')
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ArmPort ----------------------------------------------------------------------------------
+    def joint_positions(self) -> np.ndarray | None:
+        with self._q_lock:
+            return None if self._q is None else self._q.copy()
+
+    def follow(self, traj: JointTrajectory, progress) -> FollowResult:
+        if not self.fjt.wait_for_server(timeout_sec=self.server_timeout):
+            return FollowResult(False, 0, f'no FollowJointTrajectory server {self.action_name}')
+        goal = FollowJointTrajectory.Goal(
+            trajectory=trajectory_to_msg(traj, self.joints, self.dwell)
+        )
+        mark = self.window.mark(self._now())
+
+        def on_feedback(fb) -> None:
+            m = fb.feedback
+            progress(max(_s(m.desired.time_from_start), _s(m.header.stamp) - mark.stamp))
+
+        handle = _wait(self.fjt.send_goal_async(goal, on_feedback), self.server_timeout)
+        if handle is None or not handle.accepted:
+            return FollowResult(False, 0, 'the trajectory controller did not accept the goal')
+        total = traj.duration + self.dwell
+        wall = total / self.speed if self.speed > 0 else 0.0
+        timeout = self.margin + 2.0 * wall
+        res = _wait(handle.get_result_async(), timeout)
+        if res is None:
+            handle.cancel_goal_async()
+            return FollowResult(False, 0, f'no result within {timeout:.0f} s; goal canceled')
+        # Fast-forward jumps to the end: no sim time passes, the one sample after it is the
+        # reading. Otherwise the still dwell at the end is averaged.
+        sim = self.speed > 0
+        self._last = (mark, total if sim else 0.0, self.dwell if sim else 0.0, self._now())
+        r = res.result
+        if res.status != _SUCCEEDED or r.error_code != 0:
+            return FollowResult(False, r.error_code, r.error_string or f'status {res.status}')
+        return FollowResult(True)
+
+    def set_vacuum(self, on: bool) -> FollowResult:
+        if not self.set_io.wait_for_service(timeout_sec=self.server_timeout):
+            return FollowResult(False, 0, f'no SetIO service {self.io_name}')
+        req = SetIO.Request(fun=self.vac_fun, pin=self.vac_pin, state=1.0 if on else 0.0)
+        res = _wait(self.set_io.call_async(req), self.server_timeout)
+        if res is None or not res.success:
+            return FollowResult(False, 0, f'SetIO fun {self.vac_fun} pin {self.vac_pin} failed')
+        return FollowResult(True)
+
+    def wrench_after_motion(self) -> ForceReading | None:
+        mark, motion_s, window_s, answered = self._last
+        return self.window.reading_after(mark, motion_s, self.wrench_timeout, window_s, answered)
+
+    def vacuum_holding(self) -> bool | None:
+        return self._sealed
+
+    # Actions ----------------------------------------------------------------------------------
+    def on_goal(self, _goal) -> GoalResponse:
+        # One motion at a time: a second goal is refused rather than queued behind the first.
+        return GoalResponse.REJECT if self.busy.locked() else GoalResponse.ACCEPT
+
+    def _run(self, handle, kind, work) -> object:
+        def feedback(phase: str, progress: float) -> None:
+            handle.publish_feedback(kind.Feedback(phase=phase, progress=float(progress)))
+
+        t0 = time.monotonic()
+        with self.busy:
+            out: ExecResult = work(feedback)
+        res = kind.Result(error_code=getattr(kind.Result, out.outcome.name))
+        res.cause = out.cause
+        res.error_msg = '' if out.ok else out.message
+        (handle.succeed if out.ok else handle.abort)()
+        self.get_logger().info(
+            f'{kind.__name__.lower()}: {out.outcome.value} ({out.message}); '
+            f'{time.monotonic() - t0:.2f} s wall, {out.motion_s:.2f} s of motion'
+        )
+        return res, out
+
+    def _invalid(self, handle, kind, exc: Exception):
+        # The actions have no invalid-request code: the request cannot be reached as given.
+        handle.abort()
+        res = kind.Result(error_code=kind.Result.IK_UNREACHABLE)
+        res.cause, res.error_msg = 'ik_unreachable', f'invalid {kind.__name__} request: {exc}'
+        return res
+
+    def on_pick(self, handle):
+        try:
+            obs = observation_from_msg(handle.request.observation)
+        except (PalletizerError, ValueError) as exc:
+            return self._invalid(handle, Pick, exc)
+        res, out = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._heightmap, fb))
+        res.active_cups = out.active_cups
+        res.grip_capacity_ratio = out.grip_capacity_ratio
+        return res
+
+    def on_place(self, handle):
+        req = handle.request
+        try:
+            plan, spec = plan_from_msg(req.plan), spec_from_msg(req.spec)
+            hm = heightmap_from_msg(req.heightmap)
+        except (PalletizerError, ValueError) as exc:
+            res = self._invalid(handle, Place, exc)
+            res.failing_waypoint = -1
+            return res
+        res, out = self._run(handle, Place, lambda fb: self.seq.place(plan, spec, hm, fb))
+        res.failing_waypoint = out.failing_waypoint
+        res.reach_residual_m = out.reach_residual_m
+        return res
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = TrajectoryExecutorNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

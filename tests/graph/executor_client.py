@@ -1,0 +1,169 @@
+"""Client for the executor graph test: present, pick and place one carton through the actions.
+
+Ground truth is read here only to build the observation and to referee the result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import rclpy
+from palletizer.core.contracts import HeightMap
+from palletizer.nodes.convert import heightmap_to_msg
+from palletizer_msgs.action import Pick, Place
+from palletizer_msgs.srv import GroundTruth, PresentCarton, Settle
+from rclpy.action import ActionClient
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+
+TARGET_XY = (0.3, -0.2)  # [m] a pallet slot in the world frame
+DECK_Z = 0.144  # [m] pallet deck top (cell.yaml pallet.size)
+
+
+def _yaw(q) -> float:
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+def _wrap_half_turn(a: float) -> float:
+    # A carton is symmetric under a half turn.
+    return (a + math.pi / 2) % math.pi - math.pi / 2
+
+
+def main() -> int:
+    rclpy.init()
+    node = rclpy.create_node('executor_client')
+    latest: dict[str, object] = {}
+    reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(Clock, '/clock', lambda m: latest.__setitem__('clock', m), reliable)
+    node.create_subscription(
+        JointState, '/joint_states', lambda m: latest.__setitem__('js', m), reliable
+    )
+    clients = {
+        n: node.create_client(t, f'/cell_bridge/{n}')
+        for n, t in (('present', PresentCarton), ('ground_truth', GroundTruth), ('settle', Settle))
+    }
+    pick = ActionClient(node, Pick, '/trajectory_executor/pick')
+    place = ActionClient(node, Place, '/trajectory_executor/place')
+    for n, c in clients.items():
+        assert c.wait_for_service(timeout_sec=30.0), f'{n} never appeared'
+    for n, a in (('pick', pick), ('place', place)):
+        assert a.wait_for_server(timeout_sec=30.0), f'{n} action never appeared'
+    out: dict[str, object] = {}
+
+    def wait(fut, timeout=120.0):
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=timeout)
+        assert fut.done(), 'no answer'
+        return fut.result()
+
+    def settle_streams() -> tuple[float, list[float]]:
+        # The bridge publishes once after every call; spin a while so that is the latest.
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end or ('js' not in latest and time.monotonic() < end + 10):
+            rclpy.spin_once(node, timeout_sec=0.05)
+        c = latest['clock'].clock
+        return c.sec + c.nanosec * 1e-9, list(latest['js'].position)
+
+    def act(client, goal):
+        phases: list[str] = []
+
+        def on_fb(m):
+            if not phases or phases[-1] != m.feedback.phase:
+                phases.append(m.feedback.phase)
+
+        t0 = time.perf_counter()
+        handle = wait(client.send_goal_async(goal, feedback_callback=on_fb))
+        assert handle.accepted, 'goal refused'
+        res = wait(handle.get_result_async()).result
+        return res, phases, round(time.perf_counter() - t0, 3)
+
+    pres = wait(clients['present'].call_async(PresentCarton.Request()))
+    assert pres.error_code == 0, pres.error_msg
+    gt = wait(clients['ground_truth'].call_async(GroundTruth.Request()))
+    carton = next(c for c in gt.cartons if c.package_id == pres.package_id)
+    p = carton.pose.position
+    L, W, H = carton.dims_m
+
+    # Out of reach: refused before anything moves (no sim time passes, joints unchanged).
+    t_a, q_a = settle_streams()
+    far = Pick.Goal()
+    far.observation.package_id = carton.package_id
+    far.observation.position.x, far.observation.position.y, far.observation.position.z = (
+        2.5,
+        -0.8,
+        p.z,
+    )
+    far.observation.dims_guess = [L, W, H]
+    res, _, _ = act(pick, far)
+    t_b, q_b = settle_streams()
+    out['far'] = {
+        'code': res.error_code,
+        'cause': res.cause,
+        'msg': res.error_msg,
+        'sim_dt': t_b - t_a,
+        'dq': max(abs(a - b) for a, b in zip(q_a, q_b, strict=True)),
+    }
+
+    goal = Pick.Goal()
+    o = goal.observation
+    o.package_id, o.yaw, o.dims_guess, o.confidence = (
+        carton.package_id,
+        _yaw(carton.pose.orientation),
+        [L, W, H],
+        1.0,
+    )
+    o.position.x, o.position.y, o.position.z = p.x, p.y, p.z
+    res, phases, wall = act(pick, goal)
+    gt = wait(clients['ground_truth'].call_async(GroundTruth.Request()))
+    out['pick'] = {
+        'code': res.error_code,
+        'cause': res.cause,
+        'msg': res.error_msg,
+        'cups': res.active_cups,
+        'ratio': res.grip_capacity_ratio,
+        'phases': phases,
+        'wall_s': wall,
+        'held': gt.held_package_id,
+        'id': carton.package_id,
+    }
+
+    goal = Place.Goal()
+    goal.plan.position.x, goal.plan.position.y = TARGET_XY
+    goal.plan.position.z = DECK_Z + H / 2
+    goal.plan.yaw, goal.plan.layer, goal.plan.slot = 0.0, 1, 'test-slot'
+    s = goal.spec
+    s.package_id, s.type_name, s.dims_m = carton.package_id, carton.type_name, [L, W, H]
+    s.mass_kg = carton.mass_kg
+    goal.heightmap = heightmap_to_msg(HeightMap.flat())
+    res, phases, wall = act(place, goal)
+    settle = wait(clients['settle'].call_async(Settle.Request(duration=1.25)))
+    t_c, _ = settle_streams()
+    gt = wait(clients['ground_truth'].call_async(GroundTruth.Request()))
+    c = next(c for c in gt.cartons if c.package_id == carton.package_id)
+    q = c.pose.position
+    out['place'] = {
+        'code': res.error_code,
+        'cause': res.cause,
+        'msg': res.error_msg,
+        'failing_waypoint': res.failing_waypoint,
+        'phases': phases,
+        'wall_s': wall,
+        'held': gt.held_package_id,
+        'settle_code': settle.error_code,
+        'err_xy_m': math.hypot(q.x - TARGET_XY[0], q.y - TARGET_XY[1]),
+        'err_z_m': q.z - (DECK_Z + H / 2),
+        'err_yaw': _wrap_half_turn(_yaw(c.pose.orientation)),
+        'cycle_sim_s': t_c - t_b,
+        'mass_kg': carton.mass_kg,
+    }
+    print('EXECUTOR ' + json.dumps(out), flush=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
