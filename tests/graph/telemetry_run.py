@@ -7,6 +7,7 @@ per-topic counts. Runs inside a network namespace (tests/graph/isolation.py).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -66,12 +67,27 @@ def _result(seed: int, n_objects: int, n_placed: int) -> str:
     })  # fmt: skip
 
 
+def _wait(proc: subprocess.Popen) -> int | str:
+    """The exit code, or 'hung' after dumping the node's threads (faulthandler) and killing it."""
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        time.sleep(1.0)
+        proc.kill()
+        proc.wait()
+        return 'hung'
+
+
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix='telemetry-graph-'))
     params = work / 'params'
     params.mkdir()
     procs = {
-        name: subprocess.Popen(node_argv(_spec(name, mode, work / name), params))
+        name: subprocess.Popen(
+            node_argv(_spec(name, mode, work / name), params),
+            env={**os.environ, 'PYTHONFAULTHANDLER': '1'},
+        )
         for name, mode in (('telemetry', 'disk'), ('telemetry_off', 'off'))
     }
     rclpy.init()
@@ -136,7 +152,7 @@ def main() -> int:
     finally:
         for p in procs.values():
             p.send_signal(signal.SIGTERM)
-        out['exit'] = {name: p.wait(timeout=20) for name, p in procs.items()}
+        out['exit'] = {name: _wait(p) for name, p in procs.items()}
         node.destroy_node()
         rclpy.try_shutdown()
     run_dir = work / 'telemetry' / f'{STAMP}-graph'

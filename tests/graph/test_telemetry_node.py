@@ -34,8 +34,9 @@ def test_telemetry_node_writes_confirms_counts_and_aborts_on_sigterm():
     place = next(e for e in got['events'] if e['kind'] == 'place')
     assert place['payload'] == {'error_xy_mm': 3.0, 'error_yaw_deg': 1.15, 'overhang_mm': 0.0}
     assert got['placements'] == 2
+    # joint states are best effort (sensor QoS): under load some may be dropped
+    assert 1 <= got['bag'].pop('/joint_states') <= 5
     assert got['bag'] == {
-        '/joint_states': 5,
         '/tf': 1,
         '/tf_static': 0,
         '/palletizer/episode_events': 15,

@@ -181,6 +181,14 @@ class TelemetryNode(Node):
             res.error_msg = f'result_json: {exc}'
             return res
         with self._lock:
+            # Events travel on another topic than this request and may still be in flight.
+            self._lock.wait_for(
+                lambda: (
+                    self.run.open_seed == req.seed
+                    and (self.run.open_events or 0) >= req.expected_events
+                ),
+                self.end_wait_s,
+            )
             if self.run.open_seed != req.seed or result.seed != req.seed:
                 res.error_code = EndEpisode.Response.NO_OPEN_EPISODE
                 res.error_msg = (
@@ -188,9 +196,6 @@ class TelemetryNode(Node):
                     f'({self.run.open_seed})'
                 )
                 return res
-            self._lock.wait_for(
-                lambda: (self.run.open_events or 0) >= req.expected_events, self.end_wait_s
-            )
             try:
                 res.events_written = self.run.end(result)
             except PalletizerError as exc:
@@ -226,7 +231,11 @@ def main(args=None) -> None:
         node = TelemetryNode()
         executor = MultiThreadedExecutor(num_threads=2)
         executor.add_node(node)
-        executor.spin()
+        # A bounded wait instead of spin(): under load a SIGTERM during the wait-set wait was
+        # seen to be lost (1 in ~20 stops hung in _wait_for_ready_callbacks), and then the bag
+        # would never be closed. Polling ok() every 0.2 s makes the stop certain.
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
