@@ -262,6 +262,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             executable='trajectory_executor',
             parameters={
                 **common,
+                'level': opts.level,
                 'speed': opts.speed,
                 'trajectory_action': UR_TRAJECTORY_ACTION,
                 'set_io_service': UR_SET_IO_SERVICE,

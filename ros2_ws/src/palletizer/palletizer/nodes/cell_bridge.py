@@ -57,6 +57,10 @@ __all__ = ['CellBridgeNode', 'main']
 # Reliable, like the UR driver's broadcasters: a reliable writer matches reliable and
 # best-effort readers alike, and a 1.2 MB image survives fragmentation.
 STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+# The world advances in bursts (0.7 s of sim time can take 20 ms of wall time): the writer keeps
+# enough history that a reliable reader (the wrist gauge averages the last 30 samples) gets
+# every sample of a burst.
+BURST = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
 TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 # Settle and RunStability define only OK; this code (next in the cell band 201-206) marks a
 # refused request until the interfaces get their own constant.
@@ -126,8 +130,8 @@ class CellBridgeNode(Node):
         self.active_goal = None
 
         self.clock_pub = self.create_publisher(Clock, '/clock', STREAM)
-        self.js_pub = self.create_publisher(JointState, 'joint_states', STREAM)
-        self.wrench_pub = self.create_publisher(WrenchStamped, wrench, STREAM)
+        self.js_pub = self.create_publisher(JointState, 'joint_states', BURST)
+        self.wrench_pub = self.create_publisher(WrenchStamped, wrench, BURST)
         self.tf_pub = self.create_publisher(TFMessage, '/tf', TF)
         self.tf_static_pub = self.create_publisher(TFMessage, '/tf_static', LATCHED)
         self.sealed_pub = self.create_publisher(Bool, '~/vacuum_sealed', LATCHED)

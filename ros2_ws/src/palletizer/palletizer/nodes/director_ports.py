@@ -198,6 +198,7 @@ class RosGauge:
         self.tare_c = node.create_client(Tare, f'{prefix}/tare')
         self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
         self.cell: RosCell | None = None
+        self.last_error = ''
 
     def tare(self) -> None:
         assert self.cell is not None
@@ -211,10 +212,12 @@ class RosGauge:
         self.cell.hold(self.hold_s)
         res = self.calls.service(
             self.weigh_c,
-            Weigh.Request(observation=observation_to_msg(observation)),
+            Weigh.Request(observation=observation_to_msg(observation), min_stamp=self.cell.stamp),
             'wrist gauge weigh',
         )
         if res.error_code != Weigh.Response.OK:
+            self.last_error = f'{res.error_code}: {res.error_msg}'
+            print(f'  wrist gauge: {self.last_error}', flush=True)
             return None
         return spec_from_msg(res.spec)
 

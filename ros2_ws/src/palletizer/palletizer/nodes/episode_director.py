@@ -102,7 +102,7 @@ class EpisodeDirectorNode(Node):
         self.cell = RosCell(self, self.calls, self.gauge)
         self.gauge.cell = self.cell
         self.planner = RosPlanner(self, self.calls, self.planner_kind)
-        self.executor = RosExecutor(self, self.calls)
+        self.motion = RosExecutor(self, self.calls)
         self.referee = RosReferee(self, self.calls)
         self.run_id = time.strftime('%Y%m%d-%H%M%S')
         self.sink = RosSink(self, self.run_id, self.say)
@@ -143,7 +143,7 @@ class EpisodeDirectorNode(Node):
                 seed = self.seed + k
                 self.sink.begin(seed)
                 self.planner.reset()
-                self.executor.heightmap = None
+                self.motion.heightmap = None
                 result = run_episode(
                     level=self.level,
                     seed=seed,
@@ -152,7 +152,7 @@ class EpisodeDirectorNode(Node):
                     perception=perception,
                     gauge=self.gauge,
                     planner=self.planner,
-                    executor=self.executor,
+                    executor=self.motion,
                     referee=self.referee,
                     sink=self.sink,
                     settings=self.settings,

@@ -64,7 +64,15 @@ class WristGaugeNode(Node):
             noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
         )
         self.kin = UR10eKinematics()
-        self.buffer: deque[np.ndarray] = deque(maxlen=self.samples)
+        self.buffer: deque[tuple[float, np.ndarray]] = deque(maxlen=4 * self.samples)
+        # Only samples of the last `window_s` before the request's stamp count: the hold.
+        self.window_s = float(
+            param(
+                'window_s',
+                self.samples / 50.0,
+                'span of sim time averaged before the stamp asked for [s]',
+            )
+        )
         self.q: np.ndarray | None = None
         self.qd_max = 0.0
         self.last_stamp = -1.0  # [s] sim time of the newest wrench sample
@@ -87,9 +95,10 @@ class WristGaugeNode(Node):
 
     def on_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self.fresh:
-            self.buffer.append(np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
-            self.last_stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            self.buffer.append((stamp, np.array([f.x, f.y, f.z, t.x, t.y, t.z])))
+            self.last_stamp = max(self.last_stamp, stamp)
             self.fresh.notify_all()
 
     def on_joints(self, msg: JointState) -> None:
@@ -106,12 +115,17 @@ class WristGaugeNode(Node):
                 return (
                     f'no wrench sample at sim time {want:.3f} s (newest {self.last_stamp:.3f} s)'
                 )
-        if len(self.buffer) < self.samples:
-            return f'only {len(self.buffer)} wrench samples of {self.samples}: hold the arm still longer'
+            rows = [w for t, w in self.buffer if want - self.window_s - 1e-9 < t <= want + 1e-9]
+        rows = rows[-self.samples :]
+        if len(rows) < max(3, self.samples // 2):
+            return (
+                f'only {len(rows)} wrench samples in the {self.window_s:.2f} s before '
+                f'{want:.3f} s: hold the arm still longer'
+            )
         if self.qd_max > self.still_speed:
             return f'arm moving at {self.qd_max:.3f} rad/s > {self.still_speed} rad/s'
         try:
-            return average_wrench(np.array(self.buffer), self.params)
+            return average_wrench(np.array(rows), self.params)
         except WeighError as exc:
             return str(exc)
 
