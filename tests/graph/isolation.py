@@ -28,6 +28,7 @@ def run_isolated(
     timeout: float,
     env: dict[str, str] | None = None,
     domain_id: int | None = None,
+    cwd: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run argv in a fresh network namespace with loopback up; nothing leaves the namespace."""
     dom = domain_id if domain_id is not None else next(_domains) % 101
@@ -42,6 +43,7 @@ def run_isolated(
     return subprocess.run(
         ['unshare', '-n', 'sh', '-c', script, 'sh', *argv],
         env=full_env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

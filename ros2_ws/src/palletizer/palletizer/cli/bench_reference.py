@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+from palletizer.version import git_sha
 
 __all__ = ['MAIN_LEVELS', 'HARD_LEVELS', 'bench_reference', 'run_one']
 
@@ -42,19 +43,35 @@ def run_one(job: tuple[str, float, int, int]) -> dict:
     planner, speed, level, seed = job
     t0 = time.perf_counter()
     try:
-        result, sink = run_inprocess(level, seed, build_planner(planner), speed=speed,
-                                     sink=MemorySink())
+        result, sink = run_inprocess(
+            level, seed, build_planner(planner), speed=speed, sink=MemorySink()
+        )
     except Exception as exc:  # a crash is a result too: report it, do not hide it
-        return {'planner': planner, 'speed': speed, 'level': level, 'seed': seed,
-                'error': f'{type(exc).__name__}: {exc}', 'success': False, 'n_placed': 0,
-                'n_objects': 0, 'failure': 'crash', 'wall_s': time.perf_counter() - t0}
+        return {
+            'planner': planner,
+            'speed': speed,
+            'level': level,
+            'seed': seed,
+            'error': f'{type(exc).__name__}: {exc}',
+            'success': False,
+            'n_placed': 0,
+            'n_objects': 0,
+            'failure': 'crash',
+            'wall_s': time.perf_counter() - t0,
+        }
     margins = [s.stability_margin_m for s in sink.states]
     return {
-        'planner': planner, 'speed': speed, 'level': level, 'seed': seed,
-        'success': result.success, 'n_placed': result.n_placed, 'n_objects': result.n_objects,
+        'planner': planner,
+        'speed': speed,
+        'level': level,
+        'seed': seed,
+        'success': result.success,
+        'n_placed': result.n_placed,
+        'n_objects': result.n_objects,
         'failure': result.failure.value if result.failure else None,
         'min_margin_mm': round(min(margins) * 1000, 1) if margins else None,
-        'sim_s': result.duration_s, 'wall_s': round(time.perf_counter() - t0, 2),
+        'sim_s': result.duration_s,
+        'wall_s': round(time.perf_counter() - t0, 2),
         'oracle': result.oracle,
     }
 
@@ -72,33 +89,44 @@ def _summarise(rows: Sequence[dict]) -> dict:
     }
 
 
-def _git_sha() -> str:
-    try:
-        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ''
-
-
 def _markdown(summary: dict, sha: str, command: str) -> str:
-    lines = [f'# Reference protocol results (commit {sha})', '', f'Command: `{command}`', '',
-             'Levels 11-13, 21-23, 31-33 x seeds 1-3 (27 episodes); oracle detector and height '
-             'map, wrist-wrench gauge.', '',
-             '| planner | motion | episodes | cartons | min margin mm | failures |',
-             '|---|---|---:|---:|---:|---|']
+    lines = [
+        f'# Reference protocol results (commit {sha})',
+        '',
+        f'Command: `{command}`',
+        '',
+        'Levels 11-13, 21-23, 31-33 x seeds 1-3 (27 episodes); oracle detector and height '
+        'map, wrist-wrench gauge.',
+        '',
+        '| planner | motion | episodes | cartons | min margin mm | failures |',
+        '|---|---|---:|---:|---:|---|',
+    ]
     for key, s in summary['main'].items():
         planner, mode = key.split('/')
-        lines.append(f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
-                     f'{s["cartons_placed"]}/{s["cartons"]} | {s["min_margin_mm"]} | '
-                     f'{", ".join(f"{k} x{v}" for k, v in s["failures"].items()) or "-"} |')
-    lines += ['', 'Levels 14-17 x seeds 1-3:', '', '| planner | motion | episodes | cartons |',
-              '|---|---|---:|---:|']
+        lines.append(
+            f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
+            f'{s["cartons_placed"]}/{s["cartons"]} | {s["min_margin_mm"]} | '
+            f'{", ".join(f"{k} x{v}" for k, v in s["failures"].items()) or "-"} |'
+        )
+    lines += [
+        '',
+        'Levels 14-17 x seeds 1-3:',
+        '',
+        '| planner | motion | episodes | cartons |',
+        '|---|---|---:|---:|',
+    ]
     for key, s in summary['hard'].items():
         planner, mode = key.split('/')
-        lines.append(f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
-                     f'{s["cartons_placed"]}/{s["cartons"]} |')
-    lines += ['', 'Reference cell (interpolated, oracles): beam 22/27 and 140/165, heuristic '
-              '12/27 and 92/165, grid 14/27 and 91/165; levels 14-17 2/12 (beam).', '']
+        lines.append(
+            f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
+            f'{s["cartons_placed"]}/{s["cartons"]} |'
+        )
+    lines += [
+        '',
+        'Reference cell (interpolated, oracles): beam 22/27 and 140/165, heuristic '
+        '12/27 and 92/165, grid 14/27 and 91/165; levels 14-17 2/12 (beam).',
+        '',
+    ]
     return '\n'.join(lines)
 
 
@@ -120,9 +148,13 @@ def bench_reference(
             r = fut.result()
             rows.append(r)
             bar = '#' * int(30 * i / len(jobs))
-            print(f'\r[reference] [{bar:30s}] {i}/{len(jobs)} {r["planner"]} '
-                  f'L{r["level"]} s{r["seed"]} {"ok" if r["success"] else r["failure"]}   ',
-                  end='', file=sys.stderr, flush=True)
+            print(
+                f'\r[reference] [{bar:30s}] {i}/{len(jobs)} {r["planner"]} '
+                f'L{r["level"]} s{r["seed"]} {"ok" if r["success"] else r["failure"]}   ',
+                end='',
+                file=sys.stderr,
+                flush=True,
+            )
     print(file=sys.stderr)
     mode_of = {v: k for k, v in MODES.items()}
     summary: dict = {'main': {}, 'hard': {}}
@@ -131,12 +163,17 @@ def bench_reference(
             sel = [r for r in rows if r['planner'] == p and mode_of[r['speed']] == m]
             summary['main'][f'{p}/{m}'] = _summarise([r for r in sel if r['level'] in MAIN_LEVELS])
             if hard:
-                summary['hard'][f'{p}/{m}'] = _summarise([r for r in sel if r['level'] in HARD_LEVELS])
-    sha = _git_sha()
+                summary['hard'][f'{p}/{m}'] = _summarise(
+                    [r for r in sel if r['level'] in HARD_LEVELS]
+                )
+    sha = git_sha()
     command = 'scripts/bench reference'
     doc = {
-        'commit': sha, 'command': command, 'perception': 'oracle detector and height map',
-        'gauge': 'wrist wrench', 'reference': REFERENCE,
+        'commit': sha,
+        'command': command,
+        'perception': 'oracle detector and height map',
+        'gauge': 'wrist wrench',
+        'reference': REFERENCE,
         'results': {p: {m: summary['main'][f'{p}/{m}'] for m in modes} for p in planners},
         'hard_levels': {p: {m: summary['hard'].get(f'{p}/{m}') for m in modes} for p in planners},
         'episodes': sorted(rows, key=lambda r: (r['planner'], r['speed'], r['level'], r['seed'])),
@@ -145,10 +182,17 @@ def bench_reference(
     out.mkdir(parents=True, exist_ok=True)
     (out / 'reference.json').write_text(json.dumps(doc, indent=1, sort_keys=True) + '\n')
     (out / 'reference.md').write_text(_markdown(summary, sha, command))
-    flat = {f'{k}:{f}': v[f] for k, v in summary['main'].items()
-            for f in ('episodes_ok', 'cartons_placed')}
-    return {'wall_s_total': round(time.perf_counter() - t0, 1), 'episodes_run': len(rows),
-            'output': str(out / 'reference.json'), **flat}
+    flat = {
+        f'{k}:{f}': v[f]
+        for k, v in summary['main'].items()
+        for f in ('episodes_ok', 'cartons_placed')
+    }
+    return {
+        'wall_s_total': round(time.perf_counter() - t0, 1),
+        'episodes_run': len(rows),
+        'output': str(out / 'reference.json'),
+        **flat,
+    }
 
 
 if __name__ == '__main__':

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -81,12 +82,19 @@ def stamp_s(t: Time) -> float:
 class Calls:
     """Blocking service and action calls from a worker thread while the executor spins."""
 
+    # After discovery the server's reply writer can lag the client's reply reader: a request
+    # sent at once may be answered into the void ("failed to send response"). A short pause
+    # before the first call on each client closes that window.
+    FIRST_CALL_PAUSE_S = 0.5
+
     def __init__(self, node: Node, abort: threading.Event, timeout_s: float = 300.0) -> None:
         self.node = node
         self.abort = abort
         self.timeout_s = timeout_s
+        self._ready: set[int] = set()
 
-    def _wait(self, fut, what: str) -> Any:
+    def _wait(self, fut, what: str, limit_s: float | None = None) -> Any:
+        """The future's result; None when `limit_s` passed without an answer."""
         done = threading.Event()
         fut.add_done_callback(lambda _f: done.set())
         waited = 0.0
@@ -94,22 +102,42 @@ class Calls:
             waited += 0.1
             if self.abort.is_set():
                 raise EpisodeAborted(f'stopped while waiting for {what}')
+            if limit_s is not None and waited > limit_s:
+                return None
             if waited > self.timeout_s:
                 raise EpisodeAborted(f'{what} did not answer within {self.timeout_s:.0f} s')
         if fut.exception() is not None:
             raise EpisodeAborted(f'{what} failed: {fut.exception()}')
         return fut.result()
 
-    def service(self, client, request, what: str) -> Any:
+    def _discover(self, client, what: str) -> None:
+        if id(client) in self._ready:
+            return
         if not client.wait_for_service(timeout_sec=30.0):
             raise EpisodeAborted(f'{what}: service {client.srv_name} is not available')
-        return self._wait(client.call_async(request), what)
+        time.sleep(self.FIRST_CALL_PAUSE_S)
+        self._ready.add(id(client))
+
+    def service(self, client, request, what: str, retry_s: float | None = None) -> Any:
+        """Call and wait. With `retry_s` (read-only services only) an unanswered request is
+        sent again every retry_s seconds, up to the overall timeout."""
+        self._discover(client, what)
+        if retry_s is None:
+            return self._wait(client.call_async(request), what)
+        for _ in range(max(1, int(self.timeout_s / retry_s))):
+            res = self._wait(client.call_async(request), what, limit_s=retry_s)
+            if res is not None:
+                return res
+        raise EpisodeAborted(f'{what} did not answer within {self.timeout_s:.0f} s')
 
     def action(
         self, client: ActionClient, goal, what: str, feedback: Callable[[Any], None] | None = None
     ) -> Any:
-        if not client.wait_for_server(timeout_sec=30.0):
-            raise EpisodeAborted(f'{what}: action server is not available')
+        if id(client) not in self._ready:
+            if not client.wait_for_server(timeout_sec=30.0):
+                raise EpisodeAborted(f'{what}: action server is not available')
+            time.sleep(self.FIRST_CALL_PAUSE_S)
+            self._ready.add(id(client))
         handle = self._wait(client.send_goal_async(goal, feedback_callback=feedback), what)
         if not handle.accepted:
             raise EpisodeAborted(f'{what}: goal rejected')
@@ -234,14 +262,16 @@ class RosPerception:
         self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
 
     def detect(self, package_id: str) -> Observation | None:
-        res = self.calls.service(self.detect_c, Detect.Request(), 'detection')
+        res = self.calls.service(self.detect_c, Detect.Request(), 'detection', retry_s=10.0)
         for o in res.observations:
             if o.package_id == package_id:
                 return observation_from_msg(o)
         return None
 
     def heightmap(self) -> HeightMap:
-        res = self.calls.service(self.fuse_c, FuseHeightMap.Request(), 'height-map fusion')
+        res = self.calls.service(
+            self.fuse_c, FuseHeightMap.Request(), 'height-map fusion', retry_s=10.0
+        )
         if res.error_code != FuseHeightMap.Response.OK:
             raise EpisodeAborted(f'height-map fusion failed: {res.error_msg}')
         return heightmap_from_msg(res.heightmap)
@@ -344,7 +374,7 @@ class RosReferee:
         self.truth_c = node.create_client(GroundTruth, f'{prefix}/ground_truth')
 
     def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
-        res = self.calls.service(self.truth_c, GroundTruth.Request(), 'referee')
+        res = self.calls.service(self.truth_c, GroundTruth.Request(), 'referee', retry_s=10.0)
         by_id = {c.package_id: c.pose for c in res.cartons}
         out = {}
         for pid in package_ids:

@@ -8,7 +8,6 @@ events, placements and pallet states, and has the telemetry node confirm what it
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from palletizer.nodes.director_ports import (
     RosReferee,
     RosSink,
 )
+from palletizer.version import git_sha
 
 __all__ = ['EpisodeDirectorNode', 'main', 'summary_line']
 
@@ -46,19 +46,6 @@ def summary_line(r: EpisodeResult) -> str:
     else:
         verdict = 'SUCCESS' if r.success else f'FAILURE: {r.failure.value if r.failure else "?"}'
     return f'seed {r.seed}: {r.n_placed}/{r.n_objects} · {verdict}'
-
-
-def _git_sha() -> str:
-    try:
-        return subprocess.run(
-            ['git', 'rev-parse', '--short', 'HEAD'],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=5,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ''
 
 
 class EpisodeDirectorNode(Node):
@@ -108,19 +95,21 @@ class EpisodeDirectorNode(Node):
         self.sink = RosSink(self, self.run_id, self.say)
         self.end_c = self.create_client(EndEpisode, '/telemetry/end_episode')
         self.results: list[EpisodeResult] = []
+        self._param_clients: dict[str, object] = {}
         self.exit_code = 0
 
     def say(self, line: str) -> None:
         print(line, flush=True)
 
     def _param_of(self, node: str, name: str) -> str | None:
-        cli = self.create_client(GetParameters, f'/{node}/get_parameters')
-        try:
-            res = self.calls.service(
-                cli, GetParameters.Request(names=[name]), f'{node} parameters'
+        """A parameter of another node, through its parameter service (read-only, retried)."""
+        cli = self._param_clients.get(node)
+        if cli is None:
+            cli = self._param_clients[node] = self.create_client(
+                GetParameters, f'/{node}/get_parameters'
             )
-        finally:
-            self.destroy_client(cli)
+        req = GetParameters.Request(names=[name])
+        res = self.calls.service(cli, req, f'{node} parameters', retry_s=5.0)
         return res.values[0].string_value if res.values else None
 
     def run(self) -> None:
@@ -138,7 +127,7 @@ class EpisodeDirectorNode(Node):
                 f'{map_mode} · detector {map_mode} · gauge {gauge_mode} · motion {motion} · '
                 f'telemetry {self.telemetry} · oracle {str(oracle).lower()}'
             )
-            sha = _git_sha()
+            sha = git_sha()
             for k in range(self.episodes):
                 seed = self.seed + k
                 self.sink.begin(seed)

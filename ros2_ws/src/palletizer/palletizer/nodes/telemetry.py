@@ -23,7 +23,7 @@ from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
-from palletizer.nodes.qos import EVENTS, LATCHED, SENSORS
+from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
 from palletizer.telemetry import (
     TOPICS,
     BagWriter,
@@ -91,7 +91,8 @@ class TelemetryNode(Node):
         self._raw(PalletState, 'pallet_states', EVENTS, self.on_pallet_state)
         self._raw(HeightMap, 'heightmap', LATCHED, self._recorder('/palletizer/heightmap'))
         self._raw(JointState, '/joint_states', SENSORS, self._recorder('/joint_states'))
-        self._raw(TFMessage, '/tf', EVENTS, self._recorder('/tf'))
+        # /tf publishers are volatile: a transient-local reader would match none of them.
+        self._raw(TFMessage, '/tf', COMMANDS, self._recorder('/tf'))
         self._raw(TFMessage, '/tf_static', LATCHED, self._recorder('/tf_static'))
         self.get_logger().info(f'telemetry ready: {mode.value} -> {self.run.path}')
 

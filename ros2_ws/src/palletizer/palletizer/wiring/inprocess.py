@@ -51,9 +51,9 @@ class CellPortAdapter:
 
     def reset(self, level: int, seed: int) -> int:
         self.cell.reset(self.config.level(level), seed)
+        self._t0 = self.cell.time  # the episode clock includes the tare hold, as over ROS
         if self.on_reset is not None:
             self.on_reset()  # e.g. tare the wrist sensor with the gripper empty
-        self._t0 = self.cell.time
         return len(draw_load(level, seed, self.config))
 
     def present(self) -> Presented:

@@ -1,0 +1,150 @@
+"""The palletize command runs the full node graph end to end (real rclpy, real DDS, MuJoCo).
+
+Each run is one process tree in its own network namespace: the standalone launcher starts all
+eight nodes; the director is required, so the graph stops when the episodes are done.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rosbags.highlevel import AnyReader
+
+from tests.graph.isolation import run_isolated
+
+pytestmark = pytest.mark.sim
+
+PALLETIZE = [sys.executable, '-m', 'palletizer.cli.palletize']
+
+
+def _palletize(*args: str, cwd: Path | None = None, timeout: float = 420):
+    return run_isolated([*PALLETIZE, *args], timeout=timeout, cwd=str(cwd) if cwd else None)
+
+
+def _run_dir(root: Path) -> Path:
+    runs = sorted((root / 'runs').iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def test_level_11_seed_1_interpolated_places_4_of_4():
+    proc = _palletize('--level', '11', '--seed', '1', '-n', '1', '--speed', '1', '--no-telemetry')
+    out = proc.stdout
+    assert 'seed 1: 4/4 · SUCCESS' in out, out[-4000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0
+    start = next(ln for ln in out.splitlines() if 'palletizer · level 11' in ln)
+    for word in (
+        'planner heuristic',
+        'map oracle',
+        'detector oracle',
+        'gauge wrench',
+        'motion interpolated x1',
+        'telemetry off',
+        'oracle true',
+    ):
+        assert word in start, start
+    lines = [ln for ln in out.splitlines() if 'std_m-0' in ln and 'error' in ln]
+    assert len(lines) == 4 and all(ln.rstrip().endswith('ok') for ln in lines), lines
+
+
+@pytest.mark.parametrize('level', [21, 31])
+def test_conveyor_and_truck_seed_1_complete(level):
+    proc = _palletize(
+        '--level', str(level), '--seed', '1', '-n', '1', '--speed', '0', '--no-telemetry'
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert '· SUCCESS' in proc.stdout
+
+
+def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_on_disk(tmp_path):
+    from palletizer.nodes.planner import build_planner
+    from palletizer.version import git_sha
+    from palletizer.wiring.inprocess import MemorySink, run_inprocess
+
+    proc = _palletize('--level', '12', '--seed', '2', '-n', '1', '--speed', '0', cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = _run_dir(tmp_path)
+    episodes = _lines(run / 'episodes.jsonl')
+    assert len(episodes) == 1
+    graph = episodes[0]
+
+    local, sink = run_inprocess(
+        12, 2, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=git_sha()
+    )
+    assert graph == json.loads(json.dumps(local.to_dict()))
+
+    # Every event and placement is on disk, with unique increasing seq per episode.
+    events = _lines(run / 'events.jsonl')
+    assert [e['seq'] for e in events] == list(range(len(sink.events)))
+    assert [(e['kind'], e['ts']) for e in events] == [(e[2], e[1]) for e in sink.events]
+    placements = _lines(run / 'placements.jsonl')
+    assert [p['package_id'] for p in placements] == [p.package_id for p in sink.placements]
+    assert len(_lines(run / 'pallet_states.jsonl')) == len(sink.states)
+    # The bag opens with rosbags and holds the run's topics.
+    with AnyReader([run / 'bag']) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    for topic in (
+        '/joint_states',
+        '/tf',
+        '/palletizer/episode_events',
+        '/palletizer/placements',
+        '/palletizer/pallet_states',
+        '/palletizer/heightmap',
+    ):
+        assert counts.get(topic, 0) > 0, counts
+    assert counts['/palletizer/episode_events'] == len(events)
+
+
+def test_sigterm_closes_the_open_episode_as_aborted_without_a_failure(tmp_path):
+    from tests.graph.isolation import can_isolate  # noqa: F401  (skips come from conftest)
+
+    script = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
+    proc = subprocess.Popen(
+        [
+            'unshare',
+            '-n',
+            'sh',
+            '-c',
+            script,
+            'sh',
+            *PALLETIZE,
+            '--level',
+            '16',
+            '--seed',
+            '1',
+            '--speed',
+            '1',
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={
+            **__import__('os').environ,
+            'ROS_DOMAIN_ID': '77',
+            'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+        },
+    )
+    deadline = time.monotonic() + 180
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if ' error ' in line and 'L1' in line:  # the first carton is on the pallet
+            break
+        assert time.monotonic() < deadline, ''.join(seen[-50:])
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=60)
+    episodes = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
+    assert len(episodes) == 1, ''.join(seen) + rest
+    ep = episodes[0]
+    assert ep['success'] is False and ep['failure'] is None and ep['metrics']['aborted'] is True
