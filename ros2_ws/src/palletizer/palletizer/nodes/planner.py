@@ -12,6 +12,7 @@ from std_srvs.srv import Trigger
 
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
+from palletizer.core.motion import ReachTable
 from palletizer.core.planning import (
     BeamParams,
     BeamPlanner,
@@ -37,11 +38,18 @@ KINDS = ('heuristic', 'beam', 'grid')
 
 
 def build_planner(kind: str) -> Planner:
-    """A planner of this kind with its parameters from configs/planner.yaml."""
-    cfg = load_config().planner
+    """A planner of this kind with its parameters from configs/planner.yaml.
+
+    The heuristic gets the UR10e reach table (configs/reach_ur10e.npz, generated from the
+    analytic IK): unreachable windows are rejected, so the stack height limit comes from
+    measured reach rather than a fixed cap.
+    """
+    config = load_config()
+    cfg = config.planner
     if kind == 'heuristic':
+        reach = ReachTable.load(config.root / 'reach_ur10e.npz')
         return ScorePlanner(
-            HeuristicParams.from_mapping(cfg['heuristic'], 'planner.yaml: heuristic')
+            HeuristicParams.from_mapping(cfg['heuristic'], 'planner.yaml: heuristic'), reach=reach
         )
     if kind == 'beam':
         return BeamPlanner(BeamParams.from_mapping(cfg['beam'], 'planner.yaml: beam'))

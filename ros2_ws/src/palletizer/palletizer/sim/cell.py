@@ -91,7 +91,10 @@ def _default_source_factory(level: Any, seed: int) -> Any:
             f'no source factory for level {getattr(level, "id", level)!r}: '
             'palletizer.sim.sources.make_source is not available; pass source= or cartons='
         ) from exc
-    return make_source(level, seed)
+    from palletizer.core.config import load_config
+
+    # The calibrated cell (configs/cell.yaml) sizes the sources: conveyor, tables, truck bay.
+    return make_source(level, seed, cell=load_config().cell)
 
 
 class Cell:
