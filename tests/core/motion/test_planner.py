@@ -301,3 +301,33 @@ def test_pick_uses_a_given_cup_block_offset():
     block = seal @ np.array([*grasp.offset, 0.0, 1.0])
     np.testing.assert_allclose(block[:2], (carton.x, carton.y), atol=1e-4)
     assert np.linalg.norm(seal[:2, 3] - block[:2]) > 0.08
+
+
+def test_fast_drop_and_final_descent_run_without_a_stop_between(plans):
+    p = PLANNER.params
+    for _, _, _, place in plans:
+        tr = place.trajectory
+        T = PLANNER.kin.fk(tr.q)
+        z = T[:, 2, 3]
+        speed = np.linalg.norm(np.diff(T[:, :3, 3], axis=0), axis=1) / np.diff(tr.t)
+        release_z = z[-1]
+        # Around the switch to approach speed the TCP keeps moving down at approach speed.
+        near = np.abs(z[1:] - (release_z + p.place_clearance)) < 0.01
+        assert near.sum() > 3
+        assert speed[near].min() > 0.5 * p.approach_speed
+
+
+def test_empty_cups_accelerate_harder_than_a_carried_carton():
+    q = np.array(HOME_Q)
+    carton = CartonPose(-0.2, -0.8, 0.68, 0.0, (0.4, 0.3, 0.2))
+    slow = MotionPlanner(params=MotionParams(empty_accel=2.0)).plan_pick(q, carton, _world())
+    fast = PLANNER.plan_pick(q, carton, _world())
+    assert slow.ok and fast.ok
+    assert fast.trajectory.duration < slow.trajectory.duration - 0.05
+    # The lift carries the carton: the same loaded acceleration either way.
+    assert fast.retreat.duration == pytest.approx(slow.retreat.duration, abs=2e-3)
+
+
+def test_motion_params_reject_nonpositive_empty_accel():
+    with pytest.raises(MotionError, match='empty_accel'):
+        MotionParams(empty_accel=0.0)

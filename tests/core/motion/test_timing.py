@@ -1,11 +1,11 @@
-"""Tests of the ruckig path-coordinate time parameterisation and the fixed-rate sampler."""
+"""Tests of the path-coordinate time parameterisations (ruckig, time-optimal) and the sampler."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from palletizer.core.motion import JointLimits, MotionError
-from palletizer.core.motion.timing import PathLimits, sample_segments, time_segment
+from palletizer.core.motion.timing import PathLimits, sample_segments, time_optimal, time_segment
 from ruckig import InputParameter, Ruckig, Trajectory
 
 
@@ -73,3 +73,33 @@ def test_sampler_rejects_a_nonpositive_rate():
     lim = JointLimits()
     with pytest.raises(MotionError, match='rate_hz'):
         sample_segments([time_segment(s, q, PathLimits(1.0, 2.0, 20.0), lim)], lim, 0.0)
+
+
+def test_time_optimal_is_slow_only_where_a_joint_needs_it():
+    # Joint 0 needs 3 rad per metre on the middle fifth only: one segment-wide speed (ruckig on
+    # the worst |q'|) crawls the whole way; the time-optimal profile only there.
+    s = np.linspace(0.0, 1.0, 201)
+    q = np.zeros((201, 6))
+    q[:, 0] = np.cumsum(np.where((s > 0.4) & (s < 0.6), 3.0, 0.3)) * (s[1] - s[0])
+    lim = JointLimits()
+    fast = sample_segments([time_optimal(s, q, np.full(201, 1.5), 2.0, lim)], lim, 500.0)
+    slow = sample_segments([time_segment(s, q, PathLimits(1.5, 2.0, 20.0), lim)], lim, 500.0)
+    assert fast.duration < 0.75 * slow.duration
+    assert np.all(np.abs(fast.qd) <= np.asarray(lim.velocity) + 1e-9)
+    assert np.all(np.abs(fast.qdd) <= np.asarray(lim.acceleration) + 1e-9)
+    np.testing.assert_allclose(fast.q[[0, -1]], q[[0, -1]], atol=1e-9)
+    np.testing.assert_allclose(fast.qd[[0, -1]], 0.0, atol=1e-12)
+
+
+def test_time_optimal_keeps_each_grid_points_speed_cap():
+    # A straight joint line at 1 rad per metre: fast for 0.6 m, then capped at 0.3 m/s.
+    s, q = _line(0.8, np.array([0, 0, 1.0, 0, 0, 0]), k=161)
+    cap = np.where(s < 0.6, 1.5, 0.3)
+    seg = time_optimal(s, q, cap, 2.0, JointLimits())
+    t = np.arange(0.0, seg.duration, 1e-3)
+    s_t, sd_t, sdd_t = seg.evaluate(t)
+    assert np.all(sd_t[s_t >= 0.6] <= 0.3 + 1e-9)
+    assert sd_t.max() > 1.0  # it does go fast before the slow stretch
+    assert np.all(np.abs(sdd_t) <= 2.0 + 1e-9)
+    # It never stops in between: the speed only reaches zero at the two ends.
+    assert sd_t[(t > 0.05) & (t < seg.duration - 0.05)].min() > 0.05

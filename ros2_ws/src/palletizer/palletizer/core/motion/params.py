@@ -25,7 +25,12 @@ class MotionParams:
     # A 5 kg carton on a weld-held suction grip moved 1 m at 2 m/s^2 with < 0.05 mm slip
     # (mujoco-notes "Suction"): the tested Cartesian acceleration, kept as the ceiling.
     cartesian_accel: float = 2.0
-    cartesian_jerk: float = 20.0  # chosen: 0.1 s ramp to full acceleration, not measured
+    # With the cups empty (pick approach, place retract) no carton can slip: only the joint
+    # acceleration limits bind; 5 m/s^2 leaves them in charge on every level-11 move.
+    empty_accel: float = 5.0
+    # Chosen (0.1 s ramp to full acceleration), not measured. Only time_segment (ruckig) uses
+    # it: the planner's time-optimal timing does not bound jerk.
+    cartesian_jerk: float = 20.0
     transit_height: float = 0.94  # minimum cruise z (§3.11)
     place_clearance: float = 0.18  # above the seal / release pose before the final descent (§3.11)
     stack_clearance: float = 0.22  # carried load bottom above the tallest stack (§3.11)
@@ -42,7 +47,8 @@ class MotionParams:
     # its source (0 mm), and the release leaves 2 mm of air; 5 mm absorbs lid-height error.
     collision_tolerance: float = 0.005
     # Safety share of the joint acceleration budget kept for the path-curvature term
-    # q''(s) sdot^2 when choosing the path-coordinate limits (verified on samples afterwards).
+    # q''(s) sdot^2 when choosing the path-coordinate limits (verified on samples afterwards);
+    # ruckig timing only: the time-optimal one bounds that term point by point.
     curvature_share: float = 0.3
     limits: JointLimits = field(default_factory=JointLimits)
 
@@ -60,6 +66,7 @@ class MotionParams:
             'approach_speed',
             'angular_speed',
             'cartesian_accel',
+            'empty_accel',
             'cartesian_jerk',
             'path_step',
             'path_step_yaw',

@@ -22,12 +22,7 @@ from palletizer.core.motion.kinematics import (
     yaw_of,
 )
 from palletizer.core.motion.params import MotionParams
-from palletizer.core.motion.timing import (
-    JointTrajectory,
-    PathLimits,
-    sample_segments,
-    time_segment,
-)
+from palletizer.core.motion.timing import JointTrajectory, sample_segments, time_optimal
 
 __all__ = ['CartonPose', 'MotionPlanner', 'MotionResult', 'Waypoint']
 
@@ -105,7 +100,7 @@ class MotionResult:
 class _Checked:
     """A dense, checked joint path ready for timing, or the reason it failed."""
 
-    segments: list[tuple[np.ndarray, np.ndarray, PathLimits]] = field(default_factory=list)
+    segments: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = field(default_factory=list)
     cause: str | None = None
     failing: int | None = None
     message: str = ''
@@ -329,8 +324,9 @@ class MotionPlanner:
             raise MotionError('a motion needs at least one waypoint')
         x0, y0, z0, yaw0 = self._tcp(q0)
         prev = np.array([x0, y0, z0, yaw0])
-        poses, seg_of, seg_info = [prev[None, :]], [np.array([0])], []
         r_yaw = p.cartesian_speed / p.angular_speed  # [m/rad]: yaw folded into the path length
+        # Per waypoint: end pose, Cartesian length, speed bound and acceleration scale.
+        legs = []
         for k, wp in enumerate(wps):
             for name, v in (('x', wp.x), ('y', wp.y), ('z', wp.z), ('yaw', wp.yaw)):
                 if not math.isfinite(v):
@@ -339,11 +335,6 @@ class MotionPlanner:
             nxt = np.array([wp.x, wp.y, wp.z, yaw])
             dist = float(np.linalg.norm(nxt[:3] - prev[:3]))
             dyaw = abs(float(nxt[3] - prev[3]))
-            # At least 2 intervals: the timing needs second differences on every segment.
-            n = max(math.ceil(dist / p.path_step), math.ceil(dyaw / p.path_step_yaw), 2)
-            u = np.linspace(0.0, 1.0, n + 1)[1:]
-            poses.append(prev + u[:, None] * (nxt - prev))
-            seg_of.append(np.full(n, k))
             length = max(dist, r_yaw * dyaw)
             speed = p.cartesian_speed if wp.speed is None else wp.speed
             vel = [speed * length / dist] if dist > 0 else []
@@ -351,19 +342,50 @@ class MotionPlanner:
                 vel.append(p.angular_speed * length / dyaw)
             # Pure turns use cartesian_accel / r_yaw as the angular limit: 1 in s units.
             scale = length / dist if dist > 0 else 1.0
-            seg_info.append(
-                (
-                    length,
-                    PathLimits(
-                        min(vel) if vel else speed,
-                        p.cartesian_accel * scale,
-                        p.cartesian_jerk * scale,
-                    ),
-                )
-            )
+            legs.append((prev, nxt, dist, dyaw, length, min(vel) if vel else speed, scale))
             prev = nxt
+        # Straight legs that continue in the same direction without turning (a fast drop then
+        # the slow final descent) form one segment: the speed changes without a stop.
+        groups: list[list[int]] = []
+        for k, leg in enumerate(legs):
+            if groups and leg[3] == 0.0 and leg[2] > 0:
+                last = legs[groups[-1][-1]]
+                if last[3] == 0.0 and last[2] > 0:
+                    d0 = (last[1][:3] - last[0][:3]) / last[2]
+                    d1 = (leg[1][:3] - leg[0][:3]) / leg[2]
+                    if float(d0 @ d1) > 1 - 1e-9:
+                        groups[-1].append(k)
+                        continue
+            groups.append([k])
+        poses, seg_of, grp_of, seg_info = [legs[0][0][None, :]], [np.array([0])], [[0]], []
+        for g, members in enumerate(groups):
+            start, end = legs[members[0]][0], legs[members[-1]][1]
+            ends = np.cumsum([legs[k][4] for k in members])
+            length = float(ends[-1])
+            dist = sum(legs[k][2] for k in members)
+            dyaw = sum(legs[k][3] for k in members)
+            # At least 2 intervals: the timing needs second differences on every segment.
+            n = max(math.ceil(dist / p.path_step), math.ceil(dyaw / p.path_step_yaw), 2)
+            u = np.linspace(0.0, 1.0, n + 1)
+            poses.append(start + u[1:, None] * (end - start))
+            s = u * length
+            local = np.minimum(np.searchsorted(ends, s[1:] - 1e-12), len(members) - 1)
+            seg_of.append(np.asarray(members)[local])
+            grp_of.append(np.full(n, g))
+            # Speed bound of each interval: the slowest leg it overlaps; of each grid point:
+            # the slower of its two intervals.
+            cap_int = np.full(n, np.inf)
+            lo = np.concatenate([[0.0], ends[:-1]])
+            for r, k in enumerate(members):
+                touch = (s[:-1] < ends[r] - 1e-12) & (s[1:] > lo[r] + 1e-12)
+                cap_int[touch] = np.minimum(cap_int[touch], legs[k][5])
+            cap = np.minimum(np.append(cap_int, cap_int[-1]), np.insert(cap_int, 0, cap_int[0]))
+            base_accel = p.cartesian_accel if load is not None else p.empty_accel
+            accel = base_accel * (legs[members[0]][6] if len(members) == 1 else 1.0)
+            seg_info.append((s, cap, accel))
         pose_arr = np.concatenate(poses)
         seg_idx = np.concatenate(seg_of)
+        grp_idx = np.concatenate(grp_of)
         T = self.kin.to_base_flange(tool_down_batch(*pose_arr.T))
         # Branch of the start configuration, then follow that analytic branch along the path.
         if not branch_family(q0):
@@ -420,17 +442,14 @@ class MotionPlanner:
                     f'({wps[k].name})',
                 )
         segments = []
-        for k, (length, lim) in enumerate(seg_info):
-            sel = np.concatenate([[False], seg_idx[1:] == k])
+        for g, (s, cap, accel) in enumerate(seg_info):
+            sel = np.concatenate([[False], grp_idx[1:] == g])
             first = int(np.argmax(sel)) - 1  # include the previous segment's last sample
             q_seg = q[first : first + int(sel.sum()) + 1]
-            s = np.linspace(0.0, length, len(q_seg))
-            segments.append((s, q_seg, lim))
+            segments.append((s, q_seg, cap, accel))
         return _Checked(segments=segments, q_end=q[-1].copy())
 
     def _time(self, checked: _Checked) -> JointTrajectory:
         p = self.params
-        timings = [
-            time_segment(s, q, lim, p.limits, p.curvature_share) for s, q, lim in checked.segments
-        ]
+        timings = [time_optimal(s, q, cap, acc, p.limits) for s, q, cap, acc in checked.segments]
         return sample_segments(timings, p.limits, p.rate_hz)

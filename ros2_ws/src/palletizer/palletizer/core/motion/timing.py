@@ -1,4 +1,4 @@
-"""Jerk-limited time parameterisation of dense joint paths with ruckig on a 1-DOF path coordinate."""
+"""Time parameterisation of dense joint paths: path-coordinate profiles (ruckig or time-optimal)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ from ruckig import InputParameter, Result, Ruckig, Trajectory
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import JointLimits
 
-__all__ = ['JointTrajectory', 'PathLimits', 'SegmentTiming', 'sample_segments', 'time_segment']
+__all__ = [
+    'JointTrajectory',
+    'PathLimits',
+    'PathTiming',
+    'SegmentTiming',
+    'sample_segments',
+    'time_optimal',
+    'time_segment',
+]
 
 # Verified-sample rescaling: each retry slows the profile by the measured excess plus 1 %.
 _MAX_RESCALE = 8
@@ -47,36 +55,13 @@ class PathLimits:
 
 
 @dataclass(frozen=True, eq=False)
-class SegmentTiming:
-    """A dense joint path q(s) (k, 6) on a uniform s grid and its ruckig profile s(t)."""
+class _DensePath:
+    """A dense joint path q(s) (k, 6) on a uniform s grid with its path derivatives."""
 
     s: np.ndarray
     q: np.ndarray
     dq: np.ndarray  # dq/ds (k, 6)
     ddq: np.ndarray  # d2q/ds2 (k, 6)
-    duration: float
-    # Ruckig phase tables (7 phases): durations, jerks and the state at each phase start.
-    phase_t: np.ndarray
-    phase_j: np.ndarray
-    phase_a: np.ndarray
-    phase_v: np.ndarray
-    phase_p: np.ndarray
-
-    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Path coordinate, speed and acceleration (s, sd, sdd) at times t (m,) [s]."""
-        if self.duration == 0.0:
-            z = np.zeros_like(t)
-            return z + self.s[-1], z, z
-        t = np.clip(t, 0.0, self.duration)
-        ends = np.cumsum(self.phase_t)
-        k = np.minimum(np.searchsorted(ends, t, side='right'), 6)
-        starts = ends - self.phase_t
-        dt = t - starts[k]
-        j, a, v, p = self.phase_j[k], self.phase_a[k], self.phase_v[k], self.phase_p[k]
-        s = p + dt * (v + dt * (a / 2 + dt * j / 6))
-        sd = v + dt * (a + dt * j / 2)
-        sdd = a + dt * j
-        return np.clip(s, self.s[0], self.s[-1]), sd, sdd
 
     def _table(self) -> np.ndarray:
         """Per-interval coefficients (k - 1, 48): Hermite c0..c3 of q, then dq, ddq and their
@@ -121,6 +106,82 @@ class SegmentTiming:
         qd = dqds * sd[:, None]
         qdd = d2qds2 * (sd**2)[:, None] + dqds * sdd[:, None]
         return q, qd, qdd
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentTiming(_DensePath):
+    """A dense joint path and its rest-to-rest ruckig profile s(t) (jerk-limited)."""
+
+    duration: float
+    # Ruckig phase tables (7 phases): durations, jerks and the state at each phase start.
+    phase_t: np.ndarray
+    phase_j: np.ndarray
+    phase_a: np.ndarray
+    phase_v: np.ndarray
+    phase_p: np.ndarray
+
+    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Path coordinate, speed and acceleration (s, sd, sdd) at times t (m,) [s]."""
+        if self.duration == 0.0:
+            z = np.zeros_like(t)
+            return z + self.s[-1], z, z
+        t = np.clip(t, 0.0, self.duration)
+        ends = np.cumsum(self.phase_t)
+        k = np.minimum(np.searchsorted(ends, t, side='right'), 6)
+        starts = ends - self.phase_t
+        dt = t - starts[k]
+        j, a, v, p = self.phase_j[k], self.phase_a[k], self.phase_v[k], self.phase_p[k]
+        s = p + dt * (v + dt * (a / 2 + dt * j / 6))
+        sd = v + dt * (a + dt * j / 2)
+        sdd = a + dt * j
+        return np.clip(s, self.s[0], self.s[-1]), sd, sdd
+
+    def rescaled(self, factor: float) -> SegmentTiming:
+        """The same profile run `factor` times slower (t -> factor t)."""
+        return _rescaled(self, factor)
+
+
+@dataclass(frozen=True, eq=False)
+class PathTiming(_DensePath):
+    """A dense joint path and a time-optimal profile s(t) tabulated on its s grid.
+
+    Between grid points the path acceleration is constant: t_knot (k,) [s] when each grid point
+    is passed, sd_knot (k,) path speed there, sdd (k - 1,) path acceleration per interval.
+    """
+
+    duration: float
+    t_knot: np.ndarray
+    sd_knot: np.ndarray
+    sdd: np.ndarray
+
+    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Path coordinate, speed and acceleration (s, sd, sdd) at times t (m,) [s]."""
+        t = np.asarray(t, dtype=float)
+        if self.duration == 0.0 or len(self.s) < 2:
+            z = np.zeros_like(t)
+            return z + self.s[-1], z, z
+        t = np.clip(t, 0.0, self.duration)
+        i = np.clip(np.searchsorted(self.t_knot, t, side='right') - 1, 0, len(self.s) - 2)
+        dt = t - self.t_knot[i]
+        sdd = self.sdd[i]
+        sd = np.maximum(self.sd_knot[i] + sdd * dt, 0.0)
+        s = np.clip(self.s[i] + dt * (self.sd_knot[i] + dt * sdd / 2), self.s[i], self.s[i + 1])
+        end = t >= self.duration
+        # The end is at rest exactly, whatever the rounding of the last interval.
+        return np.where(end, self.s[-1], s), np.where(end, 0.0, sd), np.where(end, 0.0, sdd)
+
+    def rescaled(self, factor: float) -> PathTiming:
+        """The same profile run `factor` times slower (t -> factor t)."""
+        return PathTiming(
+            self.s,
+            self.q,
+            self.dq,
+            self.ddq,
+            self.duration * factor,
+            self.t_knot * factor,
+            self.sd_knot / factor,
+            self.sdd / factor**2,
+        )
 
 
 def _derivative(f: np.ndarray, h: float) -> np.ndarray:
@@ -205,6 +266,85 @@ def time_segment(
     return SegmentTiming(s - s[0], q, dq, ddq, duration, pt, pj, pa, pv, pp)
 
 
+# Share of each joint's acceleration limit the time-optimal pass may plan with: the explicit
+# steps on a 5 mm grid misjudge the curvature term by a few per cent, and a violation found
+# on the samples slows the whole segment, so a small margin up front is cheaper.
+_TOPP_ACCEL_SHARE = 0.95
+
+
+def _accel_bounds(
+    alpha: np.ndarray, beta: np.ndarray, u: np.ndarray | float, a_path: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lowest and highest path acceleration allowed at squared path speed u, per grid point.
+
+    Joint j asks -a_j <= q'_j sdd + q''_j u <= a_j; alpha = a_j / |q'_j|, beta = sign(q'_j)
+    q''_j / |q'_j| turn that into -alpha - beta u <= sdd <= alpha - beta u.
+    """
+    u = np.asarray(u, dtype=float)[..., None]
+    hi = np.minimum((alpha - beta * u).min(axis=-1), a_path)
+    lo = np.maximum((-alpha - beta * u).max(axis=-1), -a_path)
+    return lo, hi
+
+
+def time_optimal(
+    s: np.ndarray,
+    q: np.ndarray,
+    speed_cap: np.ndarray,
+    acceleration: float,
+    limits: JointLimits,
+) -> PathTiming:
+    """Time-optimal rest-to-rest profile of a dense path q(s) (k, 6) on a uniform grid s (k,).
+
+    speed_cap (k,) [m/s]: the largest path speed at each grid point (the Cartesian speed of the
+    stretch it lies on); acceleration [m/s^2]: the Cartesian bound on |sdd|. Every joint's speed
+    and acceleration limit shapes the profile locally (numerical integration of the phase plane
+    u = sdot^2: maximum-velocity curve, forward pass accelerating, backward pass braking), so a
+    path is slow only where its joints need it, unlike one speed for the whole segment.
+    Acceleration is piecewise constant (jerk is not bounded); `sample_segments` verifies the
+    joint speed and acceleration of every sample.
+    """
+    k = len(s)
+    if k < 3 or s[-1] - s[0] <= 0:
+        z = np.zeros((1, 6))
+        return PathTiming(
+            np.array([0.0]), q[:1].copy(), z, z, 0.0, np.zeros(1), np.zeros(1), np.zeros(0)
+        )
+    h = float(s[1] - s[0])
+    dq = _derivative(q, h)
+    ddq = _derivative(dq, h)
+    eps = 1e-9
+    mag = np.maximum(np.abs(dq), eps)
+    a_lim = _TOPP_ACCEL_SHARE * np.asarray(limits.acceleration)
+    v_lim = np.asarray(limits.velocity)
+    alpha = a_lim / mag
+    beta = np.sign(dq) * ddq / mag
+    u_max = np.minimum(np.asarray(speed_cap, dtype=float) ** 2, np.min((v_lim / mag) ** 2, axis=1))
+    # Maximum-velocity curve of the acceleration limits: the largest u at which some sdd is
+    # still allowed. The feasible (u, sdd) set is convex and holds (0, 0), so bisection works.
+    lo_u, hi_u = np.zeros(k), u_max.copy()
+    for _ in range(40):
+        mid = (lo_u + hi_u) / 2
+        lo, hi = _accel_bounds(alpha, beta, mid, acceleration)
+        ok = lo <= hi
+        lo_u = np.where(ok, mid, lo_u)
+        hi_u = np.where(ok, hi_u, mid)
+    u_max = np.minimum(u_max, lo_u)
+    u_max[0] = u_max[-1] = 0.0
+    u = u_max.copy()
+    al, be = alpha.tolist(), beta.tolist()
+    for i in range(k - 1):  # accelerate as hard as allowed at the interval's start
+        hi = min(min(a - b * u[i] for a, b in zip(al[i], be[i], strict=True)), acceleration)
+        u[i + 1] = min(u[i + 1], max(u[i] + 2 * h * hi, 0.0))
+    for i in range(k - 1, 0, -1):  # brake as hard as allowed at the interval's end
+        lo = max(max(-a - b * u[i] for a, b in zip(al[i], be[i], strict=True)), -acceleration)
+        u[i - 1] = min(u[i - 1], max(u[i] - 2 * h * lo, 0.0))
+    sd = np.sqrt(np.maximum(u, 0.0))
+    dt = 2 * h / np.maximum(sd[:-1] + sd[1:], eps)
+    t_knot = np.concatenate([[0.0], np.cumsum(dt)])
+    sdd = (sd[1:] - sd[:-1]) / dt
+    return PathTiming(s - s[0], q, dq, ddq, float(t_knot[-1]), t_knot, sd, sdd)
+
+
 def _rescaled(seg: SegmentTiming, factor: float) -> SegmentTiming:
     """The same profile run `factor` times slower (t -> factor t)."""
     return SegmentTiming(
@@ -222,7 +362,7 @@ def _rescaled(seg: SegmentTiming, factor: float) -> SegmentTiming:
 
 
 def sample_segments(
-    segments: list[SegmentTiming], limits: JointLimits, rate_hz: float
+    segments: list[SegmentTiming | PathTiming], limits: JointLimits, rate_hz: float
 ) -> JointTrajectory:
     """Chain rest-to-rest segments and sample them on one uniform grid at `rate_hz`.
 
@@ -245,7 +385,7 @@ def sample_segments(
             continue
         for _ in range(_MAX_RESCALE):
             n = max(1, math.ceil(seg.duration / dt - 1e-9))
-            seg = _rescaled(seg, n * dt / seg.duration)
+            seg = seg.rescaled(n * dt / seg.duration)
             t = np.arange(n + 1) * dt
             q, qd, qdd = seg.joints(*seg.evaluate(t))
             factor = max(
@@ -253,7 +393,7 @@ def sample_segments(
             )
             if factor <= 1.0:
                 break
-            seg = _rescaled(seg, factor * 1.01)
+            seg = seg.rescaled(factor * 1.01)
         else:
             raise MotionError('time parameterisation did not converge within the joint limits')
         # The last sample is at rest where the next segment starts: keep it only at the end.
