@@ -1,4 +1,4 @@
-"""Motion benchmark: IK call time, checked pick + place planning time and peak memory (JSON)."""
+"""Motion benchmark: IK and checked planning time, peak memory, level-11 cycle time (JSON)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from palletizer.core.motion import (
     tool_down,
 )
 
-__all__ = ['bench_motion', 'main']
+__all__ = ['bench_motion', 'cycle_level11', 'main']
 
 DECK = 0.144
 # Pick table top 0.58 around the station (-0.20, -0.80), half-sizes 0.36 x 0.34 (cell-facts §3.3).
@@ -62,7 +62,7 @@ def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> di
     """Median IK call [ms], median checked pick + place plan [ms] (both phases each, with
     collision checks and ruckig timing), and peak RSS [MB].
 
-    cycle_s_level11 needs the simulator and is deliberately absent here.
+    cycle_s_level11 needs the simulator: see cycle_level11 (main adds it).
     """
     planner = MotionPlanner(params=MotionParams(rate_hz=rate_hz))
     kin = planner.kin
@@ -116,13 +116,44 @@ def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> di
     }
 
 
+def cycle_level11(seed: int = 1) -> dict[str, Any]:
+    """Simulated seconds per carton of the in-process level-11 episode at speed 1 (servo-tracked).
+
+    cycle_s_level11: the whole episode (first delivery wait, every motion, weighing, settle,
+    the closing park) divided by the carton count, excluding nothing.
+    cycle_s_level11_after_first: the same from the first carton's `perceive` event on, i.e.
+    without the source's first delivery wait.
+    """
+    # Imported here: the simulator is heavy and the planning figures do not need it.
+    from palletizer.core.planning import build_planner
+    from palletizer.wiring.inprocess import MemorySink, run_inprocess
+
+    result, sink = run_inprocess(
+        11, seed, build_planner('heuristic'), speed=1.0, sink=MemorySink()
+    )
+    n = max(result.n_objects, 1)
+    first = next((e[1] for e in sink.events if e[2] == 'perceive'), 0.0)
+    return {
+        'cycle_s_level11': round(result.duration_s / n, 3),
+        'cycle_s_level11_after_first': round((result.duration_s - first) / n, 3),
+        'cycle_level11_placed': f'{result.n_placed}/{result.n_objects}',
+        'cycle_level11_first_delivery_s': round(first, 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog='bench_motion', description=__doc__)
     ap.add_argument('--repeats', type=int, default=50)
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--rate-hz', type=float, default=500.0)
+    ap.add_argument(
+        '--no-cycle', action='store_true', help='skip the simulated level-11 cycle (~5 s wall)'
+    )
     args = ap.parse_args(argv)
-    json.dump(bench_motion(args.repeats, args.seed, args.rate_hz), sys.stdout, indent=1)
+    out = bench_motion(args.repeats, args.seed, args.rate_hz)
+    if not args.no_cycle:
+        out.update(cycle_level11())
+    json.dump(out, sys.stdout, indent=1)
     sys.stdout.write('\n')
     return 0
 
