@@ -68,7 +68,6 @@ def test_conveyor_and_truck_seed_1_complete(level):
 
 def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_on_disk(tmp_path):
     from palletizer.nodes.planner import build_planner
-    from palletizer.version import git_sha
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     proc = _palletize('--level', '12', '--seed', '2', '-n', '1', '--speed', '0', cwd=tmp_path)
@@ -79,7 +78,7 @@ def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_
     graph = episodes[0]
 
     local, sink = run_inprocess(
-        12, 2, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=git_sha()
+        12, 2, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=graph['git_sha']
     )
     assert graph == json.loads(json.dumps(local.to_dict()))
 
