@@ -331,3 +331,24 @@ def test_empty_cups_accelerate_harder_than_a_carried_carton():
 def test_motion_params_reject_nonpositive_empty_accel():
     with pytest.raises(MotionError, match='empty_accel'):
         MotionParams(empty_accel=0.0)
+
+
+def test_truck_to_pallet_cross_goes_around_the_base_axis():
+    """A straight cross from the trailer to the pallet passes 0.2 m from the base axis (no IK
+    near the shoulder singularity); the planner arcs around it instead."""
+    from palletizer.core.motion import HOME_Q, CartonPose, MotionPlanner, UR10eKinematics
+    from palletizer.core.motion.grasp import plan_grasp
+    from palletizer.core.motion.kinematics import tool_down
+
+    kin = UR10eKinematics()
+    planner = MotionPlanner(kin)
+    q_truck = kin.ik_nearest(tool_down(-0.41, -0.90, 0.94, 1.58), np.asarray(HOME_Q))
+    assert q_truck is not None
+    target = CartonPose(0.63, -0.2, 0.144 + 0.09, 0.0, (0.36, 0.24, 0.18))
+    res = planner.plan_place(q_truck, target, plan_grasp(0.36, 0.24))
+    assert res.ok, res.message
+    assert 'around' in [w.name for w in res.waypoints]
+    bx, by = kin.base_xyz[0], kin.base_xyz[1]
+    tcp = np.array([kin.fk(q)[:3, 3] for q in res.trajectory.q[::5]])
+    r = np.hypot(tcp[:, 0] - bx, tcp[:, 1] - by)
+    assert r.min() > 0.40, r.min()

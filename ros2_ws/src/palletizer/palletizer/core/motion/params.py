@@ -32,6 +32,10 @@ class MotionParams:
     # it: the planner's time-optimal timing does not bound jerk.
     cartesian_jerk: float = 20.0
     transit_height: float = 0.94  # minimum cruise z (§3.11)
+    # Crossing moves keep the TCP this far from the base's vertical axis [m]: the empty arm
+    # first failed to hold a pose at 0.373 m and held every pose from 0.447 m (cell-facts §1.5);
+    # a straight truck-to-pallet cross passed 0.21 m from the axis and had no IK (level 33).
+    base_clearance: float = 0.45
     place_clearance: float = 0.18  # above the seal / release pose before the final descent (§3.11)
     stack_clearance: float = 0.22  # carried load bottom above the tallest stack (§3.11)
     drop_clearance: float = 0.002  # release height above the support (§3.11)
