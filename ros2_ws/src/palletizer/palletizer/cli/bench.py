@@ -26,7 +26,11 @@ BENCHMARKS = {
         'bench_planner_quality',
         'placed %, fill and minimum margin per level, quasi-static, no physics',
     ),
-    'motion': ('palletizer.cli.bench_motion', 'bench_motion', 'IK and pick+place planning time'),
+    'motion': (
+        'palletizer.cli.bench_motion',
+        'bench_motion_all',
+        'IK and pick+place planning time, and the simulated level-11 cycle per carton',
+    ),
     'cell': (
         'palletizer.cli.bench_cell',
         'bench_cell',

@@ -25,7 +25,7 @@ from palletizer.core.motion import (
     tool_down,
 )
 
-__all__ = ['bench_motion', 'cycle_level11', 'main']
+__all__ = ['bench_motion', 'bench_motion_all', 'cycle_level11', 'main']
 
 DECK = 0.144
 # Pick table top 0.58 around the station (-0.20, -0.80), half-sizes 0.36 x 0.34 (cell-facts §3.3).
@@ -139,6 +139,11 @@ def cycle_level11(seed: int = 1) -> dict[str, Any]:
         'cycle_level11_placed': f'{result.n_placed}/{result.n_objects}',
         'cycle_level11_first_delivery_s': round(first, 2),
     }
+
+
+def bench_motion_all() -> dict[str, Any]:
+    """bench_motion() plus the simulated level-11 cycle (what `scripts/bench motion` prints)."""
+    return {**bench_motion(), **cycle_level11()}
 
 
 def main(argv: list[str] | None = None) -> int:
