@@ -137,7 +137,8 @@ class Cell:
             self.source = self._factory(level, self.seed)
         else:
             self.source = None
-        xml = build_scene_xml(self.source, self._cartons, self.options.scene)
+        decor = getattr(level, 'decor', 'cell') if level is not None else 'cell'
+        xml = build_scene_xml(self.source, self._cartons, self.options.scene, decor=decor)
         self.xml = xml
         self._model = compile_scene(xml)
         self._data = mujoco.MjData(self._model)

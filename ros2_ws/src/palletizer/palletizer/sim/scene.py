@@ -13,6 +13,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.sim.cameras import CAMERAS, CameraSpec, cameras_xml
 from palletizer.sim.gripper import GripperParams, gripper_body_xml, gripper_defaults_xml
 from palletizer.sim.pallet import PalletParams, beam_xml, pallet_equality_xml, pallet_xml
+from palletizer.sim.plant import PLANT_HEADLIGHT, plant_xml
 from palletizer.sim.robot import (
     ArmParams,
     arm_actuators_xml,
@@ -147,8 +148,12 @@ def build_scene_xml(
     source: _SceneSource | None = None,
     cartons: Sequence[CartonPlacement] = (),
     options: SceneOptions = SceneOptions(),
+    decor: str = 'cell',
 ) -> str:
     """The full cell MJCF: robot first (so the `home` key covers its joints), then the world.
+
+    `decor` 'plant' (level 34) replaces the cell's lights with the industrial hall's and adds
+    its non-colliding scenery; physics is unchanged.
 
     `source` contributes its furniture and cartons; `cartons` places extra cartons directly (test
     scenes). One inactive weld `suction_{i}` (gripper <-> package_i) is declared per carton.
@@ -167,6 +172,14 @@ def build_scene_xml(
         for i in indices
     )
     tool = gripper_body_xml(o.gripper)
+    if decor not in ('cell', 'plant'):
+        raise SceneError(f'decor = {decor!r}; expected one of cell, plant')
+    if decor == 'plant':
+        lights = plant_xml()
+        (hd, ha, hs) = PLANT_HEADLIGHT
+    else:
+        lights = _lights_xml()
+        hd, ha, hs = (0.30, 0.30, 0.30), (0.22, 0.22, 0.22), (0.03, 0.03, 0.03)
     return f"""<mujoco model="palletizer_cell">
   <compiler angle="radian" autolimits="true"/>
   <option timestep="{o.timestep}" integrator="{o.integrator}" cone="{o.cone}"
@@ -176,7 +189,7 @@ def build_scene_xml(
   <visual>
     <global offwidth="1280" offheight="960"/>
     <quality shadowsize="2048"/>
-    <headlight diffuse="0.30 0.30 0.30" ambient="0.22 0.22 0.22" specular="0.03 0.03 0.03"/>
+    <headlight diffuse="{_fmt(hd)}" ambient="{_fmt(ha)}" specular="{_fmt(hs)}"/>
   </visual>
   <asset>
     <texture name="floor_tex" type="2d" builtin="checker" width="512" height="512"
@@ -186,7 +199,7 @@ def build_scene_xml(
   <worldbody>{arm_body_xml(tool, o.arm)}
     <!-- floor friction 1.0 (cell-facts §3.9) -->
     <geom name="floor" class="solid" type="plane" size="6 6 0.05" material="floor_mat"
-          friction="1.0 0.01 0.001"/>{_lights_xml()}{pallet_xml(o.pallet)}{beam_xml(o.pallet)}
+          friction="1.0 0.01 0.001"/>{lights}{pallet_xml(o.pallet)}{beam_xml(o.pallet)}
 {cameras_xml(o.cameras)}
 {scenery}
 {cartons_xml}
