@@ -99,6 +99,9 @@ class GaugePort(Protocol):
 
 
 class ExecutorPort(Protocol):
+    """Pick and place. Optional: `park() -> MotionOutcome`, the Cartesian move to the photo
+    park pose, called before every photo; executors without it take photos where they stand."""
+
     def pick(self, observation: Observation) -> MotionOutcome: ...
     def place(
         self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap
@@ -115,6 +118,9 @@ class RefereePort(Protocol):
 
 
 class SinkPort(Protocol):
+    """Where the episode is reported. Optional: `layer_photo(after_seq: int) -> None`, take
+    the photos now (the arm is parked); sinks without it take none."""
+
     def event(
         self, seq: int, ts: float, kind: str, package_id: str, payload: Mapping[str, Any]
     ) -> None: ...
@@ -172,6 +178,7 @@ class _Loop:
         self.plan_scores: list[float] = []
         self.max_drift = 0.0
         self.n_objects = 0
+        self.photographed: set[int] = set()
 
     # -- reporting ---------------------------------------------------------------------------
 
@@ -209,6 +216,32 @@ class _Loop:
         return pallet_state(
             after_seq, placements, offsets, settle_drift_m=self.max_drift, pallet=self.s.pallet
         )
+
+    # -- photos ------------------------------------------------------------------------------
+
+    def photo(self, after_seq: int) -> None:
+        """Park the arm, then have the sink take the photos of the stack after `after_seq`.
+
+        The park is physics (the arm moves, sim time passes): it happens with every executor
+        that has one, whether or not the sink takes photos, so results do not depend on the
+        telemetry. A refused park leaves the arm where it is; the photo is taken anyway.
+        """
+        if after_seq in self.photographed:
+            return
+        self.photographed.add(after_seq)
+        park = getattr(self.executor, 'park', None)
+        if park is not None:
+            park()
+        shoot = getattr(self.sink, 'layer_photo', None)
+        if shoot is not None:
+            shoot(after_seq)
+
+    def layer_photo_due(self, layer: int) -> int | None:
+        """after_seq of the photo due before placing on `layer` (cell-facts §8.8): when the
+        layer exceeds every layer measured so far, the last measured attempt; else None."""
+        if not self.measured or layer <= max(p.layer for p in self.measured):
+            return None
+        return self.measured[-1].seq
 
     # -- one carton --------------------------------------------------------------------------
 
@@ -301,6 +334,9 @@ class _Loop:
             )
             self.scores.append(plan.breakdown)
             self.plan_scores.append(plan.score)
+            due = self.layer_photo_due(plan.layer)
+            if due is not None:
+                self.photo(due)  # the finished layer, before the next one covers it
             placed_out = self.executor.place(plan, spec, heightmap)
             if placed_out.ok:
                 attempt.plan = plan
@@ -453,6 +489,8 @@ def run_episode(
                     f'{last.error_xy_m * 1000:.1f} mm'
                 )
         if loop.attempts:
+            # The final photo, then the final measurement (it sees whatever the park did).
+            loop.photo(loop.attempts[-1].seq)
             loop.measured = loop.remeasure()
         return loop.result(failure)
     except EpisodeAborted as exc:

@@ -6,6 +6,7 @@ imports without the interfaces.
 
 from __future__ import annotations
 
+from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
 from palletizer.execution.sequencer import (
     ArmPort,
     ExecResult,
@@ -31,6 +32,8 @@ __all__ = [
     'FollowResult',
     'ForceReading',
     'Outcome',
+    'ParkPose',
+    'Parked',
     'PickPlaceSequencer',
     'Verdict',
     'VerifyParams',
@@ -38,7 +41,10 @@ __all__ = [
     'WrenchWindow',
     'controller_cause',
     'duration_to_s',
+    'park_waypoints',
     'phase_timeline',
+    'plan_park',
+    'plan_unpark',
     'trajectory_from_msg',
     'trajectory_to_msg',
     'verify_hold',

@@ -17,6 +17,7 @@ import numpy as np
 from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PlacementPlan
 from palletizer.core.motion import (
     AABB,
+    CarriedLoad,
     CartonPose,
     CollisionWorld,
     Grasp,
@@ -27,6 +28,7 @@ from palletizer.core.motion import (
     MotionResult,
     plan_grasp,
 )
+from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
 from palletizer.execution.wrench import (
     ForceReading,
     Verdict,
@@ -186,6 +188,9 @@ class PickPlaceSequencer:
         self.use_wrench = use_wrench
         self.grasp: Grasp | None = None
         self.tare: ForceReading | None = None
+        self.held_dims: tuple[float, float, float] | None = None  # carton in the cups [m]
+        self.parked: Parked | None = None  # the photo park the next motion first leaves
+        self.park_pose: ParkPose | None = None
 
     def world(self, heightmap: HeightMap | None) -> CollisionWorld:
         """The collision world of a move: the height map (flat when None) and the static boxes."""
@@ -204,6 +209,9 @@ class PickPlaceSequencer:
         q = self.arm.joint_positions()
         if q is None:
             return _controller('no joint state received yet')
+        fail, q = self._unpark(q, heightmap, fb)
+        if fail is not None:
+            return fail
         x, y, z = observation.position
         try:
             carton = CartonPose(x, y, z, observation.yaw, tuple(observation.dims_guess))
@@ -238,6 +246,7 @@ class PickPlaceSequencer:
         if not verdict.ok:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
         self.grasp, self.tare = plan.grasp, tare
+        self.held_dims = tuple(float(v) for v in observation.dims_guess)  # type: ignore[assignment]
         ratio = plan.grasp.capacity_ratio
         return ExecResult(
             Outcome.OK,
@@ -259,8 +268,12 @@ class PickPlaceSequencer:
         q = self.arm.joint_positions()
         if q is None:
             return _controller('no joint state received yet')
+        fail, q = self._unpark(q, heightmap, fb)
+        if fail is not None:
+            return fail
         L, W, _ = spec.dims_m
         x, y, z = plan.position
+        self.held_dims = tuple(float(v) for v in spec.dims_m)  # type: ignore[assignment]
         try:
             grasp = self.grasp if self.grasp is not None else plan_grasp(L, W, spec.mass_kg)
             target = CartonPose(x, y, z, plan.yaw, tuple(spec.dims_m))
@@ -291,8 +304,64 @@ class PickPlaceSequencer:
             return _controller('no wrench or vacuum reading around the release', motion)
         if not verdict.ok:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
-        self.grasp, self.tare = None, None
+        self.grasp, self.tare, self.held_dims = None, None, None
         return ExecResult(Outcome.OK, verdict.message, motion_s=motion)
+
+    def park(
+        self,
+        heightmap: HeightMap | None,
+        pose: ParkPose | None = None,
+        feedback: Feedback | None = None,
+    ) -> ExecResult:
+        """Tool-down Cartesian move to the photo park pose (rise first), checked as a whole.
+
+        A held carton (between pick and place) travels along and is part of the checks.
+        """
+        fb = feedback or (lambda phase, progress: None)
+        q = self.arm.joint_positions()
+        if q is None:
+            return _controller('no joint state received yet')
+        try:
+            plan, parked = plan_park(self.motion, q, pose, self.world(heightmap), self._load())
+        except MotionError as exc:
+            return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
+        if not plan.ok:
+            return _refused(plan)
+        if plan.trajectory is None:
+            return ExecResult(Outcome.OK, 'already parked')
+        fail = self._move(plan.trajectory, plan.waypoints, 0.0, plan.trajectory.duration, fb)
+        if fail is not None:
+            return fail
+        self.parked, self.park_pose = parked, pose
+        return ExecResult(Outcome.OK, 'parked', motion_s=plan.trajectory.duration)
+
+    def _load(self) -> CarriedLoad | None:
+        if self.grasp is None or self.held_dims is None:
+            return None
+        return CarriedLoad(self.held_dims, self.grasp.offset)
+
+    def _unpark(
+        self, q: np.ndarray, heightmap: HeightMap | None, fb: Feedback
+    ) -> tuple[ExecResult | None, np.ndarray]:
+        """Out of the photo park to above the pallet when the arm is still parked: (failure, q).
+
+        The next plan starts at the planned end of this move, as a retreat starts at its
+        approach's end, rather than at a joint state that may predate the move.
+        """
+        parked, self.parked = self.parked, None
+        world, load = self.world(heightmap), self._load()
+        try:
+            plan = plan_unpark(self.motion, q, parked, self.park_pose, world, load)
+        except MotionError as exc:
+            return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable'), q
+        if plan is None:
+            return None, q
+        if not plan.ok or plan.trajectory is None:
+            return _refused(plan), q
+        fail = self._move(
+            plan.trajectory, plan.waypoints, 0.0, 0.0, lambda phase, _p: fb(phase, 0.0)
+        )
+        return fail, np.array(plan.trajectory.q[-1], dtype=float)
 
     # Helpers ----------------------------------------------------------------------------------
     def _held_after_lift(self, tare: ForceReading | None) -> Verdict | None:

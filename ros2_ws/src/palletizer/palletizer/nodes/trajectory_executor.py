@@ -18,6 +18,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
@@ -27,6 +28,7 @@ from palletizer.execution import (
     ExecResult,
     FollowResult,
     ForceReading,
+    ParkPose,
     PickPlaceSequencer,
     VerifyParams,
     WrenchWindow,
@@ -93,6 +95,11 @@ class TrajectoryExecutorNode(Node):
         self.wrench_timeout = param('wrench_timeout_s', 2.0, 'wait for the end sample [s]')
         self.margin = param('goal_timeout_margin_s', 60.0, 'FJT result wait beyond duration [s]')
         self.server_timeout = param('server_timeout_s', 10.0, 'wait for FJT/SetIO servers [s]')
+        park = ParkPose()
+        xyz = param('park_xyz', [park.x, park.y, park.z], 'photo park TCP position, world [m]')
+        self.park_pose = ParkPose(
+            *(float(v) for v in xyz), param('park_yaw', park.yaw, 'photo park tool yaw [rad]')
+        )
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if level not in cfg.levels:
             raise PalletizerError(
@@ -144,6 +151,9 @@ class TrajectoryExecutorNode(Node):
             )
             for kind, cb in ((Pick, self.on_pick), (Place, self.on_place))
         ]
+        # The busy lock (not the group: rclpy runs action execution outside the groups) keeps
+        # a park from running alongside a pick or a place.
+        self.create_service(Trigger, '~/park', self.on_park, callback_group=self.actions)
         self.get_logger().info(
             f'trajectory_executor ready: action {action}, SetIO {io_srv} fun {self.vac_fun} '
             f'pin {self.vac_pin}, wrench {wrench}, speed {self.speed}'
@@ -286,6 +296,24 @@ class TrajectoryExecutorNode(Node):
         res, out = self._run(handle, Place, lambda fb: self.seq.place(plan, spec, hm, fb))
         res.failing_waypoint = out.failing_waypoint
         res.reach_residual_m = out.reach_residual_m
+        return res
+
+    def on_park(self, _req: Trigger.Request, res: Trigger.Response):
+        """Tool-down Cartesian move to the photo park pose; success False names the cause."""
+        t0 = time.monotonic()
+        if not self.busy.acquire(blocking=False):
+            res.success, res.message = False, 'controller_failed: a pick or place is running'
+            return res
+        try:
+            out = self.seq.park(self._heightmap, self.park_pose)
+        finally:
+            self.busy.release()
+        res.success = out.ok
+        res.message = out.message if out.ok else f'{out.cause}: {out.message}'
+        self.get_logger().info(
+            f'park: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
+            f'{out.motion_s:.2f} s of motion'
+        )
         return res
 
 

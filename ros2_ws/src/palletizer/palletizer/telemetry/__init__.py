@@ -1,6 +1,7 @@
 """Telemetry on disk: run directories of JSONL and PNG files, and rosbag2 MCAP bags."""
 
 from palletizer.telemetry.bag import BAG_VERSION, TOPICS, BagWriter, find_msg_dir, load_typestore
+from palletizer.telemetry.png import decode_png, encode_png
 from palletizer.telemetry.run import (
     FILES,
     STAMP_FORMAT,
@@ -32,6 +33,8 @@ __all__ = [
     'TelemetryError',
     'TelemetryMode',
     'check_event_count',
+    'decode_png',
+    'encode_png',
     'find_msg_dir',
     'json_safe',
     'load_typestore',

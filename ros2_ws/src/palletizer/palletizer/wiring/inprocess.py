@@ -11,14 +11,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from palletizer.core.config import Config, load_config
-from palletizer.core.contracts import EpisodeResult, PalletState, Placement
-from palletizer.core.episode import EpisodeSettings, Presented, run_episode
+from palletizer.core.contracts import (
+    EpisodeResult,
+    FailureCause,
+    HeightMap,
+    Observation,
+    PackageSpec,
+    PalletState,
+    Placement,
+    PlacementPlan,
+)
+from palletizer.core.episode import EpisodeSettings, MotionOutcome, Presented, run_episode
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.measure import Tolerances
-from palletizer.core.motion import AABB, MotionPlanner
+from palletizer.core.motion import AABB, CarriedLoad, MotionError, MotionPlanner
 from palletizer.core.planning import Planner
+from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
 from palletizer.sim.cell import Cell, CellOptions
+from palletizer.telemetry.png import encode_png
 from palletizer.wiring.executor import SimExecutor
 from palletizer.wiring.gauge import WristGauge
 from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
@@ -26,6 +37,9 @@ from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightM
 __all__ = [
     'CellPortAdapter',
     'MemorySink',
+    'ParkingExecutor',
+    'PhotoMemorySink',
+    'PhotoSink',
     'RunSetup',
     'oracle_flag',
     'run_inprocess',
@@ -103,6 +117,125 @@ class MemorySink:
         self.states.append(state)
 
 
+class ParkingExecutor(SimExecutor):
+    """SimExecutor with the photo park: the trajectory_executor's ~/park, in process.
+
+    Same rules as the node's sequencer: the checked tool-down Cartesian move of
+    execution.park against the last perceived height map (the node's latched one), carrying the
+    held carton (the observed dims until a place names the weighed ones); the next motion first
+    leaves the park to above the pallet.
+    """
+
+    def __init__(self, *args: Any, park_pose: ParkPose | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.park_pose = park_pose or ParkPose()
+        self.last_heightmap: HeightMap | None = None
+        self.held_dims: tuple[float, float, float] | None = None
+        self.parked: Parked | None = None
+        self.parks = 0  # park moves executed
+
+    def _load(self) -> CarriedLoad | None:
+        if self.grasp is None or self.held_dims is None:
+            return None
+        return CarriedLoad(self.held_dims, self.grasp.offset)
+
+    def _hm(self) -> HeightMap:
+        return self.last_heightmap if self.last_heightmap is not None else HeightMap.flat()
+
+    def _unpark(self) -> MotionOutcome | None:
+        """Out of the park when still parked; an outcome only when that failed."""
+        parked, self.parked = self.parked, None
+        holding = self.grasp is not None
+        try:
+            world = self._world(self._hm())
+            plan = plan_unpark(
+                self.motion, self.cell.q, parked, self.park_pose, world, self._load()
+            )
+        except MotionError as exc:
+            return MotionOutcome(False, FailureCause.ik_unreachable, str(exc), holding=holding)
+        if plan is None:
+            return None
+        if not plan.ok:
+            return self._refused(plan, holding=holding)
+        self._run(plan.trajectory)
+        return None
+
+    def pick(self, observation: Observation) -> MotionOutcome:
+        out = self._unpark() or super().pick(observation)
+        if out.ok:
+            self.held_dims = tuple(float(v) for v in observation.dims_guess)  # type: ignore[assignment]
+        return out
+
+    def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
+        failed = self._unpark()
+        if failed is not None:
+            return failed
+        self.held_dims = tuple(float(v) for v in spec.dims_m)  # type: ignore[assignment]
+        out = super().place(plan, spec, heightmap)
+        if self.grasp is None:
+            self.held_dims = None
+        return out
+
+    def return_to_source(self, observation: Observation) -> MotionOutcome:
+        out = self._unpark() or super().return_to_source(observation)
+        if self.grasp is None:
+            self.held_dims = None
+        return out
+
+    def park(self) -> MotionOutcome:
+        q = self.cell.q.copy()
+        try:
+            world = self._world(self._hm())
+            plan, parked = plan_park(self.motion, q, self.park_pose, world, self._load())
+        except MotionError as exc:
+            return MotionOutcome(False, FailureCause.ik_unreachable, str(exc))
+        if not plan.ok:
+            return self._refused(plan, holding=self.grasp is not None)
+        if plan.trajectory is not None:
+            self._run(plan.trajectory)
+            self.parked = parked
+            self.parks += 1
+        return MotionOutcome(True)
+
+
+class PhotoSink:
+    """Wraps a sink; its layer_photo renders the snapshot views through the cell and hands
+    each PNG to the wrapped sink's `snapshot(after_seq, view, png)` (a RunWriter has one)."""
+
+    def __init__(self, sink: Any, cell: Cell, cameras: Mapping[str, Any], views: Any) -> None:
+        self.sink = sink
+        self.cell = cell
+        self.cameras = cameras
+        self.views = tuple(views)
+
+    def event(
+        self, seq: int, ts: float, kind: str, package_id: str, payload: Mapping[str, Any]
+    ) -> None:
+        self.sink.event(seq, ts, kind, package_id, payload)
+
+    def placement(self, placement: Placement) -> None:
+        self.sink.placement(placement)
+
+    def pallet_state(self, state: PalletState) -> None:
+        self.sink.pallet_state(state)
+
+    def layer_photo(self, after_seq: int) -> None:
+        for view in self.views:
+            w, h = self.cameras[view]['size']
+            frame = self.cell.capture([view], int(w), int(h), depth=False)[view]
+            self.sink.snapshot(after_seq, view, encode_png(frame.rgb))
+
+
+@dataclass
+class PhotoMemorySink(MemorySink):
+    """MemorySink that also keeps the snapshots: (after_seq, view, PNG bytes)."""
+
+    snapshots: list[tuple[int, str, bytes]] = field(default_factory=list)
+
+    def snapshot(self, after_seq: int, view: str, png: bytes) -> None:
+        self.snapshots.append((after_seq, view, png))
+
+
 def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
     """The fixed furniture the carried carton must not sweep, as axis-aligned boxes."""
     cell = config.cell
@@ -114,6 +247,13 @@ def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
     aux = cell['tables']['auxiliary']
     (cx, cy), (hx, hy, _), top = aux['centre'], aux['half_size'], aux['top']
     boxes.append(AABB((cx - hx, cy - hy, 0.0), (cx + hx, cy + hy, top), 'auxiliary_table'))
+    if source == 'truck':
+        # The trailer's solid walls: the far wall along x = origin_x and the bulkhead along
+        # y = origin_y (the robot side is open, cell-facts §3.5); 1.30 m high, 5 cm thick.
+        t = cell['truck']
+        (ox, oy), (sx, sy), wall = t['origin'], t['size'], 0.05
+        boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox, oy + sy, 1.30), 'truck_far_wall'))
+        boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox + sx, oy, 1.30), 'truck_bulkhead'))
     return tuple(boxes)
 
 
@@ -168,7 +308,7 @@ def run_inprocess(
             if gauge == 'wrench'
             else oracle_gauge
         )
-        executor = SimExecutor(
+        executor = ParkingExecutor(
             cell, MotionPlanner(), hmap.heightmap, static_boxes(cfg, lv.source), speed=speed
         )
 
@@ -179,7 +319,10 @@ def run_inprocess(
                 return detector.detect(package_id)
 
             def heightmap(self):
-                return hmap.heightmap()
+                # The executor parks against the last perceived map, as the node does
+                # against the latched one.
+                executor.last_heightmap = hmap.heightmap()
+                return executor.last_heightmap
 
         oracle = oracle_flag(detector, gauge, hmap, planner)
         setup = RunSetup(
@@ -197,6 +340,11 @@ def run_inprocess(
             ),
         )
         sink = sink if sink is not None else MemorySink()
+        # Photos only for sinks that store them; the park happens either way (the executor).
+        port_sink = sink
+        if callable(getattr(sink, 'snapshot', None)):
+            views = cfg.telemetry['snapshots']['views']
+            port_sink = PhotoSink(sink, cell, cfg.cell['cameras'], views)
         if lv.source == 'truck' and hasattr(planner, 'set_forecast'):
             # Only the oracle gauge can give specs of cartons not yet weighed.
             if weigher is oracle_gauge:
@@ -217,7 +365,7 @@ def run_inprocess(
             planner=planner,
             executor=executor,
             referee=Referee(cell),
-            sink=sink,
+            sink=port_sink,
             settings=settings,
             oracle=oracle,
             git_sha=git_sha,
