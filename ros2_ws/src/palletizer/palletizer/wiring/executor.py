@@ -32,6 +32,10 @@ from palletizer.sim.servo import Trajectory
 __all__ = ['SimExecutor']
 
 
+class _Tracking(Exception):
+    """The servo could not follow the trajectory."""
+
+
 def _cause(name: str | None) -> FailureCause:
     return FailureCause(name) if name else FailureCause.ik_unreachable
 
@@ -53,6 +57,8 @@ class SimExecutor:
         self.static_boxes = static_boxes
         self.speed = speed
         self.grasp: Grasp | None = None
+        # [m] TCP error that counts as hitting something (the reference's reach tolerance)
+        self.path_tolerance_m = 0.020
         self.tracking_error_m = 0.0  # worst TCP tracking error seen [m]
         self.motion_time_s = 0.0  # trajectory time executed [s]
 
@@ -67,6 +73,13 @@ class SimExecutor:
         res = self.cell.track(t, speed=self.speed)
         self.tracking_error_m = max(self.tracking_error_m, float(res.max_tcp_error))
         self.motion_time_s += float(t.t[-1])
+        if res.max_tcp_error > self.path_tolerance_m:
+            # Like a controller's path tolerance: the arm or its load hit something the checks
+            # did not model (arm links, walls), and the episode cannot go on from here.
+            raise _Tracking(
+                f'the arm left its path by {res.max_tcp_error * 1000:.0f} mm '
+                f'({res.saturated_steps} torque-saturated steps): something was hit'
+            )
 
     def _refused(self, plan: MotionResult, holding: bool) -> MotionOutcome:
         where = plan.failing_name or (
@@ -83,6 +96,22 @@ class SimExecutor:
         )
 
     def pick(self, observation: Observation) -> MotionOutcome:
+        return self._guarded(self._pick, observation)
+
+    def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
+        return self._guarded(self._place, plan, spec, heightmap)
+
+    def return_to_source(self, observation: Observation) -> MotionOutcome:
+        """Put the held carton back where it was observed."""
+        return self._guarded(self._return_to_source, observation)
+
+    def _guarded(self, fn, *args) -> MotionOutcome:
+        try:
+            return fn(*args)
+        except _Tracking as exc:
+            return MotionOutcome(False, FailureCause.collision, str(exc), holding=False)
+
+    def _pick(self, observation: Observation) -> MotionOutcome:
         x, y, z = observation.position
         carton = CartonPose(x, y, z, observation.yaw, tuple(observation.dims_guess))
         plan = self.motion.plan_pick(self.cell.q, carton, self._world())
@@ -103,7 +132,9 @@ class SimExecutor:
             True, details={'active_cups': int(seal.n_cups), 'grip_capacity_ratio': round(ratio, 2)}
         )
 
-    def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
+    def _place(
+        self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap
+    ) -> MotionOutcome:
         assert self.grasp is not None, 'place() before a successful pick()'
         x, y, z = plan.position
         target = CartonPose(x, y, z, plan.yaw, tuple(spec.dims_m))
@@ -118,7 +149,7 @@ class SimExecutor:
         self.grasp = None
         return MotionOutcome(True, details={'reach_residual_m': 0.0})
 
-    def return_to_source(self, observation: Observation) -> MotionOutcome:
+    def _return_to_source(self, observation: Observation) -> MotionOutcome:
         """Put the held carton back where it was observed."""
         if self.grasp is None:
             return MotionOutcome(True)
