@@ -219,3 +219,14 @@ def test_phase_timeline_finds_the_waypoint_arrivals():
     assert phase_timeline(JointTrajectory(t, z, qd, z), ('rise', 'cross', 'seal')) == (
         (1.0, 'descend'),
     )
+
+
+def test_phase_timeline_merges_a_drop_and_final_descent_run_without_a_stop():
+    t = np.linspace(0.0, 3.0, 301)
+    qd = np.ones((301, 6))
+    for k in (100, 200):  # two interior rests: after the rise and after the cross
+        qd[k] = 0.0
+    z = np.zeros((301, 6))
+    tl = phase_timeline(JointTrajectory(t, z, qd, z), ('rise', 'cross', 'pre_seal', 'seal'))
+    assert [p for _, p in tl] == ['rise', 'cross', 'descend']
+    assert [round(e, 2) for e, _ in tl] == [1.0, 2.0, 3.0]

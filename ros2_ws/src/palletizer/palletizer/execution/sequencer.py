@@ -122,6 +122,7 @@ class ExecResult:
 _PHASE = {
     'rise': 'rise',
     'cross': 'cross',
+    'around': 'cross',  # via points that arc a cross around the base axis
     'pre_seal': 'descend',
     'seal': 'descend',
     'pre_release': 'descend',
@@ -151,9 +152,14 @@ def phase_timeline(traj: JointTrajectory, names: tuple[str, ...]) -> tuple[tuple
             bounds.append(t)
         else:
             bounds[-1] = t
-    if len(bounds) != len(phases) - 1:
-        return ((traj.duration, phases[-1]),)
-    return tuple(zip([*bounds, traj.duration], phases, strict=True))
+    if len(bounds) == len(phases) - 1:
+        return tuple(zip([*bounds, traj.duration], phases, strict=True))
+    # A drop and its slow final stretch run as one segment (no rest between them): merge
+    # consecutive waypoints of the same phase and match again.
+    merged = tuple(p for i, p in enumerate(phases) if i == 0 or p != phases[i - 1])
+    if len(bounds) == len(merged) - 1:
+        return tuple(zip([*bounds, traj.duration], merged, strict=True))
+    return ((traj.duration, phases[-1]),)
 
 
 def _phase_at(timeline: tuple[tuple[float, str], ...], t: float) -> str:
