@@ -247,6 +247,7 @@ _CELL = {
         'gravity': _vec(3),
         'settle_after_release_s': _num(0.0, 60.0),
         'rest_speed': _num(0.0, 1.0),
+        'sleep': _Opt(_bool, False),
     },
     'wrench': {
         'noise_force_n': _num(0.0, 100.0),

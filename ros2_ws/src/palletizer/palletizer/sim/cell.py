@@ -41,9 +41,14 @@ class CellOptions:
     control_dt: float = 0.02  # 50 Hz controller tick (cell-facts §3.9)
 
     @classmethod
-    def from_config(cls, cell: Mapping[str, Any], *, sleep: bool = False) -> CellOptions:
-        """From configs/cell.yaml (palletizer.core.config.Config.cell): physics and wrench noise."""
+    def from_config(cls, cell: Mapping[str, Any], *, sleep: bool | None = None) -> CellOptions:
+        """From configs/cell.yaml (palletizer.core.config.Config.cell): physics and wrench noise.
+
+        `sleep` overrides physics.sleep (island sleeping) when given.
+        """
         phys = cell.get('physics', {})
+        if sleep is None:
+            sleep = bool(phys.get('sleep', False))
         scene = SceneOptions(
             timestep=float(phys.get('timestep', 0.002)),
             integrator=str(phys.get('integrator', 'implicitfast')),

@@ -57,8 +57,9 @@ class SimExecutor:
         self.static_boxes = static_boxes
         self.speed = speed
         self.grasp: Grasp | None = None
-        # [m] TCP error that counts as hitting something (the reference's reach tolerance)
-        self.path_tolerance_m = 0.020
+        # [rad] joint tracking error that aborts a move: the cell bridge's default
+        # FollowJointTrajectory path tolerance, so both wirings stop on the same events
+        self.path_tolerance_rad = 0.1
         self.tracking_error_m = 0.0  # worst TCP tracking error seen [m]
         self.motion_time_s = 0.0  # trajectory time executed [s]
 
@@ -73,12 +74,13 @@ class SimExecutor:
         res = self.cell.track(t, speed=self.speed)
         self.tracking_error_m = max(self.tracking_error_m, float(res.max_tcp_error))
         self.motion_time_s += float(t.t[-1])
-        if res.max_tcp_error > self.path_tolerance_m:
+        if float(np.max(res.max_joint_error)) > self.path_tolerance_rad:
             # Like a controller's path tolerance: the arm or its load hit something the checks
             # did not model (arm links, walls), and the episode cannot go on from here.
             raise _Tracking(
-                f'the arm left its path by {res.max_tcp_error * 1000:.0f} mm '
-                f'({res.saturated_steps} torque-saturated steps): something was hit'
+                f'a joint left its path by {float(np.max(res.max_joint_error)):.3f} rad '
+                f'(TCP {res.max_tcp_error * 1000:.0f} mm, {res.saturated_steps} torque-saturated '
+                'steps): something was hit'
             )
 
     def _refused(self, plan: MotionResult, holding: bool) -> MotionOutcome:

@@ -289,17 +289,34 @@ class MotionPlanner:
         a0 = math.atan2(y0 - by, x0 - bx)
         a1 = math.atan2(y1 - by, x1 - bx)
         sweep = _wrap_pi(a1 - a0)
-        r0, r1 = math.hypot(x0 - bx, y0 - by), math.hypot(x1 - bx, y1 - by)
-        radius = max(r0, r1, r_safe / math.cos(math.radians(25.0)))
-        n = max(1, math.ceil(abs(sweep) / math.radians(50.0)))
-        return [
-            (
-                bx + radius * math.cos(a0 + sweep * k / (n + 1)),
-                by + radius * math.sin(a0 + sweep * k / (n + 1)),
-                k / (n + 1),
+        # Hug the base: the arc's radius is just outside the clearance, so the detour stays
+        # away from the furniture farther out (the trailer's walls).
+        radius = r_safe / math.cos(math.radians(20.0))
+
+        def chord_clear(p: tuple[float, float], q: tuple[float, float]) -> bool:
+            dx, dy = q[0] - p[0], q[1] - p[1]
+            n2 = dx * dx + dy * dy
+            t = (
+                0.0
+                if n2 < 1e-12
+                else min(1.0, max(0.0, ((bx - p[0]) * dx + (by - p[1]) * dy) / n2))
             )
-            for k in range(1, n + 1)
-        ]
+            return math.hypot(p[0] + t * dx - bx, p[1] + t * dy - by) >= r_safe * 0.999
+
+        vias: list[tuple[float, float, float]] = []
+        for n in range(1, 13):
+            vias = [
+                (
+                    bx + radius * math.cos(a0 + sweep * k / (n + 1)),
+                    by + radius * math.sin(a0 + sweep * k / (n + 1)),
+                    k / (n + 1),
+                )
+                for k in range(1, n + 1)
+            ]
+            pts = [(x0, y0), *((v[0], v[1]) for v in vias), (x1, y1)]
+            if all(chord_clear(a, b) for a, b in zip(pts, pts[1:], strict=False)):
+                break
+        return vias
 
     def _choose_yaw(
         self, q0: np.ndarray, yaw0: float, target_yaw: float, x: float, y: float
