@@ -96,3 +96,28 @@ def test_contract_round_trip_is_lossless(value, to_msg, from_msg):
 def test_reject_summary_round_trip():
     summary = {'collision': 12, 'com_unsupported': 3}
     assert convert.reject_from_lists(*convert.reject_to_lists(summary)) == summary
+
+
+@pytest.mark.parametrize('failure', [None, 'stack_collapse'])
+def test_episode_result_round_trip_is_lossless(failure):
+    from palletizer.core.contracts import EpisodeResult, FailureCause
+
+    r = EpisodeResult(
+        seed=3,
+        level=23,
+        n_objects=8,
+        n_placed=8 if failure is None else 5,
+        n_misrouted=0,
+        success=failure is None,
+        duration_s=81.234567,
+        failure=FailureCause(failure) if failure else None,
+        oracle=True,
+        git_sha='abc1234',
+        task='conveyor',
+        metrics={
+            'score': 0.625,
+            'fill_ratio': 0.4123456789,
+            'planner_score_breakdown': {'bridge': 0.1},
+        },
+    )
+    assert convert.episode_result_from_msg(convert.episode_result_to_msg(r)) == r

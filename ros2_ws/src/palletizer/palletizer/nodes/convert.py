@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import numpy as np
 from geometry_msgs.msg import Point
+from palletizer_msgs.msg import EpisodeResult as EpisodeResultMsg
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from palletizer_msgs.msg import Observation as ObservationMsg
 from palletizer_msgs.msg import PackageSpec as PackageSpecMsg
@@ -15,6 +17,8 @@ from palletizer_msgs.msg import PlacementPlan as PlacementPlanMsg
 from palletizer_msgs.msg import Pose4
 
 from palletizer.core.contracts import (
+    EpisodeResult,
+    FailureCause,
     HeightMap,
     Observation,
     PackageSpec,
@@ -24,6 +28,8 @@ from palletizer.core.contracts import (
 )
 
 __all__ = [
+    'episode_result_from_msg',
+    'episode_result_to_msg',
     'heightmap_from_msg',
     'heightmap_to_msg',
     'observation_from_msg',
@@ -212,3 +218,37 @@ def reject_to_lists(summary: Mapping[str, int]) -> tuple[list[str], list[int]]:
 
 def reject_from_lists(names, counts) -> dict[str, int]:
     return {str(n): int(c) for n, c in zip(names, counts, strict=True)}
+
+
+def episode_result_to_msg(r: EpisodeResult) -> EpisodeResultMsg:
+    return EpisodeResultMsg(
+        seed=int(r.seed),
+        level=int(r.level),
+        n_objects=int(r.n_objects),
+        n_placed=int(r.n_placed),
+        n_misrouted=int(r.n_misrouted),
+        success=bool(r.success),
+        duration_s=float(r.duration_s),
+        failure=r.failure.value if r.failure is not None else '',
+        oracle=bool(r.oracle),
+        git_sha=r.git_sha,
+        task=r.task,
+        metrics_json=json.dumps(dict(r.metrics), sort_keys=True),
+    )
+
+
+def episode_result_from_msg(m: EpisodeResultMsg) -> EpisodeResult:
+    return EpisodeResult(
+        seed=m.seed,
+        level=m.level,
+        n_objects=m.n_objects,
+        n_placed=m.n_placed,
+        n_misrouted=m.n_misrouted,
+        success=m.success,
+        duration_s=m.duration_s,
+        failure=FailureCause(m.failure) if m.failure else None,
+        oracle=m.oracle,
+        git_sha=m.git_sha,
+        task=m.task,
+        metrics=json.loads(m.metrics_json or '{}'),
+    )
