@@ -130,3 +130,16 @@ def test_bad_parameters_are_named():
         VerifyParams(noise_k=-1.0)
     with pytest.raises(PalletizerError, match='window_s = -0.1, timeout_s = 1; expected >= 0'):
         WrenchWindow().reading_after(WrenchWindow().mark(), 1.0, 1, window_s=-0.1)
+
+
+def test_release_with_a_noisy_reading_near_the_tare_is_still_a_release():
+    import numpy as np
+    from palletizer.execution.wrench import ForceReading, VerifyParams, verify_release
+
+    p = VerifyParams()
+    tare = ForceReading(np.array([0.0, 0.0, -25.0]), 5, 0.0)
+    loaded = ForceReading(np.array([0.0, 0.0, -66.2]), 5, 1.0)
+    noisy = ForceReading(np.array([0.0, 0.0, -28.2]), 5, 2.0)  # 3.2 N off, far from 66 N
+    assert verify_release(tare, noisy, p, loaded).ok
+    held = ForceReading(np.array([0.0, 0.0, -60.0]), 5, 2.0)
+    assert not verify_release(tare, held, p, loaded).ok
