@@ -104,6 +104,32 @@ def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_
     assert counts['/palletizer/episode_events'] == len(events)
 
 
+def test_level_11_writes_a_photo_per_layer_and_a_final_one_as_valid_pngs(tmp_path):
+    from palletizer.core.config import load_config
+    from palletizer.telemetry import decode_png
+
+    proc = _palletize('--level', '11', '--seed', '1', '-n', '1', '--speed', '0', cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = _run_dir(tmp_path)
+    layers = [(p['seq'], p['layer']) for p in _lines(run / 'placements.jsonl')]
+    assert [layer for _, layer in layers] == [1, 1, 1, 2]
+    cfg = load_config()
+    views = cfg.telemetry['snapshots']['views']
+    # Before the first layer-2 carton (after the last layer-1 attempt) and at the end.
+    after = [layers[2][0], layers[3][0]]
+    rows = _lines(run / 'snapshots.jsonl')
+    assert [(r['after_seq'], r['view']) for r in rows] == [(a, v) for a in after for v in views]
+    assert set(after) <= {s['after_seq'] for s in _lines(run / 'pallet_states.jsonl')}
+    for r in rows:
+        path = run / '1' / f'{r["after_seq"]:03d}-{r["view"]}.png'
+        assert r['path'] == str(path.relative_to(run))
+        w, h = cfg.cell['cameras'][r['view']]['size']
+        img = decode_png(path.read_bytes())
+        assert img.shape == (h, w, 3) and (r['width'], r['height']) == (w, h)
+        assert img.std() > 10  # a rendered scene
+    assert 'park refused' not in proc.stdout
+
+
 def test_sigterm_closes_the_open_episode_as_aborted_without_a_failure(tmp_path):
     from tests.graph.isolation import can_isolate  # noqa: F401  (skips come from conftest)
 

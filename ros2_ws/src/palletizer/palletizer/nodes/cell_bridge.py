@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import rclpy
@@ -117,7 +118,9 @@ class CellBridgeNode(Node):
         self.limits = (robot['joint_lower'], robot['joint_upper'])
         self.speed_limits = np.deg2rad(robot['joint_speed_limits_deg_s'])
         cams = cell_cfg['cameras']
-        self.cameras = {n: c for n, c in cams.items() if c.get('role') in ('pallet', 'pick')}
+        # 'photo' cameras (the side view) render only on request, for the per-layer snapshots.
+        roles = ('pallet', 'pick', 'photo')
+        self.cameras = {n: c for n, c in cams.items() if c.get('role') in roles}
         self.pallet_cams = [n for n, c in self.cameras.items() if c.get('role') == 'pallet']
         self.options = CellOptions.from_config(cell_cfg)
 
@@ -145,6 +148,10 @@ class CellBridgeNode(Node):
         }
         self.stream = StepStream(self.publish_state, every=10)  # 50 Hz of sim time at 2 ms
 
+        # MuJoCo's EGL contexts belong to the thread that made them current; executor threads
+        # vary, so every render and every release of the renderers runs on this one thread
+        # (else eglMakeCurrent fails with EGL_BAD_ACCESS on the second capture or reset).
+        self._gl = ThreadPoolExecutor(max_workers=1, thread_name_prefix='cell_gl')
         self.cell = Cell(options=self.options)
         err = self._reset(int(level), int(seed))
         if err:
@@ -182,11 +189,17 @@ class CellBridgeNode(Node):
                 )
         return SetParametersResult(successful=True)
 
+    def destroy_node(self) -> None:
+        self._gl.submit(self.cell.close).result()
+        self._gl.shutdown()
+        super().destroy_node()
+
     # World -----------------------------------------------------------------------------------
     def _reset(self, level: int, seed: int) -> str:
         if level not in self.cfg.levels:
             return f'level {level} does not exist; valid levels: {sorted(self.cfg.levels)}'
         self.level = self.cfg.level(level)
+        self._gl.submit(self.cell.close).result()  # the renderers, on their own thread
         self.cell.reset(self.level, seed)
         self.draws = {d.package_id: d for d in draw_load(level, seed, self.cfg)}
         self.presented: str | None = None
@@ -376,7 +389,7 @@ class CellBridgeNode(Node):
             frames = {}
             for n in names:
                 w, h = self.cameras[n]['size']
-                frames.update(self.cell.capture([n], int(w), int(h)))
+                frames.update(self._gl.submit(self.cell.capture, [n], int(w), int(h)).result())
             res.stamp = _stamp(self.cell.time)
         for n, fr in frames.items():
             depth_pub, color_pub, info_pub = self.image_pubs[n]

@@ -19,6 +19,7 @@ from palletizer_msgs.msg import EpisodeEvent
 from palletizer_msgs.msg import PalletState as PalletStateMsg
 from palletizer_msgs.msg import Placement as PlacementMsg
 from palletizer_msgs.srv import (
+    Capture,
     Detect,
     FuseHeightMap,
     GroundTruth,
@@ -339,7 +340,23 @@ class RosExecutor:
         self.calls = calls
         self.pick_c = ActionClient(node, Pick, f'{prefix}/pick')
         self.place_c = ActionClient(node, Place, f'{prefix}/place')
+        self.park_c = node.create_client(Trigger, f'{prefix}/park')
         self.heightmap: HeightMap | None = None
+        self.last_park = ''
+
+    def park(self) -> MotionOutcome:
+        """The photo park (Cartesian, checked); a refusal leaves the arm where it is."""
+        res = self.calls.service(self.park_c, Trigger.Request(), 'park')
+        self.last_park = res.message
+        if res.success:
+            return MotionOutcome(True)
+        cause, _, reason = res.message.partition(': ')
+        try:
+            failure = FailureCause(cause)
+        except ValueError:
+            failure, reason = FailureCause.timeout, res.message
+        print(f'  park refused: {res.message}', flush=True)
+        return MotionOutcome(False, failure, reason)
 
     def pick(self, observation: Observation) -> MotionOutcome:
         res = self.calls.action(
@@ -384,12 +401,32 @@ class RosReferee:
 
 
 class RosSink:
-    """SinkPort publishing episode events, placements and pallet states (never lossy QoS)."""
+    """SinkPort publishing episode events, placements and pallet states (never lossy QoS).
 
-    def __init__(self, node: Node, run_id: str, echo: Callable[[str], None]) -> None:
+    With `photo_views` and `calls`, layer_photo has the cell bridge render those cameras (they
+    go out on /cameras/<view>/color/image_raw stamped with the cell's sim time) and publishes a
+    snapshot mark on /palletizer/snapshot_marks: an EpisodeEvent of kind 'snapshot' whose seq is the
+    after_seq, payload {"views", "stamp_ns"}; the telemetry node pairs mark and frames by stamp.
+    The marks topic is not the events topic, so the event stream and its count are unchanged.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        run_id: str,
+        echo: Callable[[str], None],
+        calls: Calls | None = None,
+        photo_views: Sequence[str] = (),
+        cell_prefix: str = '/cell_bridge',
+    ) -> None:
         self.events = node.create_publisher(EpisodeEvent, 'episode_events', EVENTS)
         self.placements = node.create_publisher(PlacementMsg, 'placements', EVENTS)
         self.states = node.create_publisher(PalletStateMsg, 'pallet_states', EVENTS)
+        self.marks = node.create_publisher(EpisodeEvent, '/palletizer/snapshot_marks', EVENTS)
+        self.capture_c = node.create_client(Capture, f'{cell_prefix}/capture')
+        self.calls = calls
+        self.photo_views = tuple(photo_views)
+        self.photos = 0  # snapshot marks published
         self.run_id = run_id
         self.seed = 0
         self.count = 0
@@ -424,6 +461,28 @@ class RosSink:
     def placement(self, placement: Placement) -> None:
         self.placements.publish(placement_to_msg(placement))
         self._last = placement
+
+    def layer_photo(self, after_seq: int) -> None:
+        if self.calls is None or not self.photo_views:
+            return
+        req = Capture.Request(cameras=list(self.photo_views))
+        res = self.calls.service(self.capture_c, req, 'cell capture')
+        if res.error_code != Capture.Response.OK:
+            self.echo(f'  snapshot {after_seq:03d} not taken: {res.error_msg}')
+            return
+        stamp_ns = res.stamp.sec * 1_000_000_000 + res.stamp.nanosec
+        self.marks.publish(
+            EpisodeEvent(
+                run_id=self.run_id,
+                seed=self.seed,
+                seq=after_seq,
+                ts=stamp_s(res.stamp),
+                kind='snapshot',
+                package_id='',
+                payload_json=json.dumps({'views': list(self.photo_views), 'stamp_ns': stamp_ns}),
+            )
+        )
+        self.photos += 1
 
     def pallet_state(self, state: PalletState) -> None:
         self.states.publish(pallet_state_to_msg(state))

@@ -92,7 +92,10 @@ class EpisodeDirectorNode(Node):
         self.motion = RosExecutor(self, self.calls)
         self.referee = RosReferee(self, self.calls)
         self.run_id = time.strftime('%Y%m%d-%H%M%S')
-        self.sink = RosSink(self, self.run_id, self.say)
+        # Photos only when telemetry writes them; the park before each is the executor's and
+        # happens either way, so the episode is the same with and without telemetry.
+        views = cfg.telemetry['snapshots']['views'] if self.telemetry != 'off' else ()
+        self.sink = RosSink(self, self.run_id, self.say, self.calls, views)
         self.end_c = self.create_client(EndEpisode, '/telemetry/end_episode')
         self.results: list[EpisodeResult] = []
         self._param_clients: dict[str, object] = {}

@@ -8,6 +8,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import rclpy
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
 from palletizer_msgs.srv import EndEpisode
@@ -16,7 +17,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
@@ -30,12 +31,19 @@ from palletizer.telemetry import (
     RunWriter,
     TelemetryMode,
     check_event_count,
+    encode_png,
     run_stamp,
 )
 
 __all__ = ['TelemetryNode', 'main']
 
 _FIXED = ('mode', 'runs_dir', 'run_stamp', 'tag')
+# Frames kept while waiting for their snapshot mark (a mark names two views per photo).
+_MAX_FRAMES = 8
+
+
+def _stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 class TelemetryNode(Node):
@@ -94,6 +102,26 @@ class TelemetryNode(Node):
         # /tf publishers are volatile: a transient-local reader would match none of them.
         self._raw(TFMessage, '/tf', COMMANDS, self._recorder('/tf'))
         self._raw(TFMessage, '/tf_static', LATCHED, self._recorder('/tf_static'))
+        # Snapshots: the director's mark (seed, after_seq, views, stamp) and the cell bridge's
+        # colour frames of that sim stamp, paired here whichever arrives first.
+        self.views = tuple(cfg['snapshots']['views'])
+        self._frames: dict[tuple[str, int], Image] = {}
+        self._marks: list[tuple[int, int, tuple[str, ...], int]] = []
+        self.create_subscription(
+            EpisodeEvent,
+            '/palletizer/snapshot_marks',
+            self.on_mark,
+            EVENTS,
+            callback_group=self._subs,
+        )
+        for view in self.views:
+            self.create_subscription(
+                Image,
+                f'/cameras/{view}/color/image_raw',
+                lambda msg, v=view: self.on_frame(v, msg),
+                COMMANDS,
+                callback_group=self._subs,
+            )
         self.get_logger().info(f'telemetry ready: {mode.value} -> {self.run.path}')
 
     def _raw(self, msg_type, topic: str, qos, callback) -> None:
@@ -170,6 +198,58 @@ class TelemetryNode(Node):
                 return
             self._record('/palletizer/pallet_states', data)
 
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def on_mark(self, msg: EpisodeEvent) -> None:
+        try:
+            payload = json.loads(msg.payload_json)
+            views = tuple(str(v) for v in payload['views'])
+            stamp = int(payload['stamp_ns'])
+        except (ValueError, KeyError, TypeError) as exc:
+            self.get_logger().error(f'snapshot mark {msg.seq} dropped: {exc}')
+            return
+        with self._lock:
+            self._marks.append((int(msg.seed), int(msg.seq), views, stamp))
+            self._pair()
+
+    def on_frame(self, view: str, msg: Image) -> None:
+        with self._lock:
+            self._frames[(view, _stamp_ns(msg.header.stamp))] = msg
+            while len(self._frames) > _MAX_FRAMES:
+                self._frames.pop(next(iter(self._frames)))
+            self._pair()
+
+    def _pair(self) -> None:
+        """Write every mark whose frames are all here (caller holds the lock)."""
+        waiting = []
+        for seed, after_seq, views, stamp in self._marks:
+            frames = [self._frames.get((v, stamp)) for v in views]
+            if any(f is None for f in frames):
+                waiting.append((seed, after_seq, views, stamp))
+                continue
+            for v in views:
+                self._frames.pop((v, stamp), None)
+            if self.run.open_seed != seed:
+                self.get_logger().error(
+                    f'snapshot {after_seq} of seed {seed} dropped: episode '
+                    f'{self.run.open_seed} is open'
+                )
+                continue
+            for view, img in zip(views, frames, strict=True):
+                try:
+                    if img.encoding != 'rgb8' or img.step != img.width * 3:
+                        raise PalletizerError(
+                            f'frame encoding {img.encoding!r} step {img.step}; expected rgb8, '
+                            f'step {img.width * 3}'
+                        )
+                    rgb = np.frombuffer(bytes(img.data), np.uint8)
+                    rgb = rgb.reshape(img.height, img.width, 3)
+                    self.run.snapshot(after_seq, view, encode_png(rgb))
+                except (PalletizerError, ValueError) as exc:
+                    self.get_logger().error(f'snapshot {after_seq} {view} dropped: {exc}')
+        self._marks = waiting
+        self._lock.notify_all()
+
     def on_end_episode(self, req: EndEpisode.Request, res: EndEpisode.Response):
         if self.run is None:
             res.error_code = EndEpisode.Response.DISABLED
@@ -182,14 +262,22 @@ class TelemetryNode(Node):
             res.error_msg = f'result_json: {exc}'
             return res
         with self._lock:
-            # Events travel on another topic than this request and may still be in flight.
+            # Events and snapshot frames travel on other topics than this request and may still
+            # be in flight.
             self._lock.wait_for(
                 lambda: (
                     self.run.open_seed == req.seed
                     and (self.run.open_events or 0) >= req.expected_events
+                    and not any(m[0] == req.seed for m in self._marks)
                 ),
                 self.end_wait_s,
             )
+            for seed, after_seq, views, _ in self._marks:
+                if seed == req.seed:
+                    self.get_logger().error(
+                        f'snapshot {after_seq} of seed {seed}: frames {views} never came'
+                    )
+            self._marks = [m for m in self._marks if m[0] != req.seed]
             if self.run.open_seed != req.seed or result.seed != req.seed:
                 res.error_code = EndEpisode.Response.NO_OPEN_EPISODE
                 res.error_msg = (
