@@ -137,6 +137,7 @@ def bench_reference(
     out_dir: str | os.PathLike[str] = 'benchmarks/results',
     hard: bool = True,
 ) -> dict:
+    sha = git_sha()  # the code the episodes run, read before they start
     levels = MAIN_LEVELS + (HARD_LEVELS if hard else ())
     jobs = [(p, MODES[m], lv, s) for p in planners for m in modes for lv in levels for s in SEEDS]
     workers = workers or max(1, os.cpu_count() or 1)
@@ -166,7 +167,6 @@ def bench_reference(
                 summary['hard'][f'{p}/{m}'] = _summarise(
                     [r for r in sel if r['level'] in HARD_LEVELS]
                 )
-    sha = git_sha()
     command = 'scripts/bench reference'
     doc = {
         'commit': sha,
