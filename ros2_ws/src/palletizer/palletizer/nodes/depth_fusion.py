@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import threading
 
-import rclpy
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from palletizer_msgs.srv import Detect, FuseHeightMap, GroundTruth
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from palletizer.core.contracts import Observation
 from palletizer.nodes.convert import heightmap_to_msg, observation_to_msg
 from palletizer.nodes.qos import LATCHED
+from palletizer.nodes.spin import run_node
 from palletizer.wiring.oracles import stamp_heightmap, yaw_of_quat
 
 __all__ = ['DepthFusionNode', 'main']
@@ -99,19 +98,7 @@ class DepthFusionNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = DepthFusionNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(DepthFusionNode, args, threads=3)
 
 
 if __name__ == '__main__':

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import rclpy
 from palletizer_msgs.msg import Placement as PlacementMsg
 from palletizer_msgs.srv import PlanPlacement
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
@@ -31,6 +29,7 @@ from palletizer.nodes.convert import (
     spec_from_msg,
 )
 from palletizer.nodes.qos import EVENTS
+from palletizer.nodes.spin import run_node
 
 __all__ = ['PlannerNode', 'build_planner', 'main']
 
@@ -120,17 +119,7 @@ class PlannerNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = PlannerNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(PlannerNode, args)
 
 
 if __name__ == '__main__':

@@ -7,8 +7,6 @@ real one can take its place with the same URDF.
 from __future__ import annotations
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -18,6 +16,7 @@ from palletizer.core.config import load_config
 from palletizer.core.description import JOINTS, LINKS, link_transforms, urdf
 from palletizer.core.motion import UR10eKinematics
 from palletizer.nodes.qos import LATCHED, SENSORS
+from palletizer.nodes.spin import run_node
 from palletizer.nodes.tf_util import transform_msg
 
 __all__ = ['StatePublisherNode', 'main']
@@ -68,17 +67,7 @@ class StatePublisherNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = StatePublisherNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(StatePublisherNode, args)
 
 
 if __name__ == '__main__':

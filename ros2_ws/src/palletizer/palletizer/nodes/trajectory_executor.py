@@ -6,7 +6,6 @@ import threading
 import time
 
 import numpy as np
-import rclpy
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.action import Pick, Place
@@ -14,7 +13,6 @@ from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionClient, ActionServer, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -41,6 +39,7 @@ from palletizer.nodes.convert import (
     spec_from_msg,
 )
 from palletizer.nodes.qos import LATCHED, SENSORS
+from palletizer.nodes.spin import run_node
 from palletizer.wiring.inprocess import static_boxes
 
 __all__ = ['TrajectoryExecutorNode', 'main']
@@ -318,19 +317,7 @@ class TrajectoryExecutorNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = TrajectoryExecutorNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(TrajectoryExecutorNode, args, threads=4)
 
 
 if __name__ == '__main__':

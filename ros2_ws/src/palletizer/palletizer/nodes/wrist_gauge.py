@@ -12,12 +12,10 @@ import threading
 from collections import deque
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.srv import Tare, Weigh
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -27,6 +25,7 @@ from palletizer.core.description import JOINTS
 from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
 from palletizer.core.motion import UR10eKinematics, yaw_of
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
+from palletizer.nodes.spin import run_node
 from palletizer.wiring.gauge import R_sensor_package, carton_centre_in_sensor, type_from_label
 
 __all__ = ['WristGaugeNode', 'main']
@@ -180,19 +179,7 @@ class WristGaugeNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = WristGaugeNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(WristGaugeNode, args, threads=2)
 
 
 if __name__ == '__main__':
