@@ -386,7 +386,6 @@ _TELEMETRY = {
     },
     'snapshots': {
         'views': _list_of(_one_of('top', 'side', 'iso', 'camera'), 1),
-        'size': _vec(2, 16, 8192),
     },
     'remote': {'timeout_s': _num(0.1, 120.0), 'outbox': _text},
 }
