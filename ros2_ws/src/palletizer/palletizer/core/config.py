@@ -12,6 +12,8 @@ from typing import Any
 import yaml
 
 from palletizer.core.errors import ConfigError, close_match
+from palletizer.core.planning.params import BEAM_TERMS as _BEAM_TERMS
+from palletizer.core.planning.params import TERMS as _TERMS
 
 __all__ = [
     'COG_MODES',
@@ -274,30 +276,9 @@ _CELL = {
         'tolerance': {'xy': _num(0.0, 1.0), 'yaw': _num(0.0, 3.2), 'overhang': _num(0.0, 1.0)},
     },
 }
-HEURISTIC_TERMS = (
-    'support_ratio',
-    'com_margin',
-    'lowness',
-    'void_fill',
-    'levelness',
-    'peak_penalty',
-    'lateral_proximity',
-    'edge_flush',
-    'seam_break',
-    'overhang',
-    'pallet_com',
-    'reachability',
-    'bridge',
-    'gap_waste',
-)
-BEAM_TERMS = (
-    'support',
-    'tipping_margin',
-    'centered_com',
-    'low_height',
-    'compactness',
-    'regular_surface',
-)
+# The term names are the planners' own (one list, no copy to drift).
+HEURISTIC_TERMS = _TERMS
+BEAM_TERMS = _BEAM_TERMS
 _WEIGHT = _num(0.0, 100.0)
 _PLANNER = {
     'schema': _num(1, 1, integer=True),
