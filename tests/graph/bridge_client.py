@@ -48,7 +48,13 @@ def main() -> int:
     node.create_subscription(
         Bool, '/cell_bridge/vacuum_sealed', lambda m: latest.__setitem__('sealed', m), LATCHED
     )
-    fjt = ActionClient(node, FollowJointTrajectory, UR_TRAJECTORY_ACTION)
+    # Deep feedback history: the bridge publishes every tick in bursts (see cell_bridge).
+    fjt = ActionClient(
+        node,
+        FollowJointTrajectory,
+        UR_TRAJECTORY_ACTION,
+        feedback_sub_qos_profile=QoSProfile(depth=500),
+    )
     assert fjt.wait_for_server(timeout_sec=30.0), 'FJT action server never appeared'
     clients = {
         n: node.create_client(t, f'/cell_bridge/{n}')
@@ -124,6 +130,14 @@ def main() -> int:
                 rclpy.spin_once(node, timeout_sec=0.01)
             wait(send.cancel_goal_async())
         res = wait(fut)
+        # Feedback sent before the result may still sit in the reader's queue when the result
+        # arrives (the client takes one message per wake-up): drain it before counting.
+        quiet_until = time.perf_counter() + 0.5
+        seen = len(feedback)
+        while time.perf_counter() < quiet_until:
+            rclpy.spin_once(node, timeout_sec=0.05)
+            if len(feedback) != seen:
+                seen, quiet_until = len(feedback), time.perf_counter() + 0.5
         return {
             'status': res.status,
             'code': res.result.error_code,

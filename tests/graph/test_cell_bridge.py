@@ -27,7 +27,10 @@ def test_cell_bridge_executes_aborts_cancels_switches_vacuum_and_serves_the_cell
     # FJT success: SUCCESSFUL, feedback each 20 ms tick, final joints within the goal tolerance.
     ok = got['success']
     assert ok['status'] == 4 and ok['code'] == 0  # STATUS_SUCCEEDED
-    assert ok['feedback'] >= 75 and ok['final_err'] < 0.01
+    # The bridge publishes one feedback per tick (75 here; counted exactly in
+    # tests/bridge/test_fjt.py). Across processes the feedback topic is keep-last, and a burst
+    # faster than real time can outrun the reader on a loaded machine: require a steady stream.
+    assert ok['feedback'] >= 30 and ok['final_err'] < 0.01
     # A 1e-5 rad path tolerance aborts with PATH_TOLERANCE_VIOLATED.
     assert got['path']['status'] == 6 and got['path']['code'] == -4  # STATUS_ABORTED
     assert 'shoulder_pan_joint' in got['path']['msg']

@@ -174,6 +174,9 @@ class CellBridgeNode(Node):
             goal_callback=self.on_goal,
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=self.control,
+            # A goal's feedback comes in bursts (every 20 ms tick of sim time, faster than real
+            # time): keep enough history that a reliable reader gets every tick.
+            feedback_pub_qos_profile=BURST,
         )
         self.get_logger().info(
             f'cell_bridge ready: level {level} seed {seed} speed {self.speed} '
