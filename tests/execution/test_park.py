@@ -93,7 +93,8 @@ def test_sequencer_parks_with_the_carton_and_the_place_first_leaves_the_park():
     arm = RecordingArm()
     seq = PickPlaceSequencer(arm)
     assert seq.pick(_obs()).ok
-    res = seq.park(None)
+    # The station counts as out of the photos for the default pose: ask for a wider berth.
+    res = seq.park(None, ParkPose(clear_distance=1.0))
     assert res.ok and res.motion_s > 0 and len(arm.goals) == 3
     p, _, _ = _tcp(arm.q)
     np.testing.assert_allclose(p, (1.15, -1.02, 1.05), atol=1e-4)
@@ -102,3 +103,36 @@ def test_sequencer_parks_with_the_carton_and_the_place_first_leaves_the_park():
     assert placed.ok, placed.message
     assert seen[0] == 'unpark' and len(arm.goals) == 6  # unpark + approach + retract
     assert arm.io == [True, False] and seq.parked is None
+
+
+def test_an_arm_out_of_the_photos_at_the_station_is_not_moved_but_one_over_the_pallet_is():
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    assert seq.pick(_obs()).ok
+    goals = len(arm.goals)
+    res = seq.park(None)
+    assert res.ok and res.motion_s == 0.0 and len(arm.goals) == goals
+    assert 'out of the photos' in res.message and seq.parked is None
+    plan, parked = plan_park(MP, _low_pose_over_the_pallet())
+    assert plan.ok and plan.trajectory is not None and parked is not None
+
+
+def test_out_of_photos_measures_the_distance_from_the_pallet_footprint():
+    pose = ParkPose()  # pallet 1.20 x 0.80 centred at (0.60, 0.00), 0.40 m clearance
+    assert not pose.out_of_photos(0.6, 0.0)
+    assert not pose.out_of_photos(0.6, -0.79)  # 0.39 m in front of the near edge
+    assert pose.out_of_photos(0.6, -0.81)
+    assert pose.out_of_photos(-0.2, -0.8)  # pick station: 0.45 m from the corner
+    assert not pose.out_of_photos(-0.1, -0.6)  # 0.22 m from the corner
+
+
+@pytest.mark.parametrize(
+    ('kw', 'msg'),
+    [
+        ({'clear_distance': 0.0}, r'ParkPose.clear_distance = 0.0; expected > 0'),
+        ({'pallet_half': (0.6, -0.4)}, r'ParkPose.pallet_half = \(0.6, -0.4\); expected two'),
+    ],
+)
+def test_park_pose_rejects_bad_clearances(kw, msg):
+    with pytest.raises(MotionError, match=msg):
+        ParkPose(**kw)

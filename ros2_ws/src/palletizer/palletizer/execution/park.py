@@ -50,6 +50,12 @@ class ParkPose:
     any slot stay over the pallet, away from the base.
     min_radius: the arcs keep the TCP at least this far from the base axis [m]; the failed
     straight crosses passed at 0.2-0.3 m.
+    pallet_half, clear_distance: a TCP whose horizontal distance from the pallet footprint
+    (centre leave_x, leave_y; half sizes [m]) is at least clear_distance is out of the photos
+    already, and the park does not move. Level 11 seed 1, layer-2 photo: taken with the arm at
+    the pick station after the lift (0.45 m from the footprint, carton held) the top and side
+    views of the pallet equal those from the park pose; the held carton's largest half
+    diagonal is 0.34 m.
     """
 
     x: float = 1.15
@@ -59,6 +65,8 @@ class ParkPose:
     leave_x: float = 0.60
     leave_y: float = 0.00
     min_radius: float = 0.45
+    pallet_half: tuple[float, float] = (0.60, 0.40)
+    clear_distance: float = 0.40
 
     def __post_init__(self) -> None:
         for name in ('x', 'y', 'z', 'yaw', 'leave_x', 'leave_y', 'min_radius'):
@@ -67,6 +75,22 @@ class ParkPose:
                 raise MotionError(f'ParkPose.{name} = {v!r}; expected a finite number')
         if self.min_radius < 0:
             raise MotionError(f'ParkPose.min_radius = {self.min_radius}; expected >= 0 [m]')
+        if len(self.pallet_half) != 2 or not all(
+            math.isfinite(v) and v > 0 for v in self.pallet_half
+        ):
+            raise MotionError(
+                f'ParkPose.pallet_half = {self.pallet_half!r}; expected two positive half sizes [m]'
+            )
+        if not math.isfinite(self.clear_distance) or self.clear_distance <= 0:
+            raise MotionError(
+                f'ParkPose.clear_distance = {self.clear_distance!r}; expected > 0 [m]'
+            )
+
+    def out_of_photos(self, x: float, y: float) -> bool:
+        """True when a TCP at (x, y) is clear_distance or more from the pallet footprint."""
+        dx = max(abs(x - self.leave_x) - self.pallet_half[0], 0.0)
+        dy = max(abs(y - self.leave_y) - self.pallet_half[1], 0.0)
+        return math.hypot(dx, dy) >= self.clear_distance
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,12 +177,15 @@ def park_waypoints(
 
     The cross height clears the height map's top by the stack clearance (plus the carried
     carton's height when holding one), and is never below the transit height, the park z or
-    the start z. Empty when the arm is already parked (1 mm, 1 mrad).
+    the start z. Empty when the arm is already parked (1 mm, 1 mrad) or already out of the
+    photos (ParkPose.out_of_photos).
     """
     x0, y0, z0, yaw0 = _tcp(planner, q_start)
     if math.dist((x0, y0, z0), (park.x, park.y, park.z)) < 1e-3 and (
         abs(_wrap(2 * (park.yaw - yaw0))) < 2e-3  # modulo a half turn
     ):
+        return ()
+    if park.out_of_photos(x0, y0):
         return ()
     z = _safe_z(planner, world, load, park.z, z0)
     wps: list[Waypoint] = []
@@ -181,8 +208,9 @@ def plan_park(
     load: CarriedLoad | None = None,
 ) -> tuple[MotionResult, Parked | None]:
     """The checked, timed park move and, when it moves the arm, its Parked memo (None when
-    the arm is already parked or the plan failed). The arc goes the preferred way round the
-    base; when that fails its checks, the other way (a truck level's bulkhead blocks one)."""
+    the arm is already parked or out of the photos, or the plan failed). The arc goes the
+    preferred way round the base; when that fails its checks, the other way (a truck level's
+    bulkhead blocks one)."""
     pose = park or ParkPose()
     wps = park_waypoints(planner, q_start, pose, world, load)
     if not wps:

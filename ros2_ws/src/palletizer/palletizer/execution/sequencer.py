@@ -334,7 +334,7 @@ class PickPlaceSequencer:
         if not plan.ok:
             return _refused(plan)
         if plan.trajectory is None:
-            return ExecResult(Outcome.OK, 'already parked')
+            return ExecResult(Outcome.OK, 'already parked or out of the photos')
         fail = self._move(plan.trajectory, plan.waypoints, 0.0, plan.trajectory.duration, fb)
         if fail is not None:
             return fail
