@@ -247,20 +247,77 @@ def _distance_to_polyline(p: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     return best
 
 
-def test_sampled_tcp_stays_on_the_straight_lines_and_points_down(plans):
-    kin = PLANNER.kin
+def _tcp_and_polyline(res):
+    """(TCP positions (n, 3), polyline vertices (m, 3)) of both phases of a pick or place."""
+    n_first = len(res.waypoints) - 1
+    for tr, wps in (
+        (res.trajectory, res.waypoints[:n_first]),
+        (res.retreat, res.waypoints[n_first:]),
+    ):
+        T = PLANNER.kin.fk(tr.q)
+        assert np.all(T[:, 2, 2] < -1 + 1e-9)  # tool down at every sample
+        yield T[:, :3, 3], np.vstack([T[0, :3, 3], [[w.x, w.y, w.z] for w in wps]])
+
+
+def test_sampled_tcp_stays_on_the_straight_lines_away_from_rounded_corners(plans):
+    r = PLANNER.params.blend_radius
     for _, pick, _, place in plans:
         for res in (pick, place):
-            n_first = len(res.waypoints) - 1
-            for tr, wps in (
-                (res.trajectory, res.waypoints[:n_first]),
-                (res.retreat, res.waypoints[n_first:]),
-            ):
-                T = kin.fk(tr.q)
-                start = T[0, :3, 3]
-                verts = np.vstack([start, [[w.x, w.y, w.z] for w in wps]])
-                assert _distance_to_polyline(T[:, :3, 3], verts).max() < 1e-4
-                assert np.all(T[:, 2, 2] < -1 + 1e-9)
+            for tcp, verts in _tcp_and_polyline(res):
+                dist = _distance_to_polyline(tcp, verts)
+                near = np.zeros(len(tcp), dtype=bool)
+                for v in verts[1:-1]:
+                    near |= np.linalg.norm(tcp - v, axis=1) < r + 1e-6
+                assert dist[~near].max() < 1e-4
+                # A rounded corner cuts at most a third of the blend radius off it.
+                assert dist.max() < r / 3
+
+
+def test_without_rounding_the_tcp_stays_on_the_straight_lines_everywhere():
+    planner = MotionPlanner(params=MotionParams(blend_radius=0.0))
+    rng = np.random.default_rng(7)
+    dims = (0.4, 0.3, 0.2)
+    pick = planner.plan_pick(
+        np.array(HOME_Q), CartonPose(-0.2, -0.8, 0.68, rng.uniform(-1, 1), dims), _world()
+    )
+    place = planner.plan_place(
+        pick.q_end, CartonPose(0.5, 0.1, DECK + 0.1, 0.0, dims), pick.grasp, _world()
+    )
+    assert pick.ok and place.ok
+    for res in (pick, place):
+        for tcp, verts in _tcp_and_polyline(res):
+            assert _distance_to_polyline(tcp, verts).max() < 1e-4
+
+
+def test_the_arm_does_not_stop_at_a_rounded_corner(plans):
+    for _, _, _, place in plans:
+        names = [w.name for w in place.waypoints]
+        corner = place.waypoints[names.index('cross')]
+        tcp = PLANNER.kin.fk(place.trajectory.q)[:, :3, 3]
+        i = int(np.argmin(np.linalg.norm(tcp - (corner.x, corner.y, corner.z), axis=1)))
+        dt = np.diff(place.trajectory.t)[0]
+        speed = np.linalg.norm(tcp[i + 1] - tcp[i - 1]) / (2 * dt)
+        assert speed > 0.2, f'{speed:.3f} m/s at the cross corner'
+
+
+def test_a_rounded_corner_that_would_clip_an_obstacle_is_planned_with_a_stop_instead():
+    q = np.array(HOME_Q)
+    T0 = PLANNER.kin.fk(q)
+    x0, y0, z0 = T0[:3, 3]
+    # Across, then down: the rounded corner lowers the tool's trailing edge onto a post that
+    # the straight cross passes over and the vertical descent misses.
+    wps = [
+        Waypoint(x0 + 0.3, y0, z0, 0.0, None, 'cross'),
+        Waypoint(x0 + 0.3, y0, z0 - 0.3, 0.0, None, 'down'),
+    ]
+    free = PLANNER.plan_cartesian(q, wps, CollisionWorld(None, ()))
+    post = AABB((x0 + 0.14, y0 - 0.2, 0.0), (x0 + 0.16, y0 + 0.2, z0 - 0.01), 'post')
+    guarded = PLANNER.plan_cartesian(q, wps, CollisionWorld(None, (post,)))
+    assert free.ok and guarded.ok, guarded.message
+    assert guarded.trajectory.duration > free.trajectory.duration
+    tcp = PLANNER.kin.fk(guarded.trajectory.q)[:, :3, 3]
+    verts = np.array([[x0, y0, z0], [x0 + 0.3, y0, z0], [x0 + 0.3, y0, z0 - 0.3]])
+    assert _distance_to_polyline(tcp, verts).max() < 1e-4
 
 
 def test_many_cycles_with_random_yaws_keep_the_wrist_within_its_range():

@@ -26,6 +26,7 @@ from palletizer.core.motion import (
     MotionError,
     MotionPlanner,
     MotionResult,
+    UR10eKinematics,
     plan_grasp,
 )
 from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
@@ -44,6 +45,7 @@ __all__ = [
     'Outcome',
     'PickPlaceSequencer',
     'controller_cause',
+    'arrival_timeline',
     'phase_timeline',
 ]
 
@@ -160,6 +162,41 @@ def phase_timeline(traj: JointTrajectory, names: tuple[str, ...]) -> tuple[tuple
     if len(bounds) == len(merged) - 1:
         return tuple(zip([*bounds, traj.duration], merged, strict=True))
     return ((traj.duration, phases[-1]),)
+
+
+def arrival_timeline(
+    traj: JointTrajectory, waypoints: tuple, kin: UR10eKinematics
+) -> tuple[tuple[float, str], ...]:
+    """(end time [s], phase) per waypoint from where the TCP passes it.
+
+    Each sample's TCP is projected on the waypoint polyline; a waypoint is reached at the
+    first sample whose distance along the polyline gets there (a rounded corner is passed
+    at its middle, with no stop). A turn-only waypoint ends with the one before it.
+    """
+    phases = tuple(_PHASE.get(w.name, w.name) for w in waypoints)
+    if not phases or len(traj.t) < 2:
+        return ((traj.duration, phases[-1] if phases else ''),)
+    tcp = kin.fk(np.asarray(traj.q))[:, :3, 3]
+    verts = np.vstack([tcp[0], [(w.x, w.y, w.z) for w in waypoints]])
+    legs = np.diff(verts, axis=0)
+    length = np.linalg.norm(legs, axis=1)
+    start = np.concatenate([[0.0], np.cumsum(length)])
+    best = np.full(len(tcp), np.inf)
+    along = np.zeros(len(tcp))
+    for j, (a, ab) in enumerate(zip(verts[:-1], legs, strict=True)):
+        u = np.clip(((tcp - a) @ ab) / max(float(ab @ ab), 1e-18), 0.0, 1.0)
+        d = np.linalg.norm(tcp - (a + u[:, None] * ab), axis=1)
+        closer = d < best
+        best[closer] = d[closer]
+        along[closer] = start[j] + u[closer] * length[j]
+    along = np.maximum.accumulate(along)
+    t = np.asarray(traj.t)
+    ends = []
+    for k in range(len(phases)):
+        reached = np.flatnonzero(along >= start[k + 1] - 1e-3)
+        ends.append(float(t[reached[0]]) if len(reached) else traj.duration)
+    ends[-1] = traj.duration
+    return tuple(zip(np.maximum.accumulate(ends).tolist(), phases, strict=True))
 
 
 def _phase_at(timeline: tuple[tuple[float, str], ...], t: float) -> str:
@@ -341,6 +378,37 @@ class PickPlaceSequencer:
         self.parked, self.park_pose = parked, pose
         return ExecResult(Outcome.OK, 'parked', motion_s=plan.trajectory.duration)
 
+    def hover(
+        self,
+        heightmap: HeightMap | None,
+        pose: tuple[float, float, float, float],
+        feedback: Feedback | None = None,
+    ) -> ExecResult:
+        """Empty-arm tool-down Cartesian move to hover at pose (x, y, z [m], yaw [rad]; above
+        the source station), checked as a whole; refused while a carton is held."""
+        fb = feedback or (lambda phase, progress: None)
+        if self.grasp is not None:
+            return ExecResult(
+                Outcome.CONTROLLER_FAILED, 'hover refused: a carton is held; place it first'
+            )
+        q = self.arm.joint_positions()
+        if q is None:
+            return _controller('no joint state received yet')
+        try:
+            x, y, z, yaw = pose
+            plan = self.motion.plan_hover(q, x, y, z, self.world(heightmap), yaw)
+        except MotionError as exc:
+            return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
+        if not plan.ok:
+            return _refused(plan)
+        if plan.trajectory is None:
+            return ExecResult(Outcome.OK, 'already hovering')
+        fail = self._move(plan.trajectory, plan.waypoints, 0.0, plan.trajectory.duration, fb)
+        if fail is not None:
+            return fail
+        self.parked = None  # the arm has left any photo park
+        return ExecResult(Outcome.OK, 'hovering', motion_s=plan.trajectory.duration)
+
     def _load(self) -> CarriedLoad | None:
         if self.grasp is None or self.held_dims is None:
             return None
@@ -403,7 +471,7 @@ class PickPlaceSequencer:
         fb: Feedback,
     ) -> ExecResult | None:
         """One controller goal with phase feedback; an ExecResult only when it failed."""
-        timeline = phase_timeline(traj, tuple(w.name for w in waypoints))
+        timeline = arrival_timeline(traj, tuple(waypoints), self.motion.kin)
         fb(timeline[0][1], _frac(done_s, total_s))
         last = [timeline[0][1], _frac(done_s, total_s)]
 

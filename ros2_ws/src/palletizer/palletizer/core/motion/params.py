@@ -50,6 +50,10 @@ class MotionParams:
     # Overlap depth below which a contact is not a collision: a picked carton starts resting on
     # its source (0 mm), and the release leaves 2 mm of air; 5 mm absorbs lid-height error.
     collision_tolerance: float = 0.005
+    # Corners of transit moves are rounded within this distance of the corner (at most 40 %
+    # of either leg) instead of stopped at; every sample is still checked, and a rounded path
+    # that fails a check is planned again with stops. 0 turns rounding off.
+    blend_radius: float = 0.10
     # Safety share of the joint acceleration budget kept for the path-curvature term
     # q''(s) sdot^2 when choosing the path-coordinate limits (verified on samples afterwards);
     # ruckig timing only: the time-optimal one bounds that term point by point.

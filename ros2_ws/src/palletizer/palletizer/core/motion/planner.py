@@ -219,6 +219,51 @@ class MotionPlanner:
         load = CarriedLoad((L, W, H), grasp.offset)
         return self._two_phase(q0, approach, load, retract, None, world, grasp)
 
+    def plan_hover(
+        self,
+        q_start: np.ndarray,
+        x: float,
+        y: float,
+        z: float,
+        world: CollisionWorld | None = None,
+        yaw: float | None = None,
+    ) -> MotionResult:
+        """Empty-arm move to hover tool-down at (x, y, z): the move that waits above a source
+        for its next carton.
+
+        The cross runs at or above the safe height (the transit height and the stack clearance
+        over the height map); an arm already that high goes straight (round the base when the
+        line passes it), so its height changes on the way while staying safe; a lower arm
+        rises vertically first. A higher cross ends with a vertical descent to z. The tool
+        ends at `yaw` modulo a half turn (the cartons' expected yaw; the turn nearest the
+        current one), or keeps its yaw when None.
+        """
+        p = self.params
+        q0 = np.asarray(q_start, dtype=float)
+        for name, v in (('x', x), ('y', y), ('z', z)):
+            if not math.isfinite(v):
+                raise MotionError(f'plan_hover: {name} = {v!r}; expected a finite number [m]')
+        x0, y0, z0, yaw0 = self._tcp(q0)
+        yaw1 = yaw0 if yaw is None else self._choose_yaw(q0, yaw0, yaw, x, y)
+        safe_z = max(p.transit_height, self._stack_top(world) + p.stack_clearance)
+        wps = []
+        if z0 < safe_z - 1e-6:
+            wps.append(Waypoint(x0, y0, safe_z, yaw0, None, 'rise'))
+            z0 = safe_z
+        z1 = max(z, safe_z)
+        vias = self._around_base(x0, y0, x, y)
+        for vx, vy, f in vias:
+            wps.append(
+                Waypoint(vx, vy, z0 + f * (z1 - z0), yaw0 + f * (yaw1 - yaw0), None, 'around')
+            )
+        if math.dist((x, y, z1), (x0, y0, z0)) > 1e-6 or abs(yaw1 - yaw0) > 1e-6:
+            wps.append(Waypoint(x, y, z1, yaw1, None, 'cross'))
+        if z1 > z + 1e-6:
+            wps.append(Waypoint(x, y, z, yaw1, None, 'hover'))
+        if not wps:
+            return MotionResult(True, None, None, None, ())
+        return self.plan_cartesian(q0, wps, world, None)
+
     # Waypoint construction --------------------------------------------------------------------
     def _tcp(self, q: np.ndarray) -> tuple[float, float, float, float]:
         """Current TCP (x, y, z, yaw); the tool must point down within 5 mrad.
@@ -373,8 +418,112 @@ class MotionPlanner:
         load: CarriedLoad | None,
         index0: int,
     ) -> _Checked:
+        """_check_once with rounded corners; when that fails, with a stop at every corner."""
+        first = self._check_once(q0, wps, world, load, index0, True)
+        if first.cause is None:
+            return first
+        return self._check_once(q0, wps, world, load, index0, False)
+
+    def _blended_path(
+        self, legs: list[tuple], accel: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A polyline of legs with its corners rounded: (poses (n+1, 4), arc length s (n+1,),
+        local leg index (n+1,), speed cap (n+1,)) on a uniform arc-length grid.
+
+        Each corner between non-collinear legs becomes a quartic Bezier from blend_radius
+        before the corner to blend_radius after it (at most 40 % of either leg), its first and
+        last three control points on the legs: tangent to both with zero curvature where it
+        meets them, so the joint accelerations have no step there. The speed cap is the leg's transit or approach speed, the yaw rate limit,
+        and sqrt(accel / curvature) so the rounded corner's centripetal acceleration stays
+        within the Cartesian bound.
+        """
+        p = self.params
+        P = np.array([legs[0][0]] + [leg[1] for leg in legs])  # (m + 1, 4) corners with yaw
+        d = np.array([leg[2] for leg in legs])
+        u = (P[1:, :3] - P[:-1, :3]) / d[:, None]
+        m = len(legs)
+        r = np.zeros(m + 1)
+        for i in range(1, m):
+            if float(u[i - 1] @ u[i]) < 1 - 1e-9:
+                r[i] = min(p.blend_radius, 0.4 * d[i - 1], 0.4 * d[i])
+        D = np.concatenate([[0.0], np.cumsum(d)])  # polyline distance at each corner
+        fine = p.path_step / 4
+        pts, dist_along = [], []
+        for i in range(m):
+            a, b = D[i] + r[i], D[i + 1] - r[i + 1]
+            k = max(1, math.ceil((b - a) / fine))
+            t = np.linspace(0.0, 1.0, k + 1)[:-1]
+            pts.append(P[i, :3] + (a - D[i] + t[:, None] * (b - a)) * u[i])
+            dist_along.append(a + t * (b - a))
+            if i + 1 < m and r[i + 1] > 0:
+                c, ri = P[i + 1, :3], r[i + 1]
+                ctrl = (
+                    c - ri * u[i],
+                    c - ri / 2 * u[i],
+                    c,
+                    c + ri / 2 * u[i + 1],
+                    c + ri * u[i + 1],
+                )
+                k = max(2, math.ceil(2 * ri / fine))
+                t = np.linspace(0.0, 1.0, k + 1)[:-1, None]
+                w = (
+                    (1 - t) ** 4,
+                    4 * (1 - t) ** 3 * t,
+                    6 * (1 - t) ** 2 * t**2,
+                    4 * (1 - t) * t**3,
+                    t**4,
+                )
+                pts.append(sum(wk * ck for wk, ck in zip(w, ctrl, strict=True)))
+                dist_along.append(D[i + 1] - r[i + 1] + 2 * r[i + 1] * t[:, 0])
+        pts.append(P[-1:, :3])
+        dist_along.append(D[-1:])
+        xyz = np.concatenate(pts)
+        along = np.concatenate(dist_along)
+        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(xyz, axis=0), axis=1))])
+        dyaw = np.abs(np.diff(P[:, 3]))
+        n = max(math.ceil(arc[-1] / p.path_step), math.ceil(dyaw.sum() / p.path_step_yaw), 2)
+        s = np.linspace(0.0, arc[-1], n + 1)
+        out = np.empty((n + 1, 4))
+        for j in range(3):
+            out[:, j] = np.interp(s, arc, xyz[:, j])
+        along_s = np.interp(s, arc, along)
+        # The yaw turns along the legs that turn it, on a smoothstep in the distance along
+        # them: its rate is continuous (zero at both ends), as a moving wrist needs.
+        turning = np.nonzero(dyaw > 1e-12)[0]
+        out[:, 3] = P[0, 3]
+        if len(turning):
+            a, b = D[turning[0]], D[turning[-1] + 1]
+            tau = np.clip((along_s - a) / (b - a), 0.0, 1.0)
+            out[:, 3] = P[turning[0], 3] + (P[turning[-1] + 1, 3] - P[turning[0], 3]) * (
+                tau * tau * (3.0 - 2.0 * tau)
+            )
+        leg = np.minimum(np.searchsorted(D[1:], along_s - 1e-12), m - 1)
+        cap = np.array([x[8] for x in legs])[leg]
+        yaw_rate = np.abs(np.gradient(out[:, 3], s))  # [rad/m]
+        cap = np.minimum(cap, p.angular_speed / np.maximum(yaw_rate, 1e-12))
+        h = s[1] - s[0]
+        kappa = np.zeros(n + 1)
+        kappa[1:-1] = np.linalg.norm(out[2:, :3] - 2 * out[1:-1, :3] + out[:-2, :3], axis=1) / h**2
+        curved = kappa > 1e-3
+        cap[curved] = np.minimum(cap[curved], np.sqrt(accel / kappa[curved]))
+        return out, s, leg, cap
+
+    def _check_once(
+        self,
+        q0: np.ndarray,
+        wps: tuple[Waypoint, ...],
+        world: CollisionWorld | None,
+        load: CarriedLoad | None,
+        index0: int,
+        blend: bool = True,
+    ) -> _Checked:
         """Dense IK with branch continuity, limits and collisions for every sample of every
-        segment. Failing waypoints are reported as index0 + local index."""
+        segment. Failing waypoints are reported as index0 + local index.
+
+        With `blend`, transit corners are rounded (MotionParams.blend_radius) so the arm does
+        not stop there; a blended path that fails a check is checked again with every corner
+        a stop, and that result stands.
+        """
         p = self.params
         if not wps:
             raise MotionError('a motion needs at least one waypoint')
@@ -398,23 +547,56 @@ class MotionPlanner:
                 vel.append(p.angular_speed * length / dyaw)
             # Pure turns use cartesian_accel / r_yaw as the angular limit: 1 in s units.
             scale = length / dist if dist > 0 else 1.0
-            legs.append((prev, nxt, dist, dyaw, length, min(vel) if vel else speed, scale))
+            legs.append(
+                (
+                    prev,
+                    nxt,
+                    dist,
+                    dyaw,
+                    length,
+                    min(vel) if vel else speed,
+                    scale,
+                    wp.speed is None,
+                    speed,
+                )
+            )
             prev = nxt
         # Straight legs that continue in the same direction without turning (a fast drop then
         # the slow final descent) form one segment: the speed changes without a stop.
         groups: list[list[int]] = []
+        blended: list[bool] = []
         for k, leg in enumerate(legs):
-            if groups and leg[3] == 0.0 and leg[2] > 0:
+            if groups and leg[2] > 0:
                 last = legs[groups[-1][-1]]
-                if last[3] == 0.0 and last[2] > 0:
+                if last[2] > 0:
                     d0 = (last[1][:3] - last[0][:3]) / last[2]
                     d1 = (leg[1][:3] - leg[0][:3]) / leg[2]
-                    if float(d0 @ d1) > 1 - 1e-9:
+                    if leg[3] == 0.0 and last[3] == 0.0 and float(d0 @ d1) > 1 - 1e-9:
                         groups[-1].append(k)
                         continue
+                    # A transit corner turning by less than 120 deg is rounded, not stopped at.
+                    if (
+                        blend
+                        and p.blend_radius > 0
+                        and leg[7]
+                        and last[7]
+                        and float(d0 @ d1) > -0.5
+                    ):
+                        groups[-1].append(k)
+                        blended[-1] = True
+                        continue
             groups.append([k])
+            blended.append(False)
         poses, seg_of, grp_of, seg_info = [legs[0][0][None, :]], [np.array([0])], [[0]], []
         for g, members in enumerate(groups):
+            if blended[g]:
+                base_accel = p.cartesian_accel if load is not None else p.empty_accel
+                bp, bs, bleg, bcap = self._blended_path([legs[k] for k in members], base_accel)
+                poses.append(bp[1:])
+                seg_of.append(np.asarray(members)[bleg[1:]])
+                grp_of.append(np.full(len(bp) - 1, g))
+                seg_info.append((bs, bcap, base_accel))
+                continue
             start, end = legs[members[0]][0], legs[members[-1]][1]
             ends = np.cumsum([legs[k][4] for k in members])
             length = float(ends[-1])

@@ -101,7 +101,10 @@ class _DensePath:
         if with_q:
             # Hermite cubic per interval in Horner form: q = ((c3 f + c2) f + c1) f + c0.
             q = ((g[:, 18:24] * f + g[:, 12:18]) * f + g[:, 6:12]) * f + g[:, 0:6]
-        dqds = g[:, 24:30] + f * g[:, 30:36]
+        # The rate is the derivative of the Hermite cubic itself, so positions and rates agree
+        # where the path's curvature changes fast (rounded corners); the second derivative
+        # is the smoother linear interpolation of the grid's.
+        dqds = (g[:, 6:12] + f * (2.0 * g[:, 12:18] + 3.0 * f * g[:, 18:24])) / h
         d2qds2 = g[:, 36:42] + f * g[:, 42:48]
         qd = dqds * sd[:, None]
         qdd = d2qds2 * (sd**2)[:, None] + dqds * sdd[:, None]
@@ -292,6 +295,7 @@ def time_optimal(
     speed_cap: np.ndarray,
     acceleration: float,
     limits: JointLimits,
+    accel_scale: np.ndarray | None = None,
 ) -> PathTiming:
     """Time-optimal rest-to-rest profile of a dense path q(s) (k, 6) on a uniform grid s (k,).
 
@@ -301,7 +305,9 @@ def time_optimal(
     u = sdot^2: maximum-velocity curve, forward pass accelerating, backward pass braking), so a
     path is slow only where its joints need it, unlike one speed for the whole segment.
     Acceleration is piecewise constant (jerk is not bounded); `sample_segments` verifies the
-    joint speed and acceleration of every sample.
+    joint speed and acceleration of every sample. accel_scale (k,): share of the joint
+    acceleration limits allowed at each grid point (1 when None); `sample_segments` lowers it
+    where samples exceeded the limits.
     """
     k = len(s)
     if k < 3 or s[-1] - s[0] <= 0:
@@ -316,7 +322,8 @@ def time_optimal(
     mag = np.maximum(np.abs(dq), eps)
     a_lim = _TOPP_ACCEL_SHARE * np.asarray(limits.acceleration)
     v_lim = np.asarray(limits.velocity)
-    alpha = a_lim / mag
+    scale = np.ones(k) if accel_scale is None else np.asarray(accel_scale, dtype=float)
+    alpha = a_lim * scale[:, None] / mag
     beta = np.sign(dq) * ddq / mag
     u_max = np.minimum(np.asarray(speed_cap, dtype=float) ** 2, np.min((v_lim / mag) ** 2, axis=1))
     # Maximum-velocity curve of the acceleration limits: the largest u at which some sdd is
@@ -342,7 +349,10 @@ def time_optimal(
     dt = 2 * h / np.maximum(sd[:-1] + sd[1:], eps)
     t_knot = np.concatenate([[0.0], np.cumsum(dt)])
     sdd = (sd[1:] - sd[:-1]) / dt
-    return PathTiming(s - s[0], q, dq, ddq, float(t_knot[-1]), t_knot, sd, sdd)
+    out = PathTiming(s - s[0], q, dq, ddq, float(t_knot[-1]), t_knot, sd, sdd)
+    # What it takes to time the path again with a lower local acceleration budget.
+    out.__dict__['_retime'] = (s, q, speed_cap, acceleration, limits, scale)
+    return out
 
 
 def _rescaled(seg: SegmentTiming, factor: float) -> SegmentTiming:
@@ -383,16 +393,34 @@ def sample_segments(
     for seg in segments:
         if seg.duration == 0.0:
             continue
-        for _ in range(_MAX_RESCALE):
+        for attempt in range(_MAX_RESCALE):
+            retime = seg.__dict__.get('_retime')
             n = max(1, math.ceil(seg.duration / dt - 1e-9))
-            seg = seg.rescaled(n * dt / seg.duration)
+            stretch = n * dt / seg.duration
+            seg = seg.rescaled(stretch)
             t = np.arange(n + 1) * dt
-            q, qd, qdd = seg.joints(*seg.evaluate(t))
-            factor = max(
-                float(np.max(np.abs(qd) / v_lim)), math.sqrt(float(np.max(np.abs(qdd) / a_lim)))
-            )
+            s_t, sd_t, sdd_t = seg.evaluate(t)
+            q, qd, qdd = seg.joints(s_t, sd_t, sdd_t)
+            over_v = float(np.max(np.abs(qd) / v_lim))
+            over_a = np.max(np.abs(qdd) / a_lim, axis=1)
+            factor = max(over_v, math.sqrt(float(over_a.max())))
             if factor <= 1.0:
                 break
+            if retime is not None and over_v <= 1.0 and attempt < _MAX_RESCALE // 2:
+                # Where the curvature changes fast (rounded corners) the grid misjudges the
+                # acceleration: lower the budget around the offending samples and time again,
+                # rather than slowing the whole segment.
+                s_grid, q_grid, cap, acc, lim, scale = retime
+                worst = np.ones(len(scale))
+                for i in np.nonzero(over_a > 1.0)[0]:
+                    g = int(np.searchsorted(s_grid - s_grid[0], s_t[i]))
+                    lo, hi = max(g - 3, 0), min(g + 3, len(scale))
+                    worst[lo:hi] = np.maximum(worst[lo:hi], min(over_a[i] * 1.02, 2.0))
+                again = time_optimal(s_grid, q_grid, cap, acc, lim, scale / worst)
+                # Only when that stays a local change; else the uniform slow-down below.
+                if again.duration <= seg.duration * factor:
+                    seg = again
+                    continue
             seg = seg.rescaled(factor * 1.01)
         else:
             raise MotionError('time parameterisation did not converge within the joint limits')
