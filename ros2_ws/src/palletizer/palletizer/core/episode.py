@@ -100,7 +100,9 @@ class GaugePort(Protocol):
 
 class ExecutorPort(Protocol):
     """Pick and place. Optional: `park() -> MotionOutcome`, the Cartesian move to the photo
-    park pose, called before every photo; executors without it take photos where they stand."""
+    park pose, called before every photo; executors without it take photos where they stand.
+    Optional: `ready() -> MotionOutcome`, the empty arm's move to wait above the source, called
+    after every successful place while the stack settles; a refusal leaves the arm where it is."""
 
     def pick(self, observation: Observation) -> MotionOutcome: ...
     def place(
@@ -130,7 +132,11 @@ class SinkPort(Protocol):
 
 @dataclass(frozen=True)
 class EpisodeSettings:
-    """Episode rules: duration cap [s sim], settle time [s], replans, tolerances."""
+    """Episode rules: duration cap [s sim], settle time [s], replans, tolerances.
+
+    settle_s: simulated time from the end of a place to the referee's measurement; the
+    executor's ready move (when it has one) runs inside it.
+    """
 
     max_duration_s: float = 600.0
     settle_s: float = 1.25
@@ -359,7 +365,16 @@ class _Loop:
             return FailureCause.wrong_placement
         assert placed_out is not None and attempt.plan is not None
         drift = float(placed_out.details.get('drift_m', 0.0))
-        self.cell.settle(self.s.settle_s)
+        # The stack gets settle_s of simulated time before the referee measures it; the empty
+        # arm spends it going to wait above the source (executors with `ready`), out of the
+        # stack's way, and the cell settles whatever is left.
+        placed_at = self.cell.sim_time()
+        ready = getattr(self.executor, 'ready', None)
+        if ready is not None:
+            ready()
+        left = self.s.settle_s - (self.cell.sim_time() - placed_at)
+        if left > 1e-9:
+            self.cell.settle(left)
         previous = {p.package_id: p.placed for p in self.measured}
         self.measured = self.remeasure()
         newest = self.measured[-1]

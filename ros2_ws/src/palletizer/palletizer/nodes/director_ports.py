@@ -341,6 +341,7 @@ class RosExecutor:
         self.pick_c = ActionClient(node, Pick, f'{prefix}/pick')
         self.place_c = ActionClient(node, Place, f'{prefix}/place')
         self.park_c = node.create_client(Trigger, f'{prefix}/park')
+        self.ready_c = node.create_client(Trigger, f'{prefix}/ready')
         self.heightmap: HeightMap | None = None
         self.last_park = ''
 
@@ -357,6 +358,14 @@ class RosExecutor:
             failure, reason = FailureCause.timeout, res.message
         print(f'  park refused: {res.message}', flush=True)
         return MotionOutcome(False, failure, reason)
+
+    def ready(self) -> MotionOutcome:
+        """The empty arm's move to wait above the source; a refusal leaves the arm put."""
+        res = self.calls.service(self.ready_c, Trigger.Request(), 'ready')
+        if res.success:
+            return MotionOutcome(True)
+        print(f'  ready refused: {res.message}', flush=True)
+        return MotionOutcome(False, FailureCause.ik_unreachable, res.message)
 
     def pick(self, observation: Observation) -> MotionOutcome:
         res = self.calls.action(

@@ -40,7 +40,7 @@ from palletizer.nodes.convert import (
 )
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
-from palletizer.wiring.inprocess import static_boxes
+from palletizer.wiring.inprocess import ready_pose, static_boxes
 
 __all__ = ['TrajectoryExecutorNode', 'main']
 
@@ -99,6 +99,20 @@ class TrajectoryExecutorNode(Node):
         self.park_pose = ParkPose(
             *(float(v) for v in xyz), param('park_yaw', park.yaw, 'photo park tool yaw [rad]')
         )
+        ready = ready_pose(cfg, cfg.level(level).source) if level in cfg.levels else None
+        use_ready = param(
+            'ready', ready is not None, 'after each place, wait above the source (~/ready)'
+        )
+        ready_param = param(
+            'ready_pose',
+            list(ready) if ready is not None else [0.0, 0.0, 0.0, 0.0],
+            'x, y, z [m], yaw [rad] where the empty arm waits above the source',
+        )
+        if len(ready_param) != 4:
+            raise PalletizerError(
+                f'trajectory_executor: ready_pose:={list(ready_param)}; expected [x, y, z, yaw]'
+            )
+        self.ready_pose = tuple(float(v) for v in ready_param) if use_ready else None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if level not in cfg.levels:
             raise PalletizerError(
@@ -153,6 +167,7 @@ class TrajectoryExecutorNode(Node):
         # The busy lock (not the group: rclpy runs action execution outside the groups) keeps
         # a park from running alongside a pick or a place.
         self.create_service(Trigger, '~/park', self.on_park, callback_group=self.actions)
+        self.create_service(Trigger, '~/ready', self.on_ready, callback_group=self.actions)
         self.get_logger().info(
             f'trajectory_executor ready: action {action}, SetIO {io_srv} fun {self.vac_fun} '
             f'pin {self.vac_pin}, wrench {wrench}, speed {self.speed}'
@@ -311,6 +326,27 @@ class TrajectoryExecutorNode(Node):
         res.message = out.message if out.ok else f'{out.cause}: {out.message}'
         self.get_logger().info(
             f'park: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
+            f'{out.motion_s:.2f} s of motion'
+        )
+        return res
+
+    def on_ready(self, _req: Trigger.Request, res: Trigger.Response):
+        """Empty arm to wait above the source (ready_pose); success False names the cause."""
+        t0 = time.monotonic()
+        if self.ready_pose is None:
+            res.success, res.message = True, 'no ready pose for this source: staying put'
+            return res
+        if not self.busy.acquire(blocking=False):
+            res.success, res.message = False, 'controller_failed: a pick or place is running'
+            return res
+        try:
+            out = self.seq.hover(self._heightmap, self.ready_pose)
+        finally:
+            self.busy.release()
+        res.success = out.ok
+        res.message = out.message if out.ok else f'{out.cause}: {out.message}'
+        self.get_logger().info(
+            f'ready: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
             f'{out.motion_s:.2f} s of motion'
         )
         return res

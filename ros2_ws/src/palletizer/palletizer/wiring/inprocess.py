@@ -38,6 +38,7 @@ __all__ = [
     'CellPortAdapter',
     'MemorySink',
     'ParkingExecutor',
+    'ready_pose',
     'PhotoMemorySink',
     'PhotoSink',
     'RunSetup',
@@ -126,9 +127,16 @@ class ParkingExecutor(SimExecutor):
     leaves the park to above the pallet.
     """
 
-    def __init__(self, *args: Any, park_pose: ParkPose | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        park_pose: ParkPose | None = None,
+        ready_pose: tuple[float, float, float, float] | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         self.park_pose = park_pose or ParkPose()
+        self.ready_pose = ready_pose
         self.last_heightmap: HeightMap | None = None
         self.held_dims: tuple[float, float, float] | None = None
         self.parked: Parked | None = None
@@ -182,6 +190,33 @@ class ParkingExecutor(SimExecutor):
             self.held_dims = None
         return out
 
+    def ready(self) -> MotionOutcome:
+        """Empty arm to hover above the source station (ready_pose), the sequencer's hover."""
+        if self.ready_pose is None:
+            return MotionOutcome(True)
+        if self.grasp is not None:
+            return MotionOutcome(
+                False, FailureCause.grasp_slip, 'hover refused: a carton is held', holding=True
+            )
+        try:
+            x, y, z, yaw = self.ready_pose
+            plan = self.motion.plan_hover(self.cell.q, x, y, z, self._world(self._hm()), yaw)
+        except MotionError as exc:
+            return MotionOutcome(False, FailureCause.ik_unreachable, str(exc))
+        if not plan.ok:
+            return self._refused(plan, holding=False)
+        if plan.trajectory is not None:
+
+            def move() -> MotionOutcome:
+                self._run(plan.trajectory)
+                return MotionOutcome(True)
+
+            out = self._guarded(move)
+            if not out.ok:
+                return out
+            self.parked = None
+        return MotionOutcome(True)
+
     def park(self) -> MotionOutcome:
         q = self.cell.q.copy()
         try:
@@ -234,6 +269,25 @@ class PhotoMemorySink(MemorySink):
 
     def snapshot(self, after_seq: int, view: str, png: bytes) -> None:
         self.snapshots.append((after_seq, view, png))
+
+
+def ready_pose(config: Config, source: str) -> tuple[float, float, float, float] | None:
+    """Where the empty arm waits for the next carton: (x, y, z [m], tool yaw [rad]) above the
+    station of a table or conveyor line, high enough that the tallest carton the catalogue can
+    deliver passes under the cups with the place clearance to spare; yaw 0, as cartons ride
+    the line with their length along it. None for the truck, whose next carton can stand
+    anywhere in the bay."""
+    cell = config.cell
+    if source == 'table':
+        (x, y), top = cell['tables']['pick']['centre'], cell['tables']['pick']['top']
+    elif source == 'conveyor':
+        (x, y), top = cell['conveyor']['station'], cell['conveyor']['top']
+    else:
+        return None
+    cat = config.catalogue
+    tallest = max([t.dims[2] for t in cat.types.values()] + [cat.random.height[1]])
+    clearance = cell['motion']['place_clearance'] + cell['gripper']['cup_gap']
+    return (float(x), float(y), float(top + tallest + clearance), 0.0)
 
 
 def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
@@ -309,7 +363,12 @@ def run_inprocess(
             else oracle_gauge
         )
         executor = ParkingExecutor(
-            cell, MotionPlanner(), hmap.heightmap, static_boxes(cfg, lv.source), speed=speed
+            cell,
+            MotionPlanner(),
+            hmap.heightmap,
+            static_boxes(cfg, lv.source),
+            speed=speed,
+            ready_pose=ready_pose(cfg, lv.source),
         )
 
         class _Perception:
