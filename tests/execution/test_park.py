@@ -136,3 +136,29 @@ def test_out_of_photos_measures_the_distance_from_the_pallet_footprint():
 def test_park_pose_rejects_bad_clearances(kw, msg):
     with pytest.raises(MotionError, match=msg):
         ParkPose(**kw)
+
+
+def test_hover_waits_above_the_station_with_yaw_0_and_is_refused_while_holding():
+    from palletizer.core.config import load_config
+    from palletizer.wiring.inprocess import ready_pose
+
+    cfg = load_config()
+    pose = ready_pose(cfg, 'table')
+    # Table top 0.58 + tallest carton 0.30 (random envelope) + place clearance 0.18 + cup gap.
+    np.testing.assert_allclose(pose, (-0.20, -0.80, 1.0615, 0.0), atol=1e-9)
+    assert ready_pose(cfg, 'conveyor')[:2] == (-0.20, -0.80)
+    assert ready_pose(cfg, 'truck') is None
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    q = _low_pose_over_the_pallet()
+    arm.q = q
+    res = seq.hover(None, pose)
+    assert res.ok and res.motion_s > 0, res.message
+    p, yaw, T = _tcp(arm.q)
+    np.testing.assert_allclose(p, pose[:3], atol=1e-4)
+    assert abs(math.sin(yaw)) < 1e-4 and T[2, 2] < -0.9999
+    assert seq.hover(None, pose).message == 'already hovering'
+    assert seq.pick(_obs()).ok
+    goals = len(arm.goals)
+    held = seq.hover(None, pose)
+    assert not held.ok and 'carton is held' in held.message and len(arm.goals) == goals

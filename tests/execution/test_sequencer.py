@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PlacementPlan
-from palletizer.core.motion import HOME_Q, JointTrajectory
+from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory
 from palletizer.execution import (
     ExecResult,
     FollowResult,
@@ -230,3 +230,25 @@ def test_phase_timeline_merges_a_drop_and_final_descent_run_without_a_stop():
     tl = phase_timeline(JointTrajectory(t, z, qd, z), ('rise', 'cross', 'pre_seal', 'seal'))
     assert [p for _, p in tl] == ['rise', 'cross', 'descend']
     assert [round(e, 2) for e, _ in tl] == [1.0, 2.0, 3.0]
+
+
+def test_arrival_timeline_follows_the_tcp_through_rounded_corners():
+    from palletizer.execution import arrival_timeline
+
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    assert seq.pick(_obs()).ok
+    target = CartonPose(0.3, -0.2, 0.144 + DIMS[2] / 2, 0.0, DIMS)
+    plan = seq.motion.plan_place(arm.q, target, seq.grasp)
+    assert plan.ok, plan.message
+    n = len(plan.waypoints) - 1
+    tl = arrival_timeline(plan.trajectory, plan.waypoints[:n], seq.motion.kin)
+    ends = [t for t, _ in tl]
+    assert ends == sorted(ends) and ends[-1] == plan.trajectory.duration
+    # The cross ends while the arm still moves (a rounded corner), before the descent.
+    phases = [p for _, p in tl]
+    assert 'cross' in phases and phases[-1] == 'descend'
+    i = phases.index('cross')
+    k = int(np.searchsorted(plan.trajectory.t, ends[i]))
+    assert 0 < ends[i] < ends[-1]
+    assert np.abs(plan.trajectory.qd[k]).max() > 0.05

@@ -13,6 +13,7 @@ from palletizer.execution.sequencer import (
     FollowResult,
     Outcome,
     PickPlaceSequencer,
+    arrival_timeline,
     controller_cause,
     phase_timeline,
 )
@@ -42,6 +43,7 @@ __all__ = [
     'controller_cause',
     'duration_to_s',
     'park_waypoints',
+    'arrival_timeline',
     'phase_timeline',
     'plan_park',
     'plan_unpark',
