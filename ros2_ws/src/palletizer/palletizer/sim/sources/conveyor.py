@@ -83,6 +83,14 @@ class LineParams:
     store_height: float = 1.25  # black box (§2.3)
     store_margin: float = 0.15
     guide_margin: float = 0.01  # side guides keep the rotated footprint this far inside the belt
+    # Accumulation: the next carton waits with its front this far upstream of the end of the
+    # section before the station's section, and at least this far behind a stopped carton
+    # ahead. 20 mm keeps it off the seam after the 3.4 mm brake slide; with the largest rotated
+    # footprint (0.68 m) at the table centre, about 40 mm of air remain to the presented carton.
+    hold_margin: float = 0.02
+    # A section starts running when a carton that must move comes this close to it, so the
+    # leading edge never meets a still deck.
+    drive_lead: float = 0.01
 
     @property
     def platform_width(self) -> float:
@@ -110,6 +118,36 @@ class LineParams:
     def mouth_x(self) -> float:
         """Face of the black box with the mouth [m]."""
         return self.platform_x[0] - self.store_gap
+
+    @property
+    def sections(self) -> tuple[tuple[str, float, float], ...]:
+        """(drive, x0, x1) of every separately driven deck downstream of the elevator, in order.
+
+        The belt splits at its middle into belt_a and belt_b; a table line ends in the table.
+        """
+        mid = 0.5 * (self.belt_x[0] + self.belt_x[1])
+        decks = [
+            (f'{self.kind}_belt_a', self.belt_x[0], mid - self.seam_gap / 2),
+            (f'{self.kind}_belt_b', mid + self.seam_gap / 2, self.belt_x[1]),
+        ]
+        if self.table is not None:
+            cx, hx = self.table.centre[0], self.table.half_size[0]
+            decks.append(('pick_table', cx - hx, cx + hx))
+        return tuple(decks)
+
+    @property
+    def hold_front(self) -> float | None:
+        """Front edge [m] of a carton waiting at the accumulation point; None when there is none.
+
+        The point lies `hold_margin` short of the downstream end of the section before the one
+        the station stands on, so the drive under a presented carton can stop while the ones
+        upstream still run. A station on the first section leaves no room to hold.
+        """
+        decks = self.sections
+        at = max((i for i, d in enumerate(decks) if d[1] <= self.station[0]), default=0)
+        if at == 0:
+            return None
+        return decks[at - 1][2] - self.hold_margin
 
 
 def conveyor_params(cell: Mapping[str, Any] | None = None) -> LineParams:
@@ -231,6 +269,17 @@ class ConveyorSource:
     contact and friction. The elevator is a kinematically driven slide that lifts the carton by
     contact. A carton that tips or leaves the belt never arrives upright at the station, so the
     wait ends as jammed after `timeout_s`.
+
+    The line accumulates: each deck downstream of the elevator is driven on its own, and runs
+    only while a carton on it must move and none on it must stay. While one carton is presented
+    (or still on its way), the next leaves the raised elevator and waits at the hold point
+    (`LineParams.hold_front`): on the conveyor at the downstream end of belt_a while the
+    presented carton rests on belt_b, on a table line at the table edge while it rests on the
+    table. On release() it moves on to the station and the elevator fetches the one after.
+    A running line holds a carton at the accumulation point when the pallet build starts: at
+    reset the first carton stands at rest on the belt at the hold point, so the first present()
+    covers only hold point -> station. Its staging jitter (dy, dyaw) is applied there as it
+    would be in the store.
     """
 
     kind = 'conveyor'
@@ -255,9 +304,10 @@ class ConveyorSource:
         self._ids = {d.index: d.package_id for d in self._draws}
         self._handles: dict[int, CartonHandle] = {}
         self._joints: dict[str, tuple[int, int]] = {}
-        self._queue: list[int] = [d.index for d in self._draws]
+        self._queue: list[int] = [d.index for d in self._draws if d.index != self._held_at_start]
         self._loading: int | None = None
         self._lifted: int | None = None
+        self._next: int | None = self._held_at_start  # waiting at, or heading to, the hold point
         self._active: int | None = None
         self._presented: Presented | None = None
         self._taken: list[int] = []
@@ -269,7 +319,8 @@ class ConveyorSource:
     # -- layout -------------------------------------------------------------------------------
 
     def _plan_store(self) -> dict[int, _Stage]:
-        """Park the load single file on the store queue belt, head at its end, in arrival order.
+        """Stage the first carton at the hold point and the rest single file on the store queue
+        belt, head at its end, in arrival order.
 
         The x jitter is not applied: the queue and the station stop erase it.
         """
@@ -277,10 +328,19 @@ class ConveyorSource:
         lane = min(p.belt_width, p.platform_width) - 2.0 * p.guide_margin
         stages: dict[int, _Stage] = {}
         front = p.queue_end - 0.02
+        hold = p.hold_front
+        self._held_at_start: int | None = None
         for d in self._draws:
             _, dy, dyaw = self._jitter(d.index, 0)
             dy, dyaw = _guided(d.dims, dy, dyaw, lane)
             hx = _x_half(d.dims, dyaw)
+            if hold is not None and self._held_at_start is None:
+                # Already on the belt at the hold point, dropped 1 mm to settle at reset.
+                z = p.top + d.dims[2] / 2.0 + 0.001
+                x = hold - p.brake_lead - hx
+                stages[d.index] = _Stage(pos=(x, p.belt_y + dy, z), yaw=dyaw, dy=dy)
+                self._held_at_start = d.index
+                continue
             z = p.lower_height + d.dims[2] / 2.0 + 0.001  # 1 mm drop settles at reset
             stages[d.index] = _Stage(pos=(front - hx, p.belt_y + dy, z), yaw=dyaw, dy=dy)
             front -= 2.0 * hx + p.queue_gap
@@ -303,14 +363,12 @@ class ConveyorSource:
         dz = p.deck_thickness / 2.0
         parts: list[str] = []
         mid = 0.5 * (p.belt_x[0] + p.belt_x[1])
-        # Two adjoining sections meeting at the middle (line B); both run together.
-        for name, (a, b) in (
-            ('a', (p.belt_x[0], mid - p.seam_gap / 2)),
-            ('b', (mid + p.seam_gap / 2, p.belt_x[1])),
-        ):
+        # Two adjoining sections meeting at the middle (line B), each driven on its own so a
+        # carton can wait on belt_a while the one ahead rests on belt_b (see before_step).
+        for name, a, b in p.sections[:2]:
             parts.append(
                 _deck_body(
-                    f'{k}_belt_{name}',
+                    name,
                     ((a + b) / 2, y, p.top - dz),
                     ((b - a) / 2, hw, dz),
                     p.friction,
@@ -540,7 +598,7 @@ class ConveyorSource:
         t = float(data.time)
         z, vz = self._lift_height(t)
         pcx = 0.5 * (p.platform_x[0] + p.platform_x[1])
-        v_queue = v_infeed = v_rollers = v_belt = 0.0
+        v_queue = v_infeed = v_rollers = 0.0
 
         # Loading: the head of the store rolls onto the platform while it is down and empty.
         if self._phase is _Lift.DOWN and self._loading is None and self._lifted is None:
@@ -559,35 +617,85 @@ class ConveyorSource:
                 self._lifted, self._loading = self._loading, None
                 self._phase, self._phase_t0 = _Lift.LIFTING, t
 
-        # Delivery: one carton at a time leaves the raised platform for the station.
+        # Delivery: the active carton heads for the station; the next one may leave the raised
+        # platform for the hold point meanwhile; the one after waits on the platform.
+        if self._active is None and self._presented is None and self._next is not None:
+            self._active, self._next = self._next, None
         if self._phase is _Lift.UP:
-            if self._lifted is not None and self._active is None and self._presented is None:
-                self._active, self._lifted = self._lifted, None
+            if self._lifted is not None:
+                if self._active is None and self._presented is None:
+                    self._active, self._lifted = self._lifted, None
+                elif self._next is None and p.hold_front is not None:
+                    self._next, self._lifted = self._lifted, None
             if self._lifted is None and self._platform_clear(data):
                 self._phase, self._phase_t0 = _Lift.LOWERING, t
-        if self._active is not None and self._presented is None:
-            h = self._handles[self._active]
-            if data.xpos[h.body][0] < p.station[0] - p.brake_lead:
-                v_belt = p.speed
-                if self._phase is _Lift.UP:
-                    v_rollers = p.speed
+        running = self._running_decks(data)
+        if self._phase is _Lift.UP and f'{k}_elevator' in running:
+            v_rollers = p.speed
 
         self._drive(data, f'{k}_elevator_lift', z, vz)
         self._drive(data, f'{k}_elevator_drive', 0.0, v_rollers)
         self._drive(data, f'{k}_store_queue_drive', 0.0, v_queue)
         self._drive(data, f'{k}_infeed_drive', 0.0, v_infeed)
-        self._drive(data, f'{k}_belt_a_drive', 0.0, v_belt)
-        self._drive(data, f'{k}_belt_b_drive', 0.0, v_belt)
-        if p.table is not None:
-            self._drive(data, 'pick_table_drive', 0.0, v_belt)
+        for deck, _, _ in p.sections:
+            self._drive(data, f'{deck}_drive', 0.0, p.speed if deck in running else 0.0)
+
+    def _running_decks(self, data: mujoco.MjData) -> set[str]:
+        """Decks downstream of the store that run this step (the raised elevator included).
+
+        A carton must move while short of its target (active: the station; next: the hold
+        point, or `hold_margin` behind a stopped carton ahead); each target is undershot by
+        `brake_lead`. A deck under a carton that must stay is stopped, and so is every carton
+        touching a stopped deck (it would be dragged askew); a deck runs when a carton that
+        must move stands on it or comes within `drive_lead` of it.
+        """
+        p = self.p
+        decks = list(p.sections)
+        if self._phase is _Lift.UP:
+            decks.insert(0, (f'{self.kind}_elevator', *p.platform_x))
+        spans: dict[int, tuple[float, float]] = {}
+        moves: dict[int, bool] = {}
+        for index in (self._active, self._next, self._lifted):
+            if index is None:
+                continue
+            h = self._handles[index]
+            x = float(data.xpos[h.body][0])
+            hx = float(h.half_extents(data)[0])
+            spans[index] = (x - hx, x + hx)
+        if self._active is not None:
+            x = float(data.xpos[self._handles[self._active].body][0])
+            moves[self._active] = self._presented is None and x < p.station[0] - p.brake_lead
+        if self._next is not None:
+            target = p.hold_front if p.hold_front is not None else -math.inf
+            if self._active is not None and not moves[self._active]:
+                target = min(target, spans[self._active][0] - p.hold_margin)
+            moves[self._next] = spans[self._next][1] < target - p.brake_lead
+        if self._lifted is not None:
+            moves[self._lifted] = False  # waits on the platform for the hold point to free
+
+        def on(span: tuple[float, float], lead: float) -> set[str]:
+            return {name for name, x0, x1 in decks if span[1] + lead > x0 and span[0] < x1}
+
+        while True:
+            stopped: set[str] = set().union(*(on(spans[i], 0.0) for i in spans if not moves[i]))
+            stuck = [i for i in spans if moves[i] and on(spans[i], 0.0) & stopped]
+            if not stuck:
+                break
+            for i in stuck:
+                moves[i] = False
+        wanted = set().union(*(on(spans[i], p.drive_lead) for i in spans if moves[i]))
+        return wanted - stopped
 
     def _platform_clear(self, data: mujoco.MjData) -> bool:
         """True when no delivered carton still stands over the raised platform."""
-        if self._active is None:
-            return True
-        h = self._handles[self._active]
-        back = data.xpos[h.body][0] - h.half_extents(data)[0]
-        return bool(back > self.p.platform_x[1] + 0.01)
+        for index in (self._active, self._next):
+            if index is None:
+                continue
+            h = self._handles[index]
+            back = data.xpos[h.body][0] - h.half_extents(data)[0]
+            if back <= self.p.platform_x[1] + 0.01:
+                return False
+        return True
 
     def _arrived(self, data: mujoco.MjData, h: CartonHandle) -> bool:
         """At the station, upright, and standing on the belt (not fallen or tipped)."""
@@ -624,7 +732,7 @@ class ConveyorSource:
         return None
 
     def release(self, package_id: str) -> None:
-        """The arm took the presented carton; the next one may roll off the elevator."""
+        """The arm took the presented carton; the one at the hold point moves on to the station."""
         if self._presented is None or self._presented.package_id != package_id:
             current = self._presented.package_id if self._presented else None
             raise SourceError(

@@ -12,7 +12,8 @@ from palletizer.sim.sources.conveyor import ConveyorSource, LineParams, TableTop
 __all__ = ['TableSource', 'table_params']
 
 # Feeder lane of the reference line B (cell-facts §2.3): 1.20 x 0.44 m at table height, ending
-# exactly at the table edge; friction 1.10 / 0.02 / 0.002; station tolerance 0.030 m.
+# at the table edge (less a 3 mm seam, see table_params); friction 1.10 / 0.02 / 0.002; station
+# tolerance 0.030 m.
 _FEEDER_LENGTH = 1.20
 _FEEDER_WIDTH = 0.44
 _FEEDER_FRICTION = (1.10, 0.02, 0.002)
@@ -37,7 +38,10 @@ def table_params(cell: Mapping[str, Any] | None = None) -> LineParams:
         timing = {k: float(c[k]) for k in ('speed', 'rest_speed', 'rest_time', 'timeout_s')}
     return LineParams(
         kind='table',
-        belt_x=(edge - _FEEDER_LENGTH, edge),
+        # The feeder stops a seam gap short of the table edge: belt_b and the table deck run at
+        # different times (a carton accumulates on belt_b while the table holds the presented
+        # one), and touching decks would drag each other, and the carton, through the contact.
+        belt_x=(edge - _FEEDER_LENGTH, edge - LineParams.seam_gap),
         belt_y=table.centre[1],
         belt_width=_FEEDER_WIDTH,
         top=table.top,

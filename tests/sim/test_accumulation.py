@@ -1,0 +1,212 @@
+"""Accumulating lines: the next carton waits at the hold point while one is presented."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from palletizer.sim.sources import ConveyorSource, TableSource, conveyor_params, table_params
+
+from tests.sim.test_sources import _Draw, _line, _World
+
+_TICK = 10  # physics steps per check: 20 ms at the 2 ms step of _World
+
+
+def _front(src, world, index: int) -> float:
+    h = src._handles[index]
+    return float(h.position(world.data)[0] + h.half_extents(world.data)[0])
+
+
+def _back(src, world, index: int) -> float:
+    h = src._handles[index]
+    return float(h.position(world.data)[0] - h.half_extents(world.data)[0])
+
+
+def _touching(src, world, a: int, b: int) -> bool:
+    """True when MuJoCo has a contact between cartons `a` and `b`."""
+    m, d = world.model, world.data
+    bodies = {src._handles[a].body, src._handles[b].body}
+    return any(
+        {int(m.geom_bodyid[c.geom1]), int(m.geom_bodyid[c.geom2])} == bodies
+        for c in d.contact[: d.ncon]
+    )
+
+
+def _hold_then_release(src, world, hold_s: float = 15.0):
+    """Present carton 0, keep it presented `hold_s` s while carton 1 accumulates, then take
+    it; returns (carton 1's trace while held, sim time from release to carton 1 presented)."""
+    first = src.present(world)
+    assert first is not None and first.index == 0
+    p = src.p
+    h0 = src._handles[0]
+    at = h0.position(world.data)
+    trace = []
+    for _ in range(round(hold_s / 0.002 / _TICK)):
+        world.step(_TICK)
+        assert not _touching(src, world, 0, 1), f't = {world.time:.2f}: carton 1 touches carton 0'
+        trace.append((world.time, _front(src, world, 1)))
+    # The presented carton was never pushed or dragged: still at rest where it was presented.
+    np.testing.assert_allclose(h0.position(world.data), at, atol=0.002)
+    assert h0.lid_speed(world.model, world.data) < p.rest_speed
+    world.take(src, 0, 0)
+    src.release(first.package_id)
+    t0 = world.time
+    second = src.present(world)
+    assert second is not None and second.index == 1
+    return trace, world.time - t0
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [11, 16, 21, 23])
+def test_first_carton_starts_at_rest_on_the_belt_at_the_hold_point(level):
+    src, draws = _line(level)
+    world = _World(src)
+    p = src.p
+    hold = p.hold_front
+    assert hold is not None
+    h = src._handles[0]
+    dy, yaw = src.staged_offsets()[0]
+    # Staged with its seeded jitter on the belt (not in the store), its front at the hold
+    # point less the brake lead, 1 mm above the deck.
+    pos = h.position(world.data)
+    np.testing.assert_allclose(_front(src, world, 0), hold - p.brake_lead, atol=1e-6)
+    np.testing.assert_allclose(pos[1:], [p.belt_y + dy, p.top + draws[0].dims[2] / 2 + 0.001])
+    rot = h.rotation(world.data)
+    np.testing.assert_allclose(math.atan2(rot[1, 0], rot[0, 0]), yaw, atol=1e-9)
+    # Wholly on the deck(s) upstream of the station's, inside the lane.
+    corners = h.bottom_corners(world.data)
+    station_deck = next(x0 for _, x0, x1 in p.sections if x0 <= p.station[0] <= x1)
+    assert np.all(corners[:, 0] >= p.belt_x[0]) and np.all(corners[:, 0] < station_deck)
+    assert np.all(np.abs(corners[:, 1] - p.belt_y) <= p.belt_width / 2)
+    # The rest wait in the store, behind its mouth.
+    for d in draws[1:]:
+        assert src._handles[d.index].position(world.data)[0] < p.mouth_x
+    # The deck carries it: after 0.2 s it stands on the belt, level, riding at belt speed.
+    world.step(100)
+    np.testing.assert_allclose(h.position(world.data)[2], p.top + draws[0].dims[2] / 2, atol=0.002)
+    assert math.degrees(h.tilt(world.data)) < 1.0
+    assert abs(world.data.qvel[h.dof] - p.speed) < 0.02
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [11, 21])
+def test_first_present_covers_only_hold_point_to_station(level):
+    src, draws = _line(level)
+    world = _World(src)
+    p = src.p
+    x0 = src._handles[0].position(world.data)[0]
+    got = src.present(world)
+    assert got is not None and got.index == 0
+    # Hold point -> station at belt speed, plus starting and the 0.1 s rest.
+    assert world.time < (p.station[0] - x0) / p.speed + 0.6
+    assert world.time < 4.0  # from the store it took ~13 s
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [11, 16, 21, 23])
+def test_next_carton_waits_at_the_hold_point_while_one_is_presented(level):
+    src, draws = _line(level)
+    world = _World(src)
+    p = src.p
+    trace, dt = _hold_then_release(src, world)
+    # Carton 1 came off the elevator and stopped at the hold point before the release.
+    t_at = next(t for t, front in trace if front >= p.hold_front - p.brake_lead - 0.002)
+    settled = [front for t, front in trace if t >= t_at + 0.5]
+    assert settled, 'carton 1 reached the hold point too late to be seen at rest'
+    assert max(settled) <= p.hold_front + 0.002
+    assert max(settled) - min(settled) < 0.002  # stopped, not creeping
+    # After the release it covers only hold point -> station; from the elevator (the old
+    # behaviour) it was at least platform centre -> station.
+    old = (p.station[0] - 0.5 * sum(p.platform_x)) / p.speed
+    new = (p.station[0] - (p.hold_front - draws[1].dims[0] / 2)) / p.speed
+    assert dt < new + 1.0
+    assert dt < 0.6 * old
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [11, 21])
+def test_held_carton_rests_upright_on_its_deck_clear_of_the_presented_one(level):
+    src, draws = _line(level)
+    world = _World(src)
+    p = src.p
+    first = src.present(world)
+    assert first is not None
+    world.step(round(14.0 / 0.002))
+    h1 = src._handles[1]
+    assert h1.lid_speed(world.model, world.data) < p.rest_speed
+    assert math.degrees(h1.tilt(world.data)) < 2.0
+    np.testing.assert_allclose(
+        h1.position(world.data)[2], p.top + draws[1].dims[2] / 2, atol=0.003
+    )
+    corners = h1.bottom_corners(world.data)
+    # Entirely upstream of the station's deck and of the presented carton.
+    station_deck = next(x0 for name, x0, x1 in p.sections if x0 <= p.station[0] <= x1)
+    assert np.all(corners[:, 0] < station_deck)
+    gap = _back(src, world, 0) - _front(src, world, 1)
+    assert gap >= p.hold_margin
+    # The elevator has fetched carton 2 meanwhile and holds it up at belt height.
+    h2 = src._handles[2]
+    np.testing.assert_allclose(h2.position(world.data)[2], p.top + draws[2].dims[2] / 2, atol=0.01)
+    assert p.platform_x[0] < h2.position(world.data)[0] < p.platform_x[1]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('cls', [TableSource, ConveyorSource])
+def test_the_largest_turned_footprint_waits_clear_of_the_presented_carton(cls):
+    # 0.55 x 0.40 at up to 30 deg: the largest footprint the lines are sized for.
+    big = [_Draw(i, f'random-{i:02d}', (0.55, 0.40, 0.30)) for i in range(3)]
+    params = table_params() if cls is TableSource else conveyor_params()
+    src = cls(big, lambda i, a: (0.0, 0.0, math.radians(30.0 if i % 2 else -30.0)), params)
+    world = _World(src)
+    trace, dt = _hold_then_release(src, world, hold_s=16.0)
+    p = src.p
+    assert p.hold_front - p.brake_lead - 0.002 <= trace[-1][1] <= p.hold_front + 0.002
+    assert dt < 4.0
+
+
+@pytest.mark.sim
+def test_every_carton_still_arrives_and_the_line_stays_deterministic():
+    def run():
+        src, draws = _line(16)
+        world = _World(src)
+        for slot, d in enumerate(draws[:5]):
+            got = src.present(world)
+            assert got is not None and got.index == d.index
+            world.step(round(6.0 / 0.002))  # the arm's reach: the next one accumulates
+            world.take(src, got.index, slot)
+            src.release(got.package_id)
+        return world.data.qpos.copy(), world.time
+
+    a, b = run(), run()
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1] == b[1]
+
+
+def test_hold_point_lies_upstream_of_the_station_deck():
+    for params in (table_params(), conveyor_params()):
+        decks = params.sections
+        at = max(i for i, d in enumerate(decks) if d[1] <= params.station[0])
+        assert params.hold_front == pytest.approx(decks[at - 1][2] - params.hold_margin)
+        # A carton centred on the station with the largest footprint (0.68 m) stays clear.
+        assert params.station[0] - 0.34 - params.brake_lead - params.hold_front > 0.03
+    # A station on the first deck leaves no hold point: the line behaves as before.
+    early = dataclasses.replace(conveyor_params(), station=(-1.2, -0.80))
+    assert early.hold_front is None
+
+
+@pytest.mark.sim
+def test_a_station_on_the_first_belt_delivers_one_at_a_time_from_the_elevator():
+    # No section upstream of the station's to hold on: every carton comes from the store.
+    src, draws = _line(21, station=(-1.2, -0.80))
+    assert src.p.hold_front is None
+    world = _World(src)
+    assert src._handles[0].position(world.data)[0] < src.p.mouth_x
+    for slot, d in enumerate(draws):
+        got = src.present(world)
+        assert got is not None and got.index == d.index
+        assert abs(src._handles[d.index].position(world.data)[0] - (-1.2)) <= src.p.station_tol
+        world.take(src, got.index, slot)
+        src.release(got.package_id)
+    assert src.state().exhausted
