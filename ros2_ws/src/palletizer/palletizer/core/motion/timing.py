@@ -275,18 +275,63 @@ def time_segment(
 _TOPP_ACCEL_SHARE = 0.95
 
 
-def _accel_bounds(
-    alpha: np.ndarray, beta: np.ndarray, u: np.ndarray | float, a_path: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Lowest and highest path acceleration allowed at squared path speed u, per grid point.
+def _passes(u: list, fa: list, fb: list, ba: list, bb: list, h2: float, acc: float) -> list:
+    """Forward (accelerate as hard as allowed) and backward (brake as hard as allowed)
+    passes over u = sdot^2, in place on plain floats.
 
-    Joint j asks -a_j <= q'_j sdd + q''_j u <= a_j; alpha = a_j / |q'_j|, beta = sign(q'_j)
-    q''_j / |q'_j| turn that into -alpha - beta u <= sdd <= alpha - beta u.
+    fa[i], fb[i] hold, for the interval from grid point i to i + 1, the alphas and betas of
+    12 upper bounds sdd <= alpha - beta u_i: each joint's at point i, and at point i + 1 with
+    u_{i+1} = u_i + h2 sdd substituted, so the acceleration holds at both ends of the
+    interval where the curvature term changes fast. ba[i - 1], bb[i - 1] likewise the lower
+    bounds sdd >= -alpha - beta u_i for braking from point i back to i - 1. Unrolled: this loop is
+    most of the planning time.
     """
-    u = np.asarray(u, dtype=float)[..., None]
-    hi = np.minimum((alpha - beta * u).min(axis=-1), a_path)
-    lo = np.maximum((-alpha - beta * u).max(axis=-1), -a_path)
-    return lo, hi
+    k = len(u)
+    for i in range(k - 1):
+        ui = u[i]
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = fa[i]
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11 = fb[i]
+        hi = min(
+            acc, a0 - b0 * ui, a1 - b1 * ui, a2 - b2 * ui, a3 - b3 * ui, a4 - b4 * ui,
+            a5 - b5 * ui, a6 - b6 * ui, a7 - b7 * ui, a8 - b8 * ui, a9 - b9 * ui,
+            a10 - b10 * ui, a11 - b11 * ui,
+        )  # fmt: skip
+        nxt = ui + h2 * hi
+        if nxt < u[i + 1]:
+            u[i + 1] = nxt if nxt > 0.0 else 0.0
+    for i in range(k - 1, 0, -1):
+        ui = u[i]
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = ba[i - 1]
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11 = bb[i - 1]
+        lo = max(
+            -acc, -a0 - b0 * ui, -a1 - b1 * ui, -a2 - b2 * ui, -a3 - b3 * ui, -a4 - b4 * ui,
+            -a5 - b5 * ui, -a6 - b6 * ui, -a7 - b7 * ui, -a8 - b8 * ui, -a9 - b9 * ui,
+            -a10 - b10 * ui, -a11 - b11 * ui,
+        )  # fmt: skip
+        prev = ui - h2 * lo
+        if prev < u[i - 1]:
+            u[i - 1] = prev if prev > 0.0 else 0.0
+    return u
+
+
+def _two_ended(alpha: np.ndarray, beta: np.ndarray, h2: float) -> tuple[list, ...]:
+    """The (alpha, beta) pairs of _passes: per interval, each joint's bound at its near end
+    and, with the speed change over the interval substituted, at its far end (dropped where
+    that substitution flips the inequality: it then bounds the other side)."""
+    with np.errstate(divide='ignore', invalid='ignore'):
+        den_f = 1.0 + h2 * beta[1:]
+        ok_f = den_f > 1e-6
+        af = np.where(ok_f, alpha[1:] / den_f, np.inf)
+        bf = np.where(ok_f, beta[1:] / den_f, 0.0)
+        den_b = 1.0 - h2 * beta[:-1]
+        ok_b = den_b > 1e-6
+        ab = np.where(ok_b, alpha[:-1] / den_b, np.inf)
+        bb = np.where(ok_b, beta[:-1] / den_b, 0.0)
+    fa = np.concatenate([alpha[:-1], af], axis=1)
+    fb = np.concatenate([beta[:-1], bf], axis=1)
+    ba = np.concatenate([alpha[1:], ab], axis=1)
+    bbeta = np.concatenate([beta[1:], bb], axis=1)
+    return fa.tolist(), fb.tolist(), ba.tolist(), bbeta.tolist()
 
 
 def time_optimal(
@@ -327,25 +372,19 @@ def time_optimal(
     beta = np.sign(dq) * ddq / mag
     u_max = np.minimum(np.asarray(speed_cap, dtype=float) ** 2, np.min((v_lim / mag) ** 2, axis=1))
     # Maximum-velocity curve of the acceleration limits: the largest u at which some sdd is
-    # still allowed. The feasible (u, sdd) set is convex and holds (0, 0), so bisection works.
-    lo_u, hi_u = np.zeros(k), u_max.copy()
-    for _ in range(40):
-        mid = (lo_u + hi_u) / 2
-        lo, hi = _accel_bounds(alpha, beta, mid, acceleration)
-        ok = lo <= hi
-        lo_u = np.where(ok, mid, lo_u)
-        hi_u = np.where(ok, hi_u, mid)
-    u_max = np.minimum(u_max, lo_u)
+    # still allowed, in closed form. Every pair of bounds must leave room: joint j's lower
+    # bound below joint k's upper one, (beta_k - beta_j) u <= alpha_j + alpha_k, and each
+    # joint's bounds against the Cartesian +-acceleration.
+    with np.errstate(divide='ignore', invalid='ignore'):
+        gap = beta[:, None, :] - beta[:, :, None]  # [i, j, k] = beta_k - beta_j
+        room = alpha[:, :, None] + alpha[:, None, :]
+        pair = np.where(gap > 1e-12, room / gap, np.inf).min(axis=(1, 2))
+        up = np.where(beta > 1e-12, (alpha + acceleration) / beta, np.inf).min(axis=1)
+        down = np.where(beta < -1e-12, (alpha + acceleration) / -beta, np.inf).min(axis=1)
+    u_max = np.minimum(u_max, np.minimum(pair, np.minimum(up, down)))
     u_max[0] = u_max[-1] = 0.0
-    u = u_max.copy()
-    al, be = alpha.tolist(), beta.tolist()
-    for i in range(k - 1):  # accelerate as hard as allowed at the interval's start
-        hi = min(min(a - b * u[i] for a, b in zip(al[i], be[i], strict=True)), acceleration)
-        u[i + 1] = min(u[i + 1], max(u[i] + 2 * h * hi, 0.0))
-    for i in range(k - 1, 0, -1):  # brake as hard as allowed at the interval's end
-        lo = max(max(-a - b * u[i] for a, b in zip(al[i], be[i], strict=True)), -acceleration)
-        u[i - 1] = min(u[i - 1], max(u[i] - 2 * h * lo, 0.0))
-    sd = np.sqrt(np.maximum(u, 0.0))
+    u = _passes(u_max.tolist(), *_two_ended(alpha, beta, 2.0 * h), 2.0 * h, acceleration)
+    sd = np.sqrt(np.maximum(np.asarray(u), 0.0))
     dt = 2 * h / np.maximum(sd[:-1] + sd[1:], eps)
     t_knot = np.concatenate([[0.0], np.cumsum(dt)])
     sdd = (sd[1:] - sd[:-1]) / dt
