@@ -80,9 +80,11 @@ def test_first_carton_starts_at_rest_on_the_belt_at_the_hold_point(level):
     station_deck = next(x0 for _, x0, x1 in p.sections if x0 <= p.station[0] <= x1)
     assert np.all(corners[:, 0] >= p.belt_x[0]) and np.all(corners[:, 0] < station_deck)
     assert np.all(np.abs(corners[:, 1] - p.belt_y) <= p.belt_width / 2)
-    # The rest wait in the store, behind its mouth.
+    # The rest wait in the store, hidden behind its mouth, the head at the store hold point.
+    assert p.store_hold_front < p.mouth_x
+    np.testing.assert_allclose(_front(src, world, 1), p.store_hold_front - p.brake_lead, atol=1e-6)
     for d in draws[1:]:
-        assert src._handles[d.index].position(world.data)[0] < p.mouth_x
+        assert _front(src, world, d.index) < p.mouth_x
     # The deck carries it: after 0.2 s it stands on the belt, level, riding at belt speed.
     world.step(100)
     np.testing.assert_allclose(h.position(world.data)[2], p.top + draws[0].dims[2] / 2, atol=0.002)
@@ -150,6 +152,12 @@ def test_held_carton_rests_upright_on_its_deck_clear_of_the_presented_one(level)
     h2 = src._handles[2]
     np.testing.assert_allclose(h2.position(world.data)[2], p.top + draws[2].dims[2] / 2, atol=0.01)
     assert p.platform_x[0] < h2.position(world.data)[0] < p.platform_x[1]
+    # Carton 3 waits at rest at the mouth of the store, still hidden, ready to load.
+    h3 = src._handles[3]
+    front3 = _front(src, world, 3)
+    assert p.store_hold_front - p.brake_lead - 0.002 <= front3 <= p.store_hold_front + 0.002
+    assert front3 < p.mouth_x
+    assert h3.lid_speed(world.model, world.data) < p.rest_speed
 
 
 @pytest.mark.sim
@@ -210,3 +218,16 @@ def test_a_station_on_the_first_belt_delivers_one_at_a_time_from_the_elevator():
         world.take(src, got.index, slot)
         src.release(got.package_id)
     assert src.state().exhausted
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('cls', [TableSource, ConveyorSource])
+def test_a_one_carton_load_starts_at_the_hold_point_with_an_empty_store(cls):
+    one = [_Draw(0, 'random-00', (0.40, 0.30, 0.20))]
+    src = cls(one, None, table_params() if cls is TableSource else conveyor_params())
+    world = _World(src)  # the store still compiles with a queue belt of positive length
+    got = src.present(world)
+    assert got is not None and world.time < 4.0
+    world.take(src, 0, 0)
+    src.release(got.package_id)
+    assert src.state().exhausted and src.present(world) is None
