@@ -574,13 +574,16 @@ class MotionPlanner:
                     if leg[3] == 0.0 and last[3] == 0.0 and float(d0 @ d1) > 1 - 1e-9:
                         groups[-1].append(k)
                         continue
-                    # A transit corner turning by less than 120 deg is rounded, not stopped at.
+                    # A transit corner turning by less than 120 deg between legs that move
+                    # more than they turn the tool is rounded, not stopped at.
                     if (
                         blend
                         and p.blend_radius > 0
                         and leg[7]
                         and last[7]
                         and float(d0 @ d1) > -0.5
+                        and r_yaw * leg[3] <= leg[2]
+                        and r_yaw * last[3] <= last[2]
                     ):
                         groups[-1].append(k)
                         blended[-1] = True

@@ -296,7 +296,9 @@ def _passes(u: list, fa: list, fb: list, ba: list, bb: list, h2: float, acc: flo
             a5 - b5 * ui, a6 - b6 * ui, a7 - b7 * ui, a8 - b8 * ui, a9 - b9 * ui,
             a10 - b10 * ui, a11 - b11 * ui,
         )  # fmt: skip
-        nxt = ui + h2 * hi
+        # Where the curvature forbids speeding up, hold the speed rather than let it fall to
+        # zero (which would stop the path there); the samples are verified afterwards.
+        nxt = ui + h2 * (hi if hi > 0.0 else 0.0)
         if nxt < u[i + 1]:
             u[i + 1] = nxt if nxt > 0.0 else 0.0
     for i in range(k - 1, 0, -1):
@@ -308,7 +310,7 @@ def _passes(u: list, fa: list, fb: list, ba: list, bb: list, h2: float, acc: flo
             -a5 - b5 * ui, -a6 - b6 * ui, -a7 - b7 * ui, -a8 - b8 * ui, -a9 - b9 * ui,
             -a10 - b10 * ui, -a11 - b11 * ui,
         )  # fmt: skip
-        prev = ui - h2 * lo
+        prev = ui - h2 * (lo if lo < 0.0 else 0.0)
         if prev < u[i - 1]:
             u[i - 1] = prev if prev > 0.0 else 0.0
     return u
