@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from palletizer.core.motion import JointLimits, MotionError
@@ -103,3 +105,16 @@ def test_time_optimal_keeps_each_grid_points_speed_cap():
     assert np.all(np.abs(sdd_t) <= 2.0 + 1e-9)
     # It never stops in between: the speed only reaches zero at the two ends.
     assert sd_t[(t > 0.05) & (t < seg.duration - 0.05)].min() > 0.05
+
+
+def test_a_path_that_turns_the_wrist_sharply_keeps_moving_and_stays_in_limits():
+    """A rounded level-13 path whose first centimetres turn wrist 3 at 15 rad/m: the speed
+    must not drop to zero inside the segment (it once planned a 1e7 s move)."""
+    data = np.load(Path(__file__).parent / 'data' / 'sharp_turn_path.npz')
+    lim = JointLimits()
+    seg = time_optimal(data['s'], data['q'], data['cap'], float(data['acc']), lim)
+    assert 0.0 < seg.duration < 5.0
+    assert np.all(seg.sd_knot[1:-1] > 0.0)
+    tr = sample_segments([seg], lim, 500.0)
+    assert np.all(np.abs(tr.qd) <= np.asarray(lim.velocity) + 1e-9)
+    assert np.all(np.abs(tr.qdd) <= np.asarray(lim.acceleration) + 1e-9)
