@@ -60,7 +60,8 @@ def _scenarios(seed: int, n: int) -> list[tuple[CartonPose, CartonPose, HeightFi
 
 def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> dict[str, Any]:
     """Median IK call [ms], median checked pick + place plan [ms] (both phases each, with
-    collision checks and ruckig timing), and peak RSS [MB].
+    collision checks and time-optimal timing), the same plans' median motion time with the
+    time-optimal and with the jerk-limited (ruckig) timing [s], and peak RSS [MB].
 
     cycle_s_level11 needs the simulator: see cycle_level11 (main adds it).
     """
@@ -96,6 +97,22 @@ def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> di
         durations.append(
             a.trajectory.duration + a.retreat.duration + b.trajectory.duration + b.retreat.duration
         )
+    # The same plans with the jerk-limited (ruckig) timing: how much longer its moves take.
+    jerk_planner = MotionPlanner(params=MotionParams(rate_hz=rate_hz, jerk_limited=True))
+    jerk_durations, jerk_times = [], []
+    for pick, place, hf in _scenarios(seed, repeats):
+        world = CollisionWorld(hf, (_PICK_TABLE, _PEDESTAL))
+        t0 = time.perf_counter()
+        a = jerk_planner.plan_pick(q0, pick, world, mass=5.0)
+        b = jerk_planner.plan_place(a.q_end, place, a.grasp, world) if a.ok else None
+        jerk_times.append(time.perf_counter() - t0)
+        if b is not None and b.ok:
+            jerk_durations.append(
+                a.trajectory.duration
+                + a.retreat.duration
+                + b.trajectory.duration
+                + b.retreat.duration
+            )
     reach = AnalyticReach()
     xs = rng.uniform(0.0, 1.2, 1000)
     t0 = time.perf_counter()
@@ -109,6 +126,10 @@ def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> di
         'plan_cpu_ms': round(statistics.median(plan_cpu) * 1e3, 3),
         'plan_failures': failures,
         'motion_s_median': round(statistics.median(durations), 3) if durations else None,
+        'motion_s_median_jerk_limited': (
+            round(statistics.median(jerk_durations), 3) if jerk_durations else None
+        ),
+        'plan_ms_jerk_limited': round(statistics.median(jerk_times) * 1e3, 3),
         'reach_oracle_ms_per_1000': round(reach_ms, 2),
         'rate_hz': rate_hz,
         'repeats': repeats,

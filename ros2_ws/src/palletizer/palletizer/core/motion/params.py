@@ -28,9 +28,14 @@ class MotionParams:
     # With the cups empty (pick approach, place retract) no carton can slip: only the joint
     # acceleration limits bind; 5 m/s^2 leaves them in charge on every level-11 move.
     empty_accel: float = 5.0
-    # Chosen (0.1 s ramp to full acceleration), not measured. Only time_segment (ruckig) uses
-    # it: the planner's time-optimal timing does not bound jerk.
+    # Chosen (0.1 s ramp to full acceleration), not measured; scaled with the acceleration
+    # of the move (empty cups). Only the jerk-limited (ruckig) timing uses it.
     cartesian_jerk: float = 20.0
+    # Timing: False = time-optimal along each path (every joint's speed and acceleration
+    # limit applied point by point, jerk not bounded, corners rounded); True = ruckig on each
+    # segment's path coordinate (jerk-limited, corners stopped at). `scripts/bench motion`
+    # measures both: the jerk-limited moves take longer (motion_s_jerk_limited).
+    jerk_limited: bool = False
     transit_height: float = 0.94  # minimum cruise z (§3.11)
     # Crossing moves keep the TCP this far from the base's vertical axis [m]: the empty arm
     # first failed to hold a pose at 0.373 m and held every pose from 0.447 m (cell-facts §1.5);

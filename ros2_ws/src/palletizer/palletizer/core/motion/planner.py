@@ -22,7 +22,13 @@ from palletizer.core.motion.kinematics import (
     yaw_of,
 )
 from palletizer.core.motion.params import MotionParams
-from palletizer.core.motion.timing import JointTrajectory, sample_segments, time_optimal
+from palletizer.core.motion.timing import (
+    JointTrajectory,
+    PathLimits,
+    sample_segments,
+    time_optimal,
+    time_segment,
+)
 
 __all__ = ['CartonPose', 'MotionPlanner', 'MotionResult', 'Waypoint']
 
@@ -419,7 +425,11 @@ class MotionPlanner:
         index0: int,
     ) -> _Checked:
         """_check_once with rounded corners; when that fails, with a stop at every corner."""
-        first = self._check_once(q0, wps, world, load, index0, True)
+        # Rounded corners suit the time-optimal timing, which slows only where the curvature
+        # needs it; a jerk-limited segment would run at its corners' speed throughout.
+        first = self._check_once(q0, wps, world, load, index0, not self.params.jerk_limited)
+        if self.params.jerk_limited:
+            return first
         if first.cause is None:
             return first
         return self._check_once(q0, wps, world, load, index0, False)
@@ -692,5 +702,23 @@ class MotionPlanner:
 
     def _time(self, checked: _Checked) -> JointTrajectory:
         p = self.params
-        timings = [time_optimal(s, q, cap, acc, p.limits) for s, q, cap, acc in checked.segments]
+        if p.jerk_limited:
+            # Ruckig on each segment's path coordinate: one speed, acceleration and jerk
+            # bound for the whole segment (its slowest stretch), jerk-limited throughout.
+            timings = [
+                time_segment(
+                    s,
+                    q,
+                    PathLimits(
+                        float(np.min(cap)), acc, p.cartesian_jerk * acc / p.cartesian_accel
+                    ),
+                    p.limits,
+                    p.curvature_share,
+                )
+                for s, q, cap, acc in checked.segments
+            ]
+        else:
+            timings = [
+                time_optimal(s, q, cap, acc, p.limits) for s, q, cap, acc in checked.segments
+            ]
         return sample_segments(timings, p.limits, p.rate_hz)
