@@ -116,9 +116,7 @@ def _safe_z(
 ) -> float:
     """Cross height: the stack top + the held carton + stack clearance, >= transit and z."""
     p = planner.params
-    top = p.deck_z
-    if world is not None and world.height_field is not None:
-        top = world.height_field.top_z
+    top = world.stack_top(p.deck_z) if world is not None else p.deck_z
     held = load.dims[2] + p.cup_gap if load is not None else 0.0
     return max(p.transit_height, top + held + p.stack_clearance, *z)
 

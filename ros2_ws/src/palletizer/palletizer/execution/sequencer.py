@@ -27,6 +27,7 @@ from palletizer.core.motion import (
     MotionPlanner,
     MotionResult,
     UR10eKinematics,
+    placed_box,
     plan_grasp,
 )
 from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
@@ -234,11 +235,19 @@ class PickPlaceSequencer:
         self.held_dims: tuple[float, float, float] | None = None  # carton in the cups [m]
         self.parked: Parked | None = None  # the photo park the next motion first leaves
         self.park_pose: ParkPose | None = None
+        # Cartons placed since the last height map: obstacles for the moves until a new one.
+        self.placed: list[AABB] = []
+
+    def heightmap_updated(self) -> None:
+        """A new height map arrived: it shows the cartons placed so far."""
+        self.placed = []
 
     def world(self, heightmap: HeightMap | None) -> CollisionWorld:
         """The collision world of a move: the height map (flat when None) and the static boxes."""
         hm = heightmap if heightmap is not None else HeightMap.flat()
-        return CollisionWorld(HeightField.from_height_map(hm), self.static_boxes)
+        return CollisionWorld(
+            HeightField.from_height_map(hm), self.static_boxes, tuple(self.placed)
+        )
 
     # Actions ----------------------------------------------------------------------------------
     def pick(
@@ -338,6 +347,7 @@ class PickPlaceSequencer:
         io = self.arm.set_vacuum(False)
         if not io.ok:
             return _vacuum_refused(f'vacuum off refused: {io.message}', motion)
+        self.placed.append(placed_box(x, y, z, plan.yaw, tuple(spec.dims_m)))
         fail = self._move(ret, motion_plan.waypoints[n_app:], motion, total, fb)
         if fail is not None:
             return fail

@@ -203,6 +203,8 @@ class TrajectoryExecutorNode(Node):
             self._heightmap = heightmap_from_msg(msg)
         except (PalletizerError, ValueError) as exc:
             self.get_logger().warn(f'height map ignored: {exc}')
+            return
+        self.seq.heightmap_updated()
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9

@@ -26,6 +26,7 @@ from palletizer.core.motion import (
     HeightField,
     MotionPlanner,
     MotionResult,
+    placed_box,
 )
 from palletizer.sim.servo import Trajectory
 
@@ -57,6 +58,8 @@ class SimExecutor:
         self.static_boxes = static_boxes
         self.speed = speed
         self.grasp: Grasp | None = None
+        # Cartons placed since the last perceived height map (the sequencer's rule).
+        self.placed: list[AABB] = []
         # [rad] joint tracking error that aborts a move: the cell bridge's default
         # FollowJointTrajectory path tolerance, so both wirings stop on the same events
         self.path_tolerance_rad = 0.1
@@ -65,7 +68,7 @@ class SimExecutor:
 
     def _world(self, hm: HeightMap | None = None) -> CollisionWorld:
         hf = HeightField.from_height_map(hm if hm is not None else self.heightmap())
-        return CollisionWorld(hf, self.static_boxes)
+        return CollisionWorld(hf, self.static_boxes, tuple(self.placed))
 
     def _run(self, traj) -> None:
         t = Trajectory(
@@ -145,6 +148,7 @@ class SimExecutor:
             return self._refused(motion, holding=True)
         self._run(motion.trajectory)
         self.cell.set_vacuum(False)
+        self.placed.append(placed_box(x, y, z, plan.yaw, tuple(spec.dims_m)))
         self._run(motion.retreat)
         if self.cell.suction.held is not None:
             return MotionOutcome(False, FailureCause.grasp_slip, 'still holding after release')

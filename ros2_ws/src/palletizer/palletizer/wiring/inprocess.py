@@ -381,6 +381,7 @@ def run_inprocess(
                 # The executor parks against the last perceived map, as the node does
                 # against the latched one.
                 executor.last_heightmap = hmap.heightmap()
+                executor.placed = []
                 return executor.last_heightmap
 
         oracle = oracle_flag(detector, gauge, hmap, planner)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from palletizer.core.motion.collision import AABB, CarriedLoad, CollisionWorld, HeightField
+from palletizer.core.motion.collision import (
+    AABB,
+    CarriedLoad,
+    CollisionWorld,
+    HeightField,
+    placed_box,
+)
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.grasp import Grasp, GripperGeometry, plan_grasp, tool_to_world_xy
 from palletizer.core.motion.kinematics import (
@@ -39,6 +45,7 @@ __all__ = [
     'MotionPlanner',
     'MotionResult',
     'Waypoint',
+    'placed_box',
     'plan_grasp',
     'tool_to_world_xy',
     'DH',

@@ -10,7 +10,7 @@ import numpy as np
 
 from palletizer.core.motion.errors import MotionError
 
-__all__ = ['AABB', 'CarriedLoad', 'CollisionWorld', 'HeightField', 'swept_boxes']
+__all__ = ['AABB', 'CarriedLoad', 'CollisionWorld', 'HeightField', 'placed_box', 'swept_boxes']
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,28 @@ class CarriedLoad:
 
 @dataclass(frozen=True)
 class CollisionWorld:
-    """What a tool-down motion must clear: an optional height field and static boxes."""
+    """What a tool-down motion must clear: an optional height field and static boxes.
+
+    placed: cartons placed since the height map was taken (their planned boxes), obstacles
+    like the static boxes and part of the stack's top.
+    """
 
     height_field: HeightField | None = None
     boxes: tuple[AABB, ...] = field(default_factory=tuple)
+    placed: tuple[AABB, ...] = field(default_factory=tuple)
+
+    def stack_top(self, deck_z: float) -> float:
+        """Highest point of the stack [m]: the height field's top and the placed cartons'."""
+        top = self.height_field.top_z if self.height_field is not None else deck_z
+        return max([top, *(b.hi[2] for b in self.placed)])
+
+
+def placed_box(x: float, y: float, z: float, yaw: float, dims: tuple[float, float, float]) -> AABB:
+    """The axis-aligned box around a carton centred at (x, y, z) with yaw and dims (L, W, H)."""
+    L, W, H = dims
+    c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
+    hx, hy = (c * L + s * W) / 2, (s * L + c * W) / 2
+    return AABB((x - hx, y - hy, z - H / 2), (x + hx, y + hy, z + H / 2), 'placed_carton')
 
 
 def swept_boxes(
@@ -182,7 +200,7 @@ def first_collision(
     what = np.full(n, '', dtype=object)
     for centre, half, yaw, z_lo, z_hi in swept_boxes(poses, tool_body, cup_gap, load):
         half = half + grow
-        for box in world.boxes:
+        for box in world.boxes + world.placed:
             lo, hi = np.asarray(box.lo), np.asarray(box.hi)
             z_overlap = np.minimum(z_hi, hi[2]) - np.maximum(z_lo, lo[2])
             cand = (z_overlap > tolerance) & ~hit

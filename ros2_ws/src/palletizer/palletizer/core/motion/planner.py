@@ -221,7 +221,9 @@ class MotionPlanner:
             hf_top + H + p.cup_gap + p.stack_clearance,
         )
         approach = self._over_and_down(x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release')
-        retract = (Waypoint(tx, ty, safe_z, yaw, None, 'retract'),)
+        # The empty cups retract only to the approach height above the placed carton: the next
+        # move rises from there (its collision world holds the carton), on a rounded corner.
+        retract = (Waypoint(tx, ty, release_z + p.place_clearance, yaw, None, 'retract'),)
         load = CarriedLoad((L, W, H), grasp.offset)
         return self._two_phase(q0, approach, load, retract, None, world, grasp)
 
@@ -286,9 +288,9 @@ class MotionPlanner:
         return float(T[0, 3]), float(T[1, 3]), float(T[2, 3]), float(yaw_of(T))
 
     def _stack_top(self, world: CollisionWorld | None) -> float:
-        if world is None or world.height_field is None:
+        if world is None:
             return self.params.deck_z
-        return world.height_field.top_z
+        return world.stack_top(self.params.deck_z)
 
     def _over_and_down(
         self,
