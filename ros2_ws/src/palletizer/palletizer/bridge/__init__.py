@@ -19,7 +19,7 @@ from palletizer.bridge.frames import (
     carton_records,
     cell_frames,
 )
-from palletizer.bridge.stream import StepStream
+from palletizer.bridge.stream import StepStream, steps_per_sample
 
 __all__ = [
     'TRUTH_PREFIX',
@@ -36,4 +36,5 @@ __all__ = [
     'camera_matrices',
     'carton_records',
     'cell_frames',
+    'steps_per_sample',
 ]

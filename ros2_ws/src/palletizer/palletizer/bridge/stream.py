@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ['StepStream']
+__all__ = ['StepStream', 'steps_per_sample']
 
 
 class StepStream:
@@ -34,3 +34,10 @@ class StepStream:
             self._emit()
             self.emitted += 1
         self._count += 1
+
+
+def steps_per_sample(rate_hz: float, timestep: float) -> int:
+    """Physics steps between samples of a stream at `rate_hz` (at least one)."""
+    if rate_hz <= 0 or timestep <= 0:
+        raise ValueError(f'rate_hz = {rate_hz!r}, timestep = {timestep!r}; expected both > 0')
+    return max(1, round(1.0 / (rate_hz * timestep)))

@@ -44,6 +44,7 @@ from palletizer.bridge import (
     camera_matrices,
     carton_records,
     cell_frames,
+    steps_per_sample,
 )
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
@@ -146,7 +147,15 @@ class CellBridgeNode(Node):
             )
             for n in self.cameras
         }
-        self.stream = StepStream(self.publish_state, every=10)  # 50 Hz of sim time at 2 ms
+        self.stream = StepStream(self._publish_kinematics, every=10)  # 50 Hz of sim time at 2 ms
+        # The wrench streams faster (cell.yaml wrench.rate_hz), as a UR driver's does: a
+        # reading held still averages more samples in less time.
+        self.wrench_stream = StepStream(
+            self._publish_wrench,
+            every=steps_per_sample(
+                float(cell_cfg['wrench']['rate_hz']), float(cell_cfg['physics']['timestep'])
+            ),
+        )
 
         # MuJoCo's EGL contexts belong to the thread that made them current; executor threads
         # vary, so every render and every release of the renderers runs on this one thread
@@ -210,6 +219,7 @@ class CellBridgeNode(Node):
             self.cell, self.joints, *self.limits, self.speed_limits, self.defaults, self.speed
         )
         self.stream.attach(self.cell)
+        self.wrench_stream.attach(self.cell)
         self.sealed_pub.publish(Bool(data=False))
         self.tf_static_pub.publish(
             TFMessage(transforms=self._transforms(camera_frames(self.cell, self.cameras)))
@@ -231,6 +241,11 @@ class CellBridgeNode(Node):
 
     def publish_state(self) -> None:
         """Clock, joint states, wrench and TF at the current sim time."""
+        self._publish_kinematics()
+        self._publish_wrench()
+
+    def _publish_kinematics(self) -> None:
+        """Clock, joint states and TF at the current sim time."""
         cell = self.cell
         stamp = _stamp(cell.time)
         self.clock_pub.publish(Clock(clock=stamp))
@@ -239,14 +254,17 @@ class CellBridgeNode(Node):
         js.header.stamp = stamp
         js.position, js.velocity, js.effort = q.tolist(), qd.tolist(), tau.tolist()
         self.js_pub.publish(js)
-        w = cell.wrench()
+        self.tf_pub.publish(TFMessage(transforms=self._transforms(cell_frames(cell, self.truth))))
+
+    def _publish_wrench(self) -> None:
+        """The flange wrench at the current sim time."""
+        w = self.cell.wrench()
         msg = WrenchStamped()
-        msg.header.stamp, msg.header.frame_id = stamp, 'flange'
+        msg.header.stamp, msg.header.frame_id = _stamp(self.cell.time), 'flange'
         f, t = msg.wrench.force, msg.wrench.torque
         f.x, f.y, f.z = (float(v) for v in w.force)
         t.x, t.y, t.z = (float(v) for v in w.torque)
         self.wrench_pub.publish(msg)
-        self.tf_pub.publish(TFMessage(transforms=self._transforms(cell_frames(cell, self.truth))))
 
     # Control interfaces ----------------------------------------------------------------------
     def on_goal(self, goal) -> GoalResponse:

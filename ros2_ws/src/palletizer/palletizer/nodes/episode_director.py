@@ -69,8 +69,9 @@ class EpisodeDirectorNode(Node):
         hold = float(
             param(
                 'weigh_hold_s',
-                gauge['samples'] / 50.0 + 0.1,
-                'arm held still before a wrist reading [s]: samples at 50 Hz + margin',
+                gauge['samples'] / float(cfg.cell['wrench']['rate_hz']) + 0.1,
+                'arm held still before a wrist reading [s]: the samples at the wrench rate '
+                '+ margin',
             )
         )
         ep = cfg.cell['episode']

@@ -68,7 +68,7 @@ class WristGaugeNode(Node):
         self.window_s = float(
             param(
                 'window_s',
-                self.samples / 50.0,
+                self.samples / float(cfg.cell['wrench']['rate_hz']),
                 'span of sim time averaged before the stamp asked for [s]',
             )
         )

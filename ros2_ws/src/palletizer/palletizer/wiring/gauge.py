@@ -50,8 +50,9 @@ class WristGauge:
     """Tare with the gripper empty, then weigh each carton from one still, plumb reading.
 
     It sees the sensor exactly as the wrist_gauge node does through the cell bridge: a sample
-    every 10 physics steps while the world advances (50 Hz) plus one after each hold, and it
-    averages the last `samples` of them after holding the arm still for `hold_s`.
+    every `every` physics steps while the world advances (the bridge's wrench stream, cell.yaml
+    wrench.rate_hz) plus one after each hold, and it averages the last `samples` of them after
+    holding the arm still for `hold_s` (by default the samples' span + 0.1 s).
     """
 
     oracle = False
@@ -66,11 +67,14 @@ class WristGauge:
         tcp_offset: float = 0.092,
         cup_gap: float = 0.0015,
         params: GaugeParams | None = None,
+        every: int = 10,
     ) -> None:
         self.cell = cell
         self.kin = kinematics or UR10eKinematics()
         self.samples = samples
-        self.hold_s = hold_s if hold_s is not None else samples / 50.0 + 0.1
+        self.every = int(every)
+        span = samples * self.every * float(cell.model.opt.timestep)
+        self.hold_s = hold_s if hold_s is not None else span + 0.1
         self.still_speed = still_speed
         self.tcp_offset = tcp_offset
         self.cup_gap = cup_gap
@@ -81,7 +85,7 @@ class WristGauge:
     def attach(self) -> None:
         """Start streaming on the (freshly reset) cell, as the bridge does."""
         self._buffer.clear()
-        StepStream(self._sample, every=10).attach(self.cell)
+        StepStream(self._sample, every=self.every).attach(self.cell)
 
     def _sample(self) -> None:
         w = self.cell.wrench()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from palletizer.bridge.stream import steps_per_sample
 from palletizer.core.config import Config, load_config
 from palletizer.core.contracts import (
     EpisodeResult,
@@ -357,6 +358,9 @@ def run_inprocess(
                 params=GaugeParams(
                     no_payload_kg=g['no_payload_kg'],
                     noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
+                ),
+                every=steps_per_sample(
+                    float(cfg.cell['wrench']['rate_hz']), float(cfg.cell['physics']['timestep'])
                 ),
             )
             if gauge == 'wrench'
