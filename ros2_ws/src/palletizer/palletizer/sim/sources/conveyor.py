@@ -74,11 +74,17 @@ class LineParams:
     # = 0.68 m) fits with margin, so the carton never touches the belt end while lifting
     elevator_side: float = 0.05  # platform wider than the belt by this on each side
     lower_height: float = 0.20  # store floor / elevator low stop: the line-B value is unknown
-    lift_time: float = 1.6  # [s] cosine profile; peak 0.73 m/s^2 for 0.38 m, well under g
+    # [s] cosine profile: peak 1.9 m/s^2 for 0.38 m, well under g. 1.6 s (0.73 m/s^2) made the
+    # elevator the line's bottleneck once the arm waited above the station: level 11 seed 1 at
+    # speed 1 waited 0.8, 0.3 and 1.1 s for cartons 2-4, 0.12 s each (the rest check) at 1.0 s
+    # with store_speed 0.5.
+    lift_time: float = 1.0
     seam_gap: float = 0.003  # air between neighbouring decks, so moving decks never touch
     infeed_length: float = 0.40  # metering belt between the store queue and the elevator
     store_gap: float = 0.10  # black-box mouth upstream of the elevator (§2.3 `gap`)
-    store_speed: float = 0.25  # [m/s] store queue and infeed belts
+    store_speed: float = (
+        0.50  # [m/s] store queue and infeed belts, inside the black box (see lift_time)
+    )
     queue_gap: float = 0.05  # air between waiting cartons in the store
     store_height: float = 1.25  # black box (§2.3)
     store_margin: float = 0.15
@@ -93,6 +99,11 @@ class LineParams:
     # A section starts running when a carton that must move comes this close to it, so the
     # leading edge never meets a still deck.
     drive_lead: float = 0.01
+
+    @property
+    def store_brake_lead(self) -> float:
+        """brake_lead for the store's faster decks: the slide grows with the speed squared."""
+        return self.brake_lead * (self.store_speed / self.speed) ** 2
 
     @property
     def platform_width(self) -> float:
@@ -284,10 +295,10 @@ class ConveyorSource:
     (`LineParams.hold_front`): on the conveyor at the downstream end of belt_a while the
     presented carton rests on belt_b, on a table line at the table edge while it rests on the
     table. On release() it moves on to the station and the elevator fetches the one after.
-    A running line holds a carton at the accumulation point when the pallet build starts: at
-    reset the first carton stands at rest on the belt at the hold point, so the first present()
-    covers only hold point -> station. Its staging jitter (dy, dyaw) is applied there as it
-    would be in the store. Inside the store the head likewise waits at the mouth, on the infeed
+    A running line is full when the pallet build starts: at reset the first carton stands at
+    the station (as the reference cell staged its table carton, cell-facts §2.3) and the second
+    at the hold point, so the first present() only waits for it to rest. Their staging jitter
+    (dy, dyaw) is applied there as it would be in the store. Inside the store the head likewise waits at the mouth, on the infeed
     (`LineParams.store_hold_front`), whenever the elevator is not down and empty, and is staged
     there at reset: loading the platform covers 0.49 m plus half the carton instead of 0.80 m
     plus half, 1.2 s less at store speed.
@@ -315,11 +326,12 @@ class ConveyorSource:
         self._ids = {d.index: d.package_id for d in self._draws}
         self._handles: dict[int, CartonHandle] = {}
         self._joints: dict[str, tuple[int, int]] = {}
-        self._queue: list[int] = [d.index for d in self._draws if d.index != self._held_at_start]
+        staged = (self._held_at_start, self._station_at_start)
+        self._queue: list[int] = [d.index for d in self._draws if d.index not in staged]
         self._loading: int | None = None
         self._lifted: int | None = None
         self._next: int | None = self._held_at_start  # waiting at, or heading to, the hold point
-        self._active: int | None = None
+        self._active: int | None = self._station_at_start  # heading to or at the station
         self._presented: Presented | None = None
         self._taken: list[int] = []
         self._jammed = False
@@ -330,21 +342,29 @@ class ConveyorSource:
     # -- layout -------------------------------------------------------------------------------
 
     def _plan_store(self) -> dict[int, _Stage]:
-        """Stage the first carton at the hold point and the rest single file in the store, head
-        at the mouth (`store_hold_front`) on the infeed, in arrival order.
+        """Stage the first carton at the station, the second at the hold point and the rest
+        single file in the store, head at the mouth (`store_hold_front`) on the infeed, in
+        arrival order.
 
         The x jitter is not applied: the queue and the station stop erase it.
         """
         p = self.p
         lane = min(p.belt_width, p.platform_width) - 2.0 * p.guide_margin
         stages: dict[int, _Stage] = {}
-        front = p.store_hold_front - p.brake_lead
+        front = p.store_hold_front - p.store_brake_lead
         hold = p.hold_front
         self._held_at_start: int | None = None
+        self._station_at_start: int | None = None
         for d in self._draws:
             _, dy, dyaw = self._jitter(d.index, 0)
             dy, dyaw = _guided(d.dims, dy, dyaw, lane)
             hx = _x_half(d.dims, dyaw)
+            if self._station_at_start is None:
+                # At the station, on the table or belt, dropped 1 mm to settle at reset.
+                z = p.top + d.dims[2] / 2.0 + 0.001
+                stages[d.index] = _Stage(pos=(p.station[0], p.belt_y + dy, z), yaw=dyaw, dy=dy)
+                self._station_at_start = d.index
+                continue
             if hold is not None and self._held_at_start is None:
                 # Already on the belt at the hold point, dropped 1 mm to settle at reset.
                 z = p.top + d.dims[2] / 2.0 + 0.001
@@ -622,7 +642,7 @@ class ConveyorSource:
             x = float(data.xpos[h.body][0])
             hx = float(h.half_extents(data)[0])
             if self._phase is _Lift.DOWN:
-                move = x < pcx - p.brake_lead
+                move = x < pcx - p.store_brake_lead
                 if move:
                     v_rollers = p.store_speed
                     self._load_rest.reset()
@@ -630,7 +650,7 @@ class ConveyorSource:
                     self._lifted, self._loading = self._loading, None
                     self._phase, self._phase_t0 = _Lift.LIFTING, t
             else:
-                move = x + hx < p.store_hold_front - p.brake_lead
+                move = x + hx < p.store_hold_front - p.store_brake_lead
             if move:
                 v_infeed = p.store_speed
                 if x - hx < p.queue_end + 0.01:
