@@ -153,6 +153,21 @@ def test_place_releases_and_verifies_against_the_pre_pick_tare():
     assert seq.grasp is None and seq.tare is None
 
 
+def test_the_placed_carton_is_an_obstacle_until_the_next_height_map():
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    assert seq.world(None).placed == ()
+    assert seq.pick(_obs()).ok
+    plan, spec, hm = _place_args()
+    assert seq.place(plan, spec, hm).ok
+    (box,) = seq.world(hm).placed
+    x, y, z = plan.position
+    np.testing.assert_allclose(np.add(box.lo, box.hi) / 2, (x, y, z))
+    assert box.hi[2] == pytest.approx(z + spec.dims_m[2] / 2)
+    seq.heightmap_updated()
+    assert seq.world(hm).placed == ()
+
+
 def test_place_that_keeps_the_carton_is_a_grasp_slip():
     arm = RecordingArm(lets_go=False)
     seq = PickPlaceSequencer(arm)

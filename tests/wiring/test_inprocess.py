@@ -30,3 +30,16 @@ def test_fast_forward_episode_is_identical_line_for_line():
     b = run_inprocess(12, 2, build_planner('heuristic'), sink=MemorySink())
     assert a[0].to_dict() == b[0].to_dict()
     assert a[1].events == b[1].events
+
+
+def test_the_wrist_gauge_weighs_every_level_11_carton_within_30_g_in_a_short_hold():
+    """60 wrench samples at 250 Hz (1 N noise per axis): each weigh holds 0.34 s."""
+    from palletizer.core.config import load_config
+    from palletizer.core.loads import draw_load
+
+    result, sink = run_inprocess(11, 1, build_planner('heuristic'), speed=1.0, sink=MemorySink())
+    truth = {d.package_id: d.mass for d in draw_load(11, 1, load_config())}
+    picks = [e for e in sink.events if e[2] == 'pick']
+    assert len(picks) == result.n_objects == 4
+    for _seq, _ts, _kind, pid, payload in picks:
+        assert abs(payload['mass_kg'] - truth[pid]) < 0.030, (pid, payload['mass_kg'], truth[pid])

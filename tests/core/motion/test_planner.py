@@ -16,6 +16,8 @@ from palletizer.core.motion import (
     MotionParams,
     MotionPlanner,
     Waypoint,
+    placed_box,
+    tool_down,
     yaw_of,
 )
 
@@ -134,6 +136,30 @@ def test_release_height_is_plan_top_plus_cup_gap_plus_drop(plans):
     for _, _, target, place in plans:
         T = PLANNER.kin.fk(place.trajectory.q[-1])
         assert T[2, 3] == pytest.approx(target.z + target.dims[2] / 2 + 0.0015 + 0.002, abs=1e-4)
+
+
+def test_place_retracts_vertically_to_the_approach_height_above_the_release(plans):
+    clearance = PLANNER.params.place_clearance
+    for *_, place in plans:
+        start = PLANNER.kin.fk(place.retreat.q[0])[:3, 3]
+        end = PLANNER.kin.fk(place.retreat.q[-1])[:3, 3]
+        np.testing.assert_allclose(end[:2], start[:2], atol=1e-6)
+        assert end[2] == pytest.approx(start[2] + clearance, abs=1e-4)
+
+
+def test_a_placed_carton_raises_the_stack_top_and_blocks_a_path_through_it():
+    world = _world()
+    carton = placed_box(0.6, 0.0, 0.4, math.pi / 2, (0.4, 0.3, 0.5))
+    np.testing.assert_allclose(carton.lo, (0.45, -0.2, 0.15))
+    np.testing.assert_allclose(carton.hi, (0.75, 0.2, 0.65))
+    with_it = CollisionWorld(world.height_field, world.boxes, (carton,))
+    assert world.stack_top(DECK) == pytest.approx(DECK)  # an empty pallet: the deck
+    assert with_it.stack_top(DECK) == pytest.approx(0.65)
+    q = PLANNER.kin.ik_nearest(tool_down(0.3, 0.0, 0.55, 0.0), np.array(HOME_Q))
+    wps = [Waypoint(0.9, 0.0, 0.55, 0.0, None, 'through')]
+    assert PLANNER.plan_cartesian(q, wps, world).ok
+    blocked = PLANNER.plan_cartesian(q, wps, with_it)
+    assert not blocked.ok and blocked.cause == 'collision' and 'placed_carton' in blocked.message
 
 
 def test_tcp_speed_respects_cartesian_and_approach_speeds(plans):

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from palletizer.core.config import load_config
 from palletizer.core.motion import (
     AABB,
     HOME_Q,
@@ -65,7 +66,8 @@ def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> di
 
     cycle_s_level11 needs the simulator: see cycle_level11 (main adds it).
     """
-    planner = MotionPlanner(params=MotionParams(rate_hz=rate_hz))
+    cell = load_config().cell
+    planner = MotionPlanner(params=MotionParams.from_config(cell, rate_hz=rate_hz))
     kin = planner.kin
     q0 = np.array(HOME_Q)
     rng = np.random.default_rng(seed)
@@ -98,7 +100,9 @@ def bench_motion(repeats: int = 50, seed: int = 0, rate_hz: float = 500.0) -> di
             a.trajectory.duration + a.retreat.duration + b.trajectory.duration + b.retreat.duration
         )
     # The same plans with the jerk-limited (ruckig) timing: how much longer its moves take.
-    jerk_planner = MotionPlanner(params=MotionParams(rate_hz=rate_hz, jerk_limited=True))
+    jerk_planner = MotionPlanner(
+        params=MotionParams.from_config(cell, rate_hz=rate_hz, jerk_limited=True)
+    )
     jerk_durations, jerk_times = [], []
     for pick, place, hf in _scenarios(seed, repeats):
         world = CollisionWorld(hf, (_PICK_TABLE, _PEDESTAL))

@@ -261,6 +261,9 @@ _CELL = {
     'motion': {
         'cartesian_speed': _num(0.0, 5.0),
         'approach_speed': _num(0.0, 5.0),
+        'cartesian_accel': _num(0.0, 50.0),
+        'empty_accel': _num(0.0, 50.0),
+        'blend_radius': _num(0.0, 0.5),
         'joint_accel_limits': _vec(6, 0.0, 100.0),
         'joint_jerk_limits': _vec(6, 0.0, 10000.0),
         'transit_height': _num(0.0, 3.0),
@@ -323,6 +326,7 @@ _PERCEPTION = {
     'detector': {'camera': _text, 'min_confidence': _num(0.0, 1.0)},
     'gauge': {
         'samples': _num(1, 10000, integer=True),
+        'settle_s': _num(0.0, 10.0),
         'still_speed': _num(0.0, 1.0),
         'still_steps': _num(1, 10000, integer=True),
         'hidden_limit': _num(0.0, 1.0),

@@ -69,9 +69,9 @@ class EpisodeDirectorNode(Node):
         hold = float(
             param(
                 'weigh_hold_s',
-                gauge['samples'] / float(cfg.cell['wrench']['rate_hz']) + 0.1,
-                'arm held still before a wrist reading [s]: the samples at the wrench rate '
-                '+ margin',
+                gauge['samples'] / float(cfg.cell['wrench']['rate_hz']) + gauge['settle_s'],
+                'arm held still before a wrist reading [s]: settle + the samples at the '
+                'wrench rate',
             )
         )
         ep = cfg.cell['episode']

@@ -21,7 +21,7 @@ from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
-from palletizer.core.motion import JointTrajectory
+from palletizer.core.motion import JointTrajectory, MotionParams, MotionPlanner
 from palletizer.execution import (
     ExecResult,
     FollowResult,
@@ -149,6 +149,7 @@ class TrajectoryExecutorNode(Node):
         # static reading, so the gripper's vacuum sensor judges the hold and the release.
         self.seq = PickPlaceSequencer(
             self,
+            planner=MotionPlanner(params=MotionParams.from_config(cell)),
             static_boxes=static_boxes(cfg, cfg.level(level).source),
             verify=verify,
             use_wrench=self.speed > 0,

@@ -52,7 +52,7 @@ class WristGauge:
     It sees the sensor exactly as the wrist_gauge node does through the cell bridge: a sample
     every `every` physics steps while the world advances (the bridge's wrench stream, cell.yaml
     wrench.rate_hz) plus one after each hold, and it averages the last `samples` of them after
-    holding the arm still for `hold_s` (by default the samples' span + 0.1 s).
+    holding the arm still for `hold_s` (by default settle_s + the samples' span).
     """
 
     oracle = False
@@ -68,13 +68,14 @@ class WristGauge:
         cup_gap: float = 0.0015,
         params: GaugeParams | None = None,
         every: int = 10,
+        settle_s: float = 0.3,
     ) -> None:
         self.cell = cell
         self.kin = kinematics or UR10eKinematics()
         self.samples = samples
         self.every = int(every)
         span = samples * self.every * float(cell.model.opt.timestep)
-        self.hold_s = hold_s if hold_s is not None else span + 0.1
+        self.hold_s = hold_s if hold_s is not None else span + settle_s
         self.still_speed = still_speed
         self.tcp_offset = tcp_offset
         self.cup_gap = cup_gap

@@ -26,7 +26,7 @@ from palletizer.core.episode import EpisodeSettings, MotionOutcome, Presented, r
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.measure import Tolerances
-from palletizer.core.motion import AABB, CarriedLoad, MotionError, MotionPlanner
+from palletizer.core.motion import AABB, CarriedLoad, MotionError, MotionParams, MotionPlanner
 from palletizer.core.planning import Planner
 from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
 from palletizer.sim.cell import Cell, CellOptions
@@ -362,13 +362,14 @@ def run_inprocess(
                 every=steps_per_sample(
                     float(cfg.cell['wrench']['rate_hz']), float(cfg.cell['physics']['timestep'])
                 ),
+                settle_s=g['settle_s'],
             )
             if gauge == 'wrench'
             else oracle_gauge
         )
         executor = ParkingExecutor(
             cell,
-            MotionPlanner(),
+            MotionPlanner(params=MotionParams.from_config(cfg.cell)),
             hmap.heightmap,
             static_boxes(cfg, lv.source),
             speed=speed,
