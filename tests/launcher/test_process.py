@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,7 +100,9 @@ _LAUNCHER = textwrap.dedent(
     signal.signal(signal.SIGTERM, lambda *_: r.stop('SIGTERM'))
     signal.signal(signal.SIGINT, lambda *_: r.stop('SIGINT'))
     r.start()
-    print('PIDS', *r.pids.values(), flush=True)
+    # One write: the nodes' relayed output must not land inside this line.
+    sys.stdout.write('PIDS ' + ' '.join(map(str, r.pids.values())) + chr(10))
+    sys.stdout.flush()
     sys.exit(r.run())
     """
 )
@@ -108,8 +111,10 @@ _LAUNCHER = textwrap.dedent(
 def _start_launcher() -> tuple[subprocess.Popen[str], list[int]]:
     proc = subprocess.Popen([sys.executable, '-c', _LAUNCHER], stdout=subprocess.PIPE, text=True)
     for line in proc.stdout:
-        if line.startswith('PIDS'):
-            return proc, [int(p) for p in line.split()[1:]]
+        found = re.search(r'PIDS((?: \d+){3})', line)
+        if found:
+            return proc, [int(p) for p in found.group(1).split()]
+    proc.kill()
     raise AssertionError('launcher did not start its nodes')
 
 
