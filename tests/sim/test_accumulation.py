@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import mujoco
 import numpy as np
 import pytest
 from palletizer.sim.sources import ConveyorSource, TableSource, conveyor_params, table_params
@@ -241,3 +242,41 @@ def test_a_one_carton_load_starts_at_the_station_with_an_empty_store(cls):
     world.take(src, 0, 0)
     src.release(got.package_id)
     assert src.state().exhausted and src.present(world) is None
+
+
+def _put(world, src, index: int, xyz) -> None:
+    """Hold carton `index` at xyz, level, at rest (as the gripper holds it)."""
+    h = src._handles[index]
+    world.data.qpos[h.qpos : h.qpos + 7] = [*xyz, 1, 0, 0, 0]
+    world.data.qvel[h.dof : h.dof + 6] = 0.0
+    mujoco.mj_forward(world.model, world.data)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [11, 21])
+def test_the_next_carton_rolls_in_only_once_the_taken_one_has_left_the_station(level):
+    src, draws = _line(level)
+    world = _World(src)
+    p = src.p
+    first = src.present(world)
+    assert first is not None and first.index == 0
+    src.release(first.package_id)
+    h0 = draws[0].dims[2]
+    tallest = max(d.dims[2] for d in draws)
+    # Lifted 0.15 m above the station, its bottom lower than the tallest carton: the sensor
+    # sees it and carton 1 stays at the hold point.
+    low = (p.station[0], p.belt_y, p.top + 0.15 + h0 / 2)
+    assert 0.15 < tallest + 0.05
+    x1 = _front(src, world, 1)
+    for _ in range(50):  # 1 s, the carton re-held every tick (gravity would drop it)
+        _put(world, src, 0, low)
+        world.step(_TICK)
+    assert abs(_front(src, world, 1) - x1) < 0.002
+    assert not src._station_clear(world.data)
+    # Carried high over the station, or away over the pallet: clear.
+    _put(world, src, 0, (p.station[0], p.belt_y, p.top + tallest + 0.06 + h0 / 2))
+    assert src._station_clear(world.data)
+    _put(world, src, 0, (0.6, 0.0, 0.5))
+    assert src._station_clear(world.data)
+    got = src.present(world)
+    assert got is not None and got.index == 1

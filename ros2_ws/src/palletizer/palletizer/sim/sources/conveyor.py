@@ -703,7 +703,11 @@ class ConveyorSource:
             spans[index] = (x - hx, x + hx)
         if self._active is not None:
             x = float(data.xpos[self._handles[self._active].body][0])
-            moves[self._active] = self._presented is None and x < p.station[0] - p.brake_lead
+            moves[self._active] = (
+                self._presented is None
+                and x < p.station[0] - p.brake_lead
+                and self._station_clear(data)
+            )
         if self._next is not None:
             target = p.hold_front if p.hold_front is not None else -math.inf
             if self._active is not None and not moves[self._active]:
@@ -724,6 +728,26 @@ class ConveyorSource:
                 moves[i] = False
         wanted = set().union(*(on(spans[i], p.drive_lead) for i in spans if moves[i]))
         return wanted - stopped
+
+    def _station_clear(self, data: mujoco.MjData) -> bool:
+        """The line's presence sensor over the station: False while the carton taken last still
+        hangs where the next one would pass on its way in (over the line from the hold point on,
+        its bottom lower than the load's tallest carton + 50 mm). The arm weighs the carton it
+        lifted there and then carries it away; the next one rolls in once it has left."""
+        if not self._taken:
+            return True
+        p = self.p
+        h = self._handles[self._taken[-1]]
+        tallest = max(d.dims[2] for d in self._draws)
+        if float(h.bottom_corners(data)[:, 2].min()) > p.top + tallest + 0.05:
+            return True
+        x, y = (float(v) for v in data.xpos[h.body][:2])
+        reach = 0.7  # the held carton's and the arriving carton's largest half-extents, 0.35 each
+        upstream = (p.hold_front if p.hold_front is not None else p.belt_x[0]) - 2 * reach
+        return not (
+            upstream <= x <= p.station[0] + reach
+            and abs(y - p.belt_y) <= p.belt_width / 2 + reach / 2
+        )
 
     def _platform_clear(self, data: mujoco.MjData) -> bool:
         """True when no delivered carton still stands over the raised platform."""
