@@ -730,23 +730,28 @@ class ConveyorSource:
         return wanted - stopped
 
     def _station_clear(self, data: mujoco.MjData) -> bool:
-        """The line's presence sensor over the station: False while the carton taken last still
-        hangs where the next one would pass on its way in (over the line from the hold point on,
-        its bottom lower than the load's tallest carton + 50 mm). The arm weighs the carton it
-        lifted there and then carries it away; the next one rolls in once it has left."""
+        """The line's presence sensor over the station: False while the carton taken last
+        still reaches into the corridor the next one passes through on its way in (over the
+        belt from the hold point to the station, up to the load's tallest carton + 50 mm). The
+        arm weighs the carton it lifted there and then carries it away; the next one rolls in
+        once it has left."""
         if not self._taken:
             return True
         p = self.p
         h = self._handles[self._taken[-1]]
+        corners = h.bottom_corners(data)
+        lo = corners.min(axis=0)
+        hi = corners.max(axis=0)
         tallest = max(d.dims[2] for d in self._draws)
-        if float(h.bottom_corners(data)[:, 2].min()) > p.top + tallest + 0.05:
-            return True
-        x, y = (float(v) for v in data.xpos[h.body][:2])
-        reach = 0.7  # the held carton's and the arriving carton's largest half-extents, 0.35 each
-        upstream = (p.hold_front if p.hold_front is not None else p.belt_x[0]) - 2 * reach
-        return not (
-            upstream <= x <= p.station[0] + reach
-            and abs(y - p.belt_y) <= p.belt_width / 2 + reach / 2
+        upstream = p.hold_front if p.hold_front is not None else p.belt_x[0]
+        upstream -= 0.7  # the arriving carton's length, at most
+        return bool(
+            lo[2] > p.top + tallest + 0.05
+            or hi[2] + h.dims[2] < p.top
+            or hi[0] < upstream
+            or lo[0] > p.station[0] + 0.35
+            or hi[1] < p.belt_y - p.belt_width / 2
+            or lo[1] > p.belt_y + p.belt_width / 2
         )
 
     def _platform_clear(self, data: mujoco.MjData) -> bool:
