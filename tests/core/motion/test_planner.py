@@ -457,3 +457,29 @@ def test_jerk_limited_timing_keeps_every_joint_within_its_jerk_limit_and_takes_l
     assert out[True][0] <= limit  # ruckig on the path coordinate: 44 rad/s^3 measured
     assert out[False][0] > 10 * limit  # time-optimal: acceleration steps between grid points
     assert out[True][1] > out[False][1]
+
+
+def test_a_release_that_would_drive_the_wrist_into_the_base_is_refused_before_motion():
+    """Level 12 seed 1 (grid planner): placing 0.43 m from the base axis, 0.25 m above the
+    deck, folded wrist 1 into the robot's base; the checks now see the arm's wrist joints."""
+    q = np.array(HOME_Q)
+    dims = (0.24, 0.18, 0.10)
+    pick = PLANNER.plan_pick(q, CartonPose(-0.2, -0.8, 0.63, 0.0, dims), _world())
+    assert pick.ok, pick.message
+    near = CartonPose(0.637, -0.294, DECK + 0.05, 0.0, dims)
+    res = PLANNER.plan_place(pick.q_end, near, pick.grasp, _world())
+    assert not res.ok and res.cause == 'collision' and 'robot base or pedestal' in res.message
+    assert res.trajectory is None
+    # The same carton farther out along the pallet's near edge is fine.
+    far = CartonPose(0.3, -0.294, DECK + 0.05, 0.0, dims)
+    assert PLANNER.plan_place(pick.q_end, far, pick.grasp, _world()).ok
+
+
+def test_wrist_near_mount_measures_the_wrist_joints_against_base_and_pedestal():
+    from palletizer.core.motion.kinematics import wrist_near_mount
+
+    kin = PLANNER.kin
+    folded = kin.ik_nearest(tool_down(0.637, -0.294, 0.247, 0.0), np.array(HOME_Q))
+    out = kin.ik_nearest(tool_down(0.3, -0.3, 0.25, 0.0), np.array(HOME_Q))
+    got = wrist_near_mount(np.array([folded, out]), 0.24, 0.095, 0.181, 0.075)
+    assert got.tolist() == [True, False]

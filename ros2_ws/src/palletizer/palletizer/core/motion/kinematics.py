@@ -21,6 +21,8 @@ __all__ = [
     'branch_index',
     'fk_dh',
     'ik_batch',
+    'joint_origins',
+    'wrist_near_mount',
     'tool_down',
     'tool_down_batch',
     'yaw_of',
@@ -146,6 +148,36 @@ def fk_dh(q: np.ndarray) -> np.ndarray:
     for i in range(1, 6):
         t = t @ m[:, i]
     return t.reshape(q.shape[:-1] + (4, 4))
+
+
+def joint_origins(q: np.ndarray) -> np.ndarray:
+    """Origins of the DH frames 1..6 in the base frame (n, 6, 3) [m] for q (n, 6) [rad]:
+    shoulder, elbow, wrist 1, wrist 2, wrist 3, flange."""
+    m = _dh_matrices(np.asarray(q, dtype=float).reshape(-1, 6))
+    out = np.empty((m.shape[0], 6, 3))
+    t = m[:, 0]
+    out[:, 0] = t[:, :3, 3]
+    for i in range(1, 6):
+        t = t @ m[:, i]
+        out[:, i] = t[:, :3, 3]
+    return out
+
+
+def wrist_near_mount(
+    q: np.ndarray,
+    pedestal_radius: float,
+    base_radius: float,
+    shoulder_height: float,
+    link_radius: float,
+) -> np.ndarray:
+    """(n,) True where a wrist joint (wrist 1, 2, 3 origins) of q (n, 6) comes closer to the
+    base axis than the mount allows: below the shoulder, the base link (base_radius) and under
+    it the pedestal (pedestal_radius), each plus the wrist's own link_radius [m]."""
+    wrists = joint_origins(q)[:, 2:5]
+    radial = np.hypot(wrists[..., 0], wrists[..., 1])
+    z = wrists[..., 2]
+    need = np.where(z < 0.0, pedestal_radius, base_radius) + link_radius
+    return ((z < shoulder_height) & (radial < need)).any(axis=1)
 
 
 def unwrap_rows(q: np.ndarray) -> np.ndarray:

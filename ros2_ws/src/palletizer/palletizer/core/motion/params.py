@@ -47,6 +47,13 @@ class MotionParams:
     # first failed to hold a pose at 0.373 m and held every pose from 0.447 m (cell-facts §1.5);
     # a straight truck-to-pallet cross passed 0.21 m from the axis and had no IK (level 33).
     base_clearance: float = 0.45
+    # The arm's mount, for the wrist-vs-mount check (base frame, [m]): the pedestal under the
+    # base (configs/cell.yaml robot.pedestal.radius), the base link up to the shoulder (UR10e
+    # base 190 mm across, shoulder at d1 = 0.181), and the wrist links' radius with 15 mm air.
+    pedestal_radius: float = 0.24
+    base_radius: float = 0.095
+    shoulder_height: float = 0.181
+    link_radius: float = 0.075
     place_clearance: float = 0.18  # above the seal / release pose before the final descent (§3.11)
     stack_clearance: float = 0.22  # carried load bottom above the tallest stack (§3.11)
     drop_clearance: float = 0.002  # release height above the support (§3.11)
@@ -126,6 +133,7 @@ class MotionParams:
             )
         }
         values.update(
+            pedestal_radius=float(r['pedestal']['radius']),
             cup_gap=float(cell['gripper']['cup_gap']),
             deck_z=float(cell['pallet']['size'][2]),
             rate_hz=float(cell['physics']['control_rate_hz']),

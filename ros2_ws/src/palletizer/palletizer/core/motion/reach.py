@@ -25,6 +25,7 @@ from palletizer.core.motion.kinematics import (
     ik_batch,
     tool_down_batch,
     unwrap_rows,
+    wrist_near_mount,
 )
 
 __all__ = ['AnalyticReach', 'ReachParams', 'ReachTable', 'build_reach_table', 'main']
@@ -50,6 +51,12 @@ class ReachParams:
     descent_step: float = 0.02
     max_joint_step: float = 0.10
     min_radius: float = 0.0
+    # The wrist must keep off the robot's mount, as MotionParams checks every planned sample
+    # (pedestal_radius, base_radius, shoulder_height, link_radius there); 0 turns it off.
+    pedestal_radius: float = 0.24
+    base_radius: float = 0.095
+    shoulder_height: float = 0.181
+    link_radius: float = 0.075
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -67,6 +74,7 @@ def _column_ok(
     z: np.ndarray,
     yaw: np.ndarray,
     max_step: float,
+    params: ReachParams | None = None,
 ) -> np.ndarray:
     """Per column (n columns of m samples each, arrays (n, m)) and branch: is every sample
     in-family, in limits and branch-continuous? Returns (n, m, 8) 'good so far from the top'
@@ -79,6 +87,15 @@ def _column_ok(
     qz = np.where(valid[..., None], q, 0.0)
     qu = np.swapaxes(unwrap_rows(np.swapaxes(qz, 0, 1)), 0, 1)
     good = valid & branch_family(qu) & kin.limits.within(qu)
+    if params is not None and params.link_radius > 0:
+        near = wrist_near_mount(
+            qu.reshape(-1, 6),
+            params.pedestal_radius,
+            params.base_radius,
+            params.shoulder_height,
+            params.link_radius,
+        )
+        good &= ~near.reshape(good.shape)
     step_ok = np.abs(np.diff(qu, axis=1)).max(axis=-1) <= max_step
     return good, step_ok
 
@@ -112,7 +129,9 @@ class AnalyticReach:
         chunk = max(1, 20000 // zz.shape[1])
         for i in range(0, x.size, chunk):
             sl = slice(i, i + chunk)
-            good, step_ok = _column_ok(self.kin, xx[sl], yy[sl], zz[sl], ww[sl], p.max_joint_step)
+            good, step_ok = _column_ok(
+                self.kin, xx[sl], yy[sl], zz[sl], ww[sl], p.max_joint_step, p
+            )
             ok = good.all(axis=1) & step_ok.all(axis=1)
             out[sl] = ok.any(axis=1)
         if p.min_radius > 0:
@@ -280,6 +299,7 @@ def build_reach_table(
             np.broadcast_to(zc, (n, m)),
             rep(gw[sl]),
             p.max_joint_step,
+            p,
         )
         # Bad-sample and bad-step prefix counts give each descent's verdict in O(1).
         bad = np.concatenate([np.zeros((n, 1, 8)), np.cumsum(~good, axis=1)], axis=1)
