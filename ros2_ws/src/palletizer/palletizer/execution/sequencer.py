@@ -370,23 +370,18 @@ class PickPlaceSequencer:
 
         A held carton (between pick and place) travels along and is part of the checks.
         """
-        fb = feedback or (lambda phase, progress: None)
-        q = self.arm.joint_positions()
-        if q is None:
-            return _controller('no joint state received yet')
-        try:
-            plan, parked = plan_park(self.motion, q, pose, self.world(heightmap), self._load())
-        except MotionError as exc:
-            return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
-        if not plan.ok:
-            return _refused(plan)
-        if plan.trajectory is None:
-            return ExecResult(Outcome.OK, 'already parked or out of the photos')
-        fail = self._move(plan.trajectory, plan.waypoints, 0.0, plan.trajectory.duration, fb)
-        if fail is not None:
-            return fail
-        self.parked, self.park_pose = parked, pose
-        return ExecResult(Outcome.OK, 'parked', motion_s=plan.trajectory.duration)
+        parked: list[Parked | None] = [None]
+
+        def plan(q: np.ndarray) -> MotionResult:
+            result, parked[0] = plan_park(
+                self.motion, q, pose, self.world(heightmap), self._load()
+            )
+            return result
+
+        out = self._simple_move(plan, feedback, 'already parked or out of the photos', 'parked')
+        if out.ok and out.motion_s > 0:
+            self.parked, self.park_pose = parked[0], pose
+        return out
 
     def hover(
         self,
@@ -396,28 +391,46 @@ class PickPlaceSequencer:
     ) -> ExecResult:
         """Empty-arm tool-down Cartesian move to hover at pose (x, y, z [m], yaw [rad]; above
         the source station), checked as a whole; refused while a carton is held."""
-        fb = feedback or (lambda phase, progress: None)
         if self.grasp is not None:
             return ExecResult(
                 Outcome.CONTROLLER_FAILED, 'hover refused: a carton is held; place it first'
             )
+        x, y, z, yaw = pose
+
+        def plan(q: np.ndarray) -> MotionResult:
+            return self.motion.plan_hover(q, x, y, z, self.world(heightmap), yaw)
+
+        out = self._simple_move(plan, feedback, 'already hovering', 'hovering')
+        if out.ok and out.motion_s > 0:
+            self.parked = None  # the arm has left any photo park
+        return out
+
+    def _simple_move(
+        self,
+        plan: Callable[[np.ndarray], MotionResult],
+        feedback: Feedback | None,
+        idle: str,
+        done: str,
+    ) -> ExecResult:
+        """Plan from the current joints, refuse what fails its checks, else run it as one goal.
+        `idle`: the message when nothing needs to move; `done`: after moving."""
+        fb = feedback or (lambda phase, progress: None)
         q = self.arm.joint_positions()
         if q is None:
             return _controller('no joint state received yet')
         try:
-            x, y, z, yaw = pose
-            plan = self.motion.plan_hover(q, x, y, z, self.world(heightmap), yaw)
+            result = plan(q)
         except MotionError as exc:
             return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
-        if not plan.ok:
-            return _refused(plan)
-        if plan.trajectory is None:
-            return ExecResult(Outcome.OK, 'already hovering')
-        fail = self._move(plan.trajectory, plan.waypoints, 0.0, plan.trajectory.duration, fb)
+        if not result.ok:
+            return _refused(result)
+        if result.trajectory is None:
+            return ExecResult(Outcome.OK, idle)
+        traj = result.trajectory
+        fail = self._move(traj, result.waypoints, 0.0, traj.duration, fb)
         if fail is not None:
             return fail
-        self.parked = None  # the arm has left any photo park
-        return ExecResult(Outcome.OK, 'hovering', motion_s=plan.trajectory.duration)
+        return ExecResult(Outcome.OK, done, motion_s=traj.duration)
 
     def _load(self) -> CarriedLoad | None:
         if self.grasp is None or self.held_dims is None:

@@ -317,39 +317,33 @@ class TrajectoryExecutorNode(Node):
 
     def on_park(self, _req: Trigger.Request, res: Trigger.Response):
         """Tool-down Cartesian move to the photo park pose; success False names the cause."""
-        t0 = time.monotonic()
-        if not self.busy.acquire(blocking=False):
-            res.success, res.message = False, 'controller_failed: a pick or place is running'
-            return res
-        try:
-            out = self.seq.park(self._heightmap, self.park_pose)
-        finally:
-            self.busy.release()
-        res.success = out.ok
-        res.message = out.message if out.ok else f'{out.cause}: {out.message}'
-        self.get_logger().info(
-            f'park: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
-            f'{out.motion_s:.2f} s of motion'
+        return self._service_move(
+            res, 'park', lambda: self.seq.park(self._heightmap, self.park_pose)
         )
-        return res
 
     def on_ready(self, _req: Trigger.Request, res: Trigger.Response):
         """Empty arm to wait above the source (ready_pose); success False names the cause."""
-        t0 = time.monotonic()
         if self.ready_pose is None:
             res.success, res.message = True, 'no ready pose for this source: staying put'
             return res
+        return self._service_move(
+            res, 'ready', lambda: self.seq.hover(self._heightmap, self.ready_pose)
+        )
+
+    def _service_move(self, res: Trigger.Response, what: str, move) -> Trigger.Response:
+        """Run a Trigger service's move unless a pick or place holds the arm; log it."""
+        t0 = time.monotonic()
         if not self.busy.acquire(blocking=False):
             res.success, res.message = False, 'controller_failed: a pick or place is running'
             return res
         try:
-            out = self.seq.hover(self._heightmap, self.ready_pose)
+            out = move()
         finally:
             self.busy.release()
         res.success = out.ok
         res.message = out.message if out.ok else f'{out.cause}: {out.message}'
         self.get_logger().info(
-            f'ready: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
+            f'{what}: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
             f'{out.motion_s:.2f} s of motion'
         )
         return res

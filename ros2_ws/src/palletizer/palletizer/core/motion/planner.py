@@ -664,15 +664,20 @@ class MotionPlanner:
         bad |= ~branch_family(q) | ~self.kin.limits.within(q)
         steps = np.abs(np.diff(q, axis=0)).max(axis=1)
         bad[1:] |= steps > p.max_joint_step
-        if bad.any():
-            i = int(np.argmax(bad))
+
+        def failed(cause: str, i: int, what: str) -> _Checked:
             k = int(seg_idx[i])
             x, y, z, yw = pose_arr[i]
+            where = f'({x:.3f}, {y:.3f}, {z:.3f}, yaw {yw:.3f})'
             return _Checked(
-                cause=IK_UNREACHABLE,
+                cause=cause,
                 failing=index0 + k,
-                message=f'no branch-continuous in-limit IK at ({x:.3f}, {y:.3f}, {z:.3f}, '
-                f'yaw {yw:.3f}) on the way to waypoint {index0 + k} ({wps[k].name})',
+                message=f'{what} {where} on the way to waypoint {index0 + k} ({wps[k].name})',
+            )
+
+        if bad.any():
+            return failed(
+                IK_UNREACHABLE, int(np.argmax(bad)), 'no branch-continuous in-limit IK at'
             )
         # The tool-and-carton checks do not see the arm: level 12 seed 1 (grid planner) drove
         # wrist 1 into the base placing 0.43 m from the base axis, 0.25 m above the deck.
@@ -681,14 +686,7 @@ class MotionPlanner:
         )
         if near.any():
             i = int(np.argmax(near))
-            k = int(seg_idx[i])
-            x, y, z, _ = pose_arr[i]
-            return _Checked(
-                cause=COLLISION,
-                failing=index0 + k,
-                message=f'the wrist would strike the robot base or pedestal with the TCP at '
-                f'({x:.3f}, {y:.3f}, {z:.3f}) on the way to waypoint {index0 + k} ({wps[k].name})',
-            )
+            return failed(COLLISION, i, 'the wrist would strike the robot base or pedestal at')
         if world is not None:
             hit = first_collision(
                 pose_arr,
@@ -701,15 +699,8 @@ class MotionPlanner:
             )
             if hit is not None:
                 i, what = hit
-                k = int(seg_idx[i])
-                x, y, z, _ = pose_arr[i]
-                return _Checked(
-                    cause=COLLISION,
-                    failing=index0 + k,
-                    message=f'swept tool{" and carton" if load else ""} hits {what} at '
-                    f'({x:.3f}, {y:.3f}, {z:.3f}) on the way to waypoint {index0 + k} '
-                    f'({wps[k].name})',
-                )
+                swept = f'swept tool{" and carton" if load else ""} hits {what} at'
+                return failed(COLLISION, i, swept)
         segments = []
         for g, (s, cap, accel) in enumerate(seg_info):
             sel = np.concatenate([[False], grp_idx[1:] == g])
