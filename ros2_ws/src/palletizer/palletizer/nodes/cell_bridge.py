@@ -175,6 +175,10 @@ class CellBridgeNode(Node):
         self.create_service(RunStability, '~/run_stability', self.on_stability, **ws)
         self.create_service(GroundTruth, '~/ground_truth', self.on_ground_truth, **ws)
         self.create_service(SetIO, io_srv, self.on_set_io, **ws)
+        # A robot driver streams its joint states whether or not anything moves; so does the
+        # cell while idle (fast-forward steps only on calls), so a late subscriber such as the
+        # trajectory executor gets one before its first goal. Sim time does not advance.
+        self.create_timer(0.2, self._idle_state, **ws)
         self.action = ActionServer(
             self,
             FollowJointTrajectory,
@@ -243,6 +247,15 @@ class CellBridgeNode(Node):
         """Clock, joint states, wrench and TF at the current sim time."""
         self._publish_kinematics()
         self._publish_wrench()
+
+    def _idle_state(self) -> None:
+        """Clock, joint states and TF again when no call or goal is using the world."""
+        if self.active_goal is not None or not self.lock.acquire(blocking=False):
+            return
+        try:
+            self._publish_kinematics()
+        finally:
+            self.lock.release()
 
     def _publish_kinematics(self) -> None:
         """Clock, joint states and TF at the current sim time."""

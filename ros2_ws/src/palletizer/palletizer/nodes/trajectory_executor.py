@@ -212,8 +212,15 @@ class TrajectoryExecutorNode(Node):
 
     # ArmPort ----------------------------------------------------------------------------------
     def joint_positions(self) -> np.ndarray | None:
-        with self._q_lock:
-            return None if self._q is None else self._q.copy()
+        """The latest joint state; before the first one, waits up to server_timeout_s."""
+        end = time.monotonic() + self.server_timeout
+        while True:
+            with self._q_lock:
+                if self._q is not None:
+                    return self._q.copy()
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.02)
 
     def follow(self, traj: JointTrajectory, progress) -> FollowResult:
         if not self.fjt.wait_for_server(timeout_sec=self.server_timeout):
