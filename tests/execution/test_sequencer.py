@@ -13,7 +13,6 @@ from palletizer.execution import (
     Outcome,
     PickPlaceSequencer,
     controller_cause,
-    phase_timeline,
 )
 
 GRIPPER = np.array([0.0, 0.0, -60.0])  # empty tool weight in the sensor frame [N]
@@ -220,31 +219,6 @@ def test_missing_joint_state_fails_without_moving():
 )
 def test_controller_failures_map_to_the_closed_vocabulary(code, cause):
     assert controller_cause(code) == cause
-
-
-def test_phase_timeline_finds_the_waypoint_arrivals():
-    t = np.arange(0, 11) * 0.1
-    qd = np.ones((11, 6))
-    qd[[0, 4, 10]] = 0.0  # rest at the start, at the first waypoint and at the end
-    z = np.zeros((11, 6))
-    tl = phase_timeline(JointTrajectory(t, z, qd, z), ('cross', 'seal'))
-    np.testing.assert_allclose([e for e, _ in tl], [0.4, 1.0])
-    assert [p for _, p in tl] == ['cross', 'descend']
-    # Unmatched boundaries: the whole goal is its last phase.
-    assert phase_timeline(JointTrajectory(t, z, qd, z), ('rise', 'cross', 'seal')) == (
-        (1.0, 'descend'),
-    )
-
-
-def test_phase_timeline_merges_a_drop_and_final_descent_run_without_a_stop():
-    t = np.linspace(0.0, 3.0, 301)
-    qd = np.ones((301, 6))
-    for k in (100, 200):  # two interior rests: after the rise and after the cross
-        qd[k] = 0.0
-    z = np.zeros((301, 6))
-    tl = phase_timeline(JointTrajectory(t, z, qd, z), ('rise', 'cross', 'pre_seal', 'seal'))
-    assert [p for _, p in tl] == ['rise', 'cross', 'descend']
-    assert [round(e, 2) for e, _ in tl] == [1.0, 2.0, 3.0]
 
 
 def test_arrival_timeline_follows_the_tcp_through_rounded_corners():

@@ -15,7 +15,6 @@ from palletizer.execution.sequencer import (
     PickPlaceSequencer,
     arrival_timeline,
     controller_cause,
-    phase_timeline,
 )
 from palletizer.execution.wrench import (
     ForceReading,
@@ -44,7 +43,6 @@ __all__ = [
     'duration_to_s',
     'park_waypoints',
     'arrival_timeline',
-    'phase_timeline',
     'plan_park',
     'plan_unpark',
     'trajectory_from_msg',

@@ -47,7 +47,6 @@ __all__ = [
     'PickPlaceSequencer',
     'controller_cause',
     'arrival_timeline',
-    'phase_timeline',
 ]
 
 Feedback = Callable[[str, float], None]
@@ -133,36 +132,6 @@ _PHASE = {
     'lift': 'lift',
     'retract': 'retract',
 }
-
-
-def phase_timeline(traj: JointTrajectory, names: tuple[str, ...]) -> tuple[tuple[float, str], ...]:
-    """(end time [s], phase) per waypoint of a trajectory built from rest-to-rest segments.
-
-    Segments meet where every joint is at rest, so the interior rest samples are the waypoint
-    arrivals. When they cannot be matched to the names (e.g. a zero-length segment), the
-    whole trajectory is reported as its last phase.
-    """
-    phases = tuple(_PHASE.get(n, n) for n in names)
-    if not phases:
-        return ((traj.duration, ''),)
-    qd = np.abs(np.asarray(traj.qd))
-    rest = np.flatnonzero(qd.max(axis=1) <= 1e-9) if len(qd) else np.array([], int)
-    interior = [float(traj.t[i]) for i in rest if 0 < i < len(traj.t) - 1]
-    # A pause of several rest samples is one boundary.
-    bounds: list[float] = []
-    for t in interior:
-        if not bounds or t - bounds[-1] > 1.5 / 500:
-            bounds.append(t)
-        else:
-            bounds[-1] = t
-    if len(bounds) == len(phases) - 1:
-        return tuple(zip([*bounds, traj.duration], phases, strict=True))
-    # A drop and its slow final stretch run as one segment (no rest between them): merge
-    # consecutive waypoints of the same phase and match again.
-    merged = tuple(p for i, p in enumerate(phases) if i == 0 or p != phases[i - 1])
-    if len(bounds) == len(merged) - 1:
-        return tuple(zip([*bounds, traj.duration], merged, strict=True))
-    return ((traj.duration, phases[-1]),)
 
 
 def arrival_timeline(
