@@ -37,3 +37,11 @@ def test_a_bad_config_value_is_refused_by_name():
     cell['motion'] = {**cell['motion'], 'cartesian_accel': 0.0}
     with pytest.raises(MotionError, match=r'MotionParams.cartesian_accel = 0.0; expected > 0'):
         MotionParams.from_config(cell)
+
+
+def test_an_unknown_timing_is_refused_with_the_allowed_ones():
+    with pytest.raises(MotionError, match=r"timing = 'topp'; expected one of jerk_limited, "):
+        MotionParams(timing='topp')
+    cell = copy.deepcopy(dict(load_config().cell))
+    cell['motion'] = {**cell['motion'], 'timing': 'ruckig'}
+    assert MotionParams.from_config(cell).timing == 'ruckig'

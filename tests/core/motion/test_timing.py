@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from palletizer.core.motion import JointLimits, MotionError
-from palletizer.core.motion.timing import PathLimits, sample_segments, time_optimal, time_segment
+from palletizer.core.motion.timing import (
+    PathLimits,
+    limit_jerk,
+    sample_segments,
+    time_optimal,
+    time_segment,
+)
 from ruckig import InputParameter, Ruckig, Trajectory
 
 
@@ -118,3 +124,44 @@ def test_a_path_that_turns_the_wrist_sharply_keeps_moving_and_stays_in_limits():
     tr = sample_segments([seg], lim, 500.0)
     assert np.all(np.abs(tr.qd) <= np.asarray(lim.velocity) + 1e-9)
     assert np.all(np.abs(tr.qdd) <= np.asarray(lim.acceleration) + 1e-9)
+
+
+def test_limit_jerk_ramps_the_acceleration_steps_and_costs_exactly_its_window():
+    # A straight joint line: the time-optimal profile is bang-bang at the Cartesian 2 m/s^2.
+    s, q = _line(0.8, np.array([1.0, 0, 0, 0, 0, 0]), k=161)
+    lim = JointLimits(jerk=(100.0,) * 6)
+    raw = time_optimal(s, q, np.full(161, 1.5), 2.0, lim)
+    smooth = limit_jerk(raw, lim)
+    # Window: spread of sdd (4 m/s^2) x |dq/ds| (1 rad/m) / (0.8 x 100 rad/s^3) = 50 ms.
+    assert smooth.duration - raw.duration == pytest.approx(0.05, abs=2e-3)
+    t = np.linspace(0.0, smooth.duration, 4001)
+    s_t, sd_t, sdd_t = smooth.evaluate(t)
+    assert s_t[0] == 0.0 and s_t[-1] == pytest.approx(0.8, abs=1e-9)
+    assert sd_t[0] == 0.0 and sd_t[-1] == 0.0 and sd_t.min() >= 0.0
+    assert sd_t.max() <= raw.sd_knot.max() + 1e-9
+    # Within the original's range, up to the 1e-6 length correction of the integration.
+    assert raw.sdd.min() * (1 + 1e-5) <= sdd_t.min() and sdd_t.max() <= raw.sdd.max() * (1 + 1e-5)
+    path_jerk = np.abs(np.diff(smooth.sdd)) / np.diff(smooth.t_knot[:-1])
+    assert path_jerk.max() <= 4.0 / 0.05 * 1.05
+    # Sampled, every joint within its jerk limit; unsmoothed, 2 m/s^2 steps in one period.
+    tr = sample_segments([smooth], lim, 500.0, check_jerk=True)
+    assert np.abs(np.diff(tr.qdd, axis=0)).max() * 500.0 <= 100.0 + 1e-9
+    bare = sample_segments([raw], lim, 500.0)
+    assert np.abs(np.diff(bare.qdd, axis=0)).max() * 500.0 > 1000.0
+    np.testing.assert_allclose(tr.q[[0, -1]], q[[0, -1]], atol=1e-9)
+
+
+def test_jerk_check_widens_the_window_where_the_path_curvature_adds_jerk():
+    # A joint-space arc: the curvature terms of the joint jerk are not in the window's sizing.
+    s = np.linspace(0.0, 1.0, 201)
+    q = np.zeros((201, 6))
+    q[:, 0] = np.sin(6 * s) / 2
+    q[:, 1] = np.cos(6 * s) / 2
+    lim = JointLimits(acceleration=(8.0,) * 6, jerk=(30.0,) * 6)
+    seg = time_optimal(s, q, np.full(201, 2.0), 2.0, lim, jerk_limited=True)
+    loose = sample_segments([seg], lim, 500.0)
+    checked = sample_segments([seg], lim, 500.0, check_jerk=True)
+    jerk = np.abs(np.diff(checked.qdd, axis=0)).max(axis=0) * 500.0
+    assert np.all(jerk <= 30.0 + 1e-9)
+    assert np.abs(np.diff(loose.qdd, axis=0)).max() * 500.0 > 30.0
+    assert checked.duration > loose.duration

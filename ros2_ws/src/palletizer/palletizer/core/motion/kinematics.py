@@ -63,15 +63,16 @@ class JointLimits:
 
     Position and speed: UR10e datasheet (cell-facts §3.1, mujoco-notes "Limits"): +-2 pi, elbow
     +-pi; 120/120/180/180/180/180 deg/s. UR publishes no acceleration limit: 5 rad/s^2 is the ROS
-    description's placeholder (mujoco-notes), kept as the default. Jerk 50 rad/s^3 is chosen (a
-    0.1 s ramp to full acceleration), not measured; both match configs/cell.yaml `motion`.
+    description's placeholder (mujoco-notes), kept as the default. UR publishes no jerk limit
+    either: 500 rad/s^3 is chosen (full acceleration in 10 ms, five 500 Hz control periods),
+    not measured; both match configs/cell.yaml `motion`, which says what it costs.
     """
 
     lower: tuple[float, ...] = (-TWO_PI, -TWO_PI, -math.pi, -TWO_PI, -TWO_PI, -TWO_PI)
     upper: tuple[float, ...] = (TWO_PI, TWO_PI, math.pi, TWO_PI, TWO_PI, TWO_PI)
     velocity: tuple[float, ...] = tuple(math.radians(v) for v in (120, 120, 180, 180, 180, 180))
     acceleration: tuple[float, ...] = (5.0,) * 6
-    jerk: tuple[float, ...] = (50.0,) * 6
+    jerk: tuple[float, ...] = (500.0,) * 6
 
     def __post_init__(self) -> None:
         for name in ('lower', 'upper', 'velocity', 'acceleration', 'jerk'):

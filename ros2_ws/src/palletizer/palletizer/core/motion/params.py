@@ -10,7 +10,10 @@ from typing import Any
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import JointLimits
 
-__all__ = ['MotionParams']
+__all__ = ['TIMINGS', 'MotionParams']
+
+# The time parameterisations MotionParams.timing selects (see there).
+TIMINGS = ('jerk_limited', 'time_optimal', 'ruckig')
 
 
 @dataclass(frozen=True)
@@ -35,13 +38,14 @@ class MotionParams:
     # acceleration limits bind; 5 m/s^2 leaves them in charge on every level-11 move.
     empty_accel: float = 5.0
     # Chosen (0.1 s ramp to full acceleration), not measured; scaled with the acceleration
-    # of the move (empty cups). Only the jerk-limited (ruckig) timing uses it.
+    # of the move (empty cups). Only the 'ruckig' timing uses it.
     cartesian_jerk: float = 20.0
-    # Timing: False = time-optimal along each path (every joint's speed and acceleration
-    # limit applied point by point, jerk not bounded, corners rounded); True = ruckig on each
-    # segment's path coordinate (jerk-limited, corners stopped at). `scripts/bench motion`
-    # measures both: the jerk-limited moves take longer (motion_s_jerk_limited).
-    jerk_limited: bool = False
+    # Timing along each path (TIMINGS): 'jerk_limited' = time-optimal (every joint's speed and
+    # acceleration limit applied point by point, corners rounded), then smoothed so every
+    # joint stays within its jerk limit; 'time_optimal' = the same unsmoothed (jerk not
+    # bounded); 'ruckig' = ruckig on each segment's path coordinate with one set of limits per
+    # segment (jerk-limited, corners stopped at). `scripts/bench motion` measures all three.
+    timing: str = 'jerk_limited'
     transit_height: float = 0.94  # minimum cruise z (§3.11)
     # Crossing moves keep the TCP this far from the base's vertical axis [m]: the empty arm
     # first failed to hold a pose at 0.373 m and held every pose from 0.447 m (cell-facts §1.5);
@@ -79,8 +83,12 @@ class MotionParams:
     limits: JointLimits = field(default_factory=JointLimits)
 
     def __post_init__(self) -> None:
+        if self.timing not in TIMINGS:
+            raise MotionError(
+                f'MotionParams.timing = {self.timing!r}; expected one of {", ".join(TIMINGS)}'
+            )
         for f in fields(self):
-            if f.name == 'limits':
+            if f.name in ('limits', 'timing'):
                 continue
             value = getattr(self, f.name)
             if not isinstance(value, int | float) or not math.isfinite(value):
@@ -133,6 +141,7 @@ class MotionParams:
             )
         }
         values.update(
+            timing=str(m['timing']),
             pedestal_radius=float(r['pedestal']['radius']),
             cup_gap=float(cell['gripper']['cup_gap']),
             deck_z=float(cell['pallet']['size'][2]),

@@ -428,10 +428,11 @@ class MotionPlanner:
         index0: int,
     ) -> _Checked:
         """_check_once with rounded corners; when that fails, with a stop at every corner."""
-        # Rounded corners suit the time-optimal timing, which slows only where the curvature
-        # needs it; a jerk-limited segment would run at its corners' speed throughout.
-        first = self._check_once(q0, wps, world, load, index0, not self.params.jerk_limited)
-        if self.params.jerk_limited:
+        # Rounded corners suit the time-optimal timings, which slow only where the curvature
+        # needs it; a ruckig segment would run at its corners' speed throughout.
+        ruckig = self.params.timing == 'ruckig'
+        first = self._check_once(q0, wps, world, load, index0, not ruckig)
+        if ruckig:
             return first
         if first.cause is None:
             return first
@@ -711,7 +712,7 @@ class MotionPlanner:
 
     def _time(self, checked: _Checked) -> JointTrajectory:
         p = self.params
-        if p.jerk_limited:
+        if p.timing == 'ruckig':
             # Ruckig on each segment's path coordinate: one speed, acceleration and jerk
             # bound for the whole segment (its slowest stretch), jerk-limited throughout.
             timings = [
@@ -727,7 +728,9 @@ class MotionPlanner:
                 for s, q, cap, acc in checked.segments
             ]
         else:
+            smooth = p.timing == 'jerk_limited'
             timings = [
-                time_optimal(s, q, cap, acc, p.limits) for s, q, cap, acc in checked.segments
+                time_optimal(s, q, cap, acc, p.limits, None, smooth)
+                for s, q, cap, acc in checked.segments
             ]
-        return sample_segments(timings, p.limits, p.rate_hz)
+        return sample_segments(timings, p.limits, p.rate_hz, p.timing != 'time_optimal')
