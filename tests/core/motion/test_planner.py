@@ -487,3 +487,29 @@ def test_wrist_near_mount_measures_the_wrist_joints_against_base_and_pedestal():
     out = kin.ik_nearest(tool_down(0.3, -0.3, 0.25, 0.0), np.array(HOME_Q))
     got = wrist_near_mount(np.array([folded, out]), 0.24, 0.095, 0.181, 0.075)
     assert got.tolist() == [True, False]
+
+
+def test_a_tall_stack_is_crossed_as_high_as_the_arm_reaches_and_still_cleared():
+    """Level 16 seed 1: a 1.0 m stack asked 1.48 m for the carried carton's full crossing
+    clearance, out of the UR10e's reach above the station and on the way; the lift and the
+    cross now stop where the arm reaches and keep at least 5 cm over the stack."""
+    heights = np.full((80, 120), 0.6)
+    heights[:30, :] = 1.0  # the tallest rows, between the station and the target
+    world = CollisionWorld(HeightField(heights), (PICK_TABLE, PEDESTAL))
+    dims = (0.33, 0.24, 0.14)
+    q = PLANNER.kin.ik_nearest(tool_down(-0.199, -0.796, 1.30, 0.07), np.array(HOME_Q))
+    full = DECK + 1.0 + dims[2] + PLANNER.params.cup_gap + PLANNER.params.stack_clearance
+    pick = PLANNER.plan_pick(q, CartonPose(-0.199, -0.796, 0.58 + 0.07, 0.07, dims), world)
+    assert pick.ok, pick.message
+    lift_top = PLANNER.kin.fk(pick.q_end)[2, 3]
+    assert lift_top < full - 0.02  # the full clearance height is out of reach there
+    target = CartonPose(0.16, 0.085, DECK + 0.6 + 0.07, 3 * math.pi / 2, dims)
+    place = PLANNER.plan_place(pick.q_end, target, pick.grasp, world)
+    assert place.ok, place.message
+    tcp = np.array([PLANNER.kin.fk(qq)[:3, 3] for qq in place.trajectory.q[::10]])
+    assert tcp[:, 2].max() < full
+    # With the TCP over the tall rows the carried carton's bottom stays 5 cm above them.
+    over = (tcp[:, 0] > 0.0) & (tcp[:, 1] < -0.1)
+    assert over.sum() >= 5
+    bottom = tcp[:, 2] - PLANNER.params.cup_gap - dims[2]
+    assert bottom[over].min() >= DECK + 1.0 + 0.05 - 1e-3

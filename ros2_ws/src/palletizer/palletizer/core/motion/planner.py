@@ -114,6 +114,16 @@ class _Checked:
     q_end: np.ndarray | None = None
 
 
+# Below the highest reachable point a rise stops short by this much [m]: at the edge of the
+# workspace the elbow is nearly straight and the joints move fast for a small Cartesian step.
+_REACH_MARGIN = 0.05
+# A climbing cross reaches its cross height this share of the way to the target.
+_CLIMB_SHARE = 0.4
+# The least clearance [m] between a carried carton and the stack top a cross may take when
+# the configured stack_clearance is out of the arm's reach (every sample is still checked).
+_MIN_CROSS_CLEARANCE = 0.05
+
+
 def _wrap_pi(a: float) -> float:
     return (a + math.pi) % TWO_PI - math.pi
 
@@ -189,9 +199,12 @@ class MotionPlanner:
         seal_z = carton.z + H / 2 + p.cup_gap
         hf_top = self._stack_top(world)
         safe_z = max(p.transit_height, seal_z + p.place_clearance, hf_top + p.stack_clearance)
-        approach = self._over_and_down(x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal')
+        approach = self._over_and_down(q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal')
         load = CarriedLoad((L, W, H), grasp.offset)
+        # As high as the carried carton must cross the stack, or as high as the arm reaches
+        # above the source (a tall stack, a far source): the place then climbs on its way.
         lift_z = max(safe_z, hf_top + H + p.cup_gap + p.stack_clearance)
+        lift_z = self._rise_limit(q0, tx, ty, yaw, safe_z, lift_z)
         lift = (Waypoint(tx, ty, lift_z, yaw, None, 'lift'),)
         return self._two_phase(q0, approach, None, lift, load, world, grasp)
 
@@ -216,12 +229,27 @@ class MotionPlanner:
         tx, ty = target.x - off[0], target.y - off[1]
         release_z = target.z + H / 2 + p.cup_gap + p.drop_clearance
         hf_top = self._stack_top(world)
-        safe_z = max(
-            p.transit_height,
-            release_z + p.place_clearance,
-            hf_top + H + p.cup_gap + p.stack_clearance,
+        low_z = max(p.transit_height, release_z + p.place_clearance)
+        safe_z = max(low_z, hf_top + H + p.cup_gap + p.stack_clearance)
+        # Over a tall stack the full clearance can be out of reach along the cross (level 16:
+        # 1.42 m at 0.82 m from the base axis, which the UR10e reaches to ~1.40 m): the cross
+        # then runs as high as the arm reaches on the way, down to _MIN_CROSS_CLEARANCE above
+        # the stack; the swept checks verify every sample against the height map.
+        vias = [(vx, vy) for vx, vy, _ in self._around_base(x0, y0, tx, ty)]
+        probes = [(x0 + f * (tx - x0), y0 + f * (ty - y0)) for f in (0.25, 0.5, 0.75, 1.0)]
+        safe_z = self._reach_limit(
+            q0,
+            probes + vias,
+            yaw,
+            max(low_z, hf_top + H + p.cup_gap + _MIN_CROSS_CLEARANCE),
+            safe_z,
         )
-        approach = self._over_and_down(x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release')
+        # A start above that (a lift as high as the source allowed) keeps its height across
+        # only where the arm reaches it on the way; else the cross descends to safe_z.
+        hold = z0 <= safe_z or self._reach_limit(q0, probes + vias, yaw, safe_z, z0) >= z0
+        approach = self._over_and_down(
+            q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release', hold
+        )
         # The empty cups retract only to the approach height above the placed carton: the next
         # move rises from there (its collision world holds the carton), on a rounded corner.
         retract = (Waypoint(tx, ty, release_z + p.place_clearance, yaw, None, 'retract'),)
@@ -293,8 +321,41 @@ class MotionPlanner:
             return self.params.deck_z
         return world.stack_top(self.params.deck_z)
 
+    def _rise_limit(
+        self, q_ref: np.ndarray, x: float, y: float, yaw: float, z_lo: float, z_hi: float
+    ) -> float:
+        """z_hi when the tool reaches it tool-down at (x, y); else the highest reachable z
+        above z_lo (bisection on the analytic IK) less _REACH_MARGIN, at least z_lo."""
+        return self._reach_limit(q_ref, [(x, y)], yaw, z_lo, z_hi)
+
+    def _reach_limit(
+        self,
+        q_ref: np.ndarray,
+        points: list[tuple[float, float]],
+        yaw: float,
+        z_lo: float,
+        z_hi: float,
+    ) -> float:
+        """_rise_limit for every (x, y) of `points` at once: the highest z they all reach."""
+
+        def reaches(z: float) -> bool:
+            return all(
+                self.kin.ik_nearest(tool_down(x, y, z, yaw), q_ref) is not None for x, y in points
+            )
+
+        if z_hi <= z_lo or reaches(z_hi):
+            return z_hi
+        if not reaches(z_lo):
+            return z_lo  # the dense check reports it
+        lo, hi = z_lo, z_hi
+        while hi - lo > 0.005:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if reaches(mid) else (lo, mid)
+        return max(z_lo, lo - _REACH_MARGIN)
+
     def _over_and_down(
         self,
+        q0: np.ndarray,
         x0: float,
         y0: float,
         z0: float,
@@ -305,15 +366,40 @@ class MotionPlanner:
         safe_z: float,
         final_z: float,
         final_name: str,
+        hold: bool = True,
     ) -> tuple[Waypoint, ...]:
         """Vertical rise, cross at max(safe_z, current z), fast drop to final_z + clearance,
-        final descent at approach speed."""
+        final descent at approach speed.
+
+        Where the arm cannot rise to the cross height where it stands (level 16: a 1.0 m stack
+        asks 1.43 m above the table station, which the UR10e reaches only to ~1.40 m), it rises
+        as high as it reaches and climbs over the first part of the cross (to the first via
+        round the base, else _CLIMB_SHARE of the way); the swept checks say whether the stack
+        allows that. hold=False: a start above safe_z crosses down to safe_z instead of
+        keeping its height.
+        """
         p = self.params
-        z_cross = max(safe_z, z0)
+        z_cross = max(safe_z, z0) if hold else safe_z
         wps = []
+        z_rise = z_cross
         if z_cross > z0 + 1e-6:
-            wps.append(Waypoint(x0, y0, z_cross, yaw0, None, 'rise'))
-        for vx, vy, f in self._around_base(x0, y0, tx, ty):
+            z_rise = self._rise_limit(q0, x0, y0, yaw0, z0, z_cross)
+            if z_rise > z0 + 1e-6:
+                wps.append(Waypoint(x0, y0, z_rise, yaw0, None, 'rise'))
+        vias = self._around_base(x0, y0, tx, ty)
+        if z_rise < z_cross - 1e-6 and not vias:
+            f = _CLIMB_SHARE
+            wps.append(
+                Waypoint(
+                    x0 + f * (tx - x0),
+                    y0 + f * (ty - y0),
+                    z_cross,
+                    yaw0 + f * _wrap_pi(yaw - yaw0),
+                    None,
+                    'climb',
+                )
+            )
+        for vx, vy, f in vias:
             wps.append(Waypoint(vx, vy, z_cross, yaw0 + f * _wrap_pi(yaw - yaw0), None, 'around'))
         wps.append(Waypoint(tx, ty, z_cross, yaw, None, 'cross'))
         pre_z = final_z + p.place_clearance
