@@ -31,7 +31,6 @@ from palletizer_msgs.srv import (
     Tare,
     Weigh,
 )
-from rclpy.action import ActionClient
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
@@ -47,6 +46,7 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.episode import EpisodeAborted, MotionOutcome, Presented
 from palletizer.core.planning import PlannerKind
+from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
     heightmap_to_msg,
@@ -132,7 +132,11 @@ class Calls:
         raise EpisodeAborted(f'{what} did not answer within {self.timeout_s:.0f} s')
 
     def action(
-        self, client: ActionClient, goal, what: str, feedback: Callable[[Any], None] | None = None
+        self,
+        client: OrderedActionClient,
+        goal,
+        what: str,
+        feedback: Callable[[Any], None] | None = None,
     ) -> Any:
         if id(client) not in self._ready:
             if not client.wait_for_server(timeout_sec=30.0):
@@ -338,8 +342,8 @@ class RosExecutor:
 
     def __init__(self, node: Node, calls: Calls, prefix: str = '/trajectory_executor') -> None:
         self.calls = calls
-        self.pick_c = ActionClient(node, Pick, f'{prefix}/pick')
-        self.place_c = ActionClient(node, Place, f'{prefix}/place')
+        self.pick_c = OrderedActionClient(node, Pick, f'{prefix}/pick')
+        self.place_c = OrderedActionClient(node, Place, f'{prefix}/place')
         self.park_c = node.create_client(Trigger, f'{prefix}/park')
         self.ready_c = node.create_client(Trigger, f'{prefix}/ready')
         self.heightmap: HeightMap | None = None

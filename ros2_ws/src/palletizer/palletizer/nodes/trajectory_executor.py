@@ -11,7 +11,7 @@ from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.action import Pick, Place
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.action import ActionClient, ActionServer, GoalResponse
+from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -32,6 +32,7 @@ from palletizer.execution import (
     WrenchWindow,
     trajectory_to_msg,
 )
+from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
     observation_from_msg,
@@ -133,7 +134,7 @@ class TrajectoryExecutorNode(Node):
         self._sealed: bool | None = None
         self.window = WrenchWindow()
         self._last: tuple = (self.window.mark(), 0.0, 0.0, -np.inf)
-        self.fjt = ActionClient(self, FollowJointTrajectory, action, callback_group=self.io)
+        self.fjt = OrderedActionClient(self, FollowJointTrajectory, action, callback_group=self.io)
         self.set_io = self.create_client(SetIO, io_srv, callback_group=self.io)
         self.create_subscription(
             JointState, 'joint_states', self.on_joints, SENSORS, callback_group=self.io
