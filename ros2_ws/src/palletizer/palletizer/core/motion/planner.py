@@ -199,14 +199,22 @@ class MotionPlanner:
         seal_z = carton.z + H / 2 + p.cup_gap
         hf_top = self._stack_top(world)
         safe_z = max(p.transit_height, seal_z + p.place_clearance, hf_top + p.stack_clearance)
-        approach = self._over_and_down(q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal')
         load = CarriedLoad((L, W, H), grasp.offset)
-        # As high as the carried carton must cross the stack, or as high as the arm reaches
-        # above the source (a tall stack, a far source): the place then climbs on its way.
         lift_z = max(safe_z, hf_top + H + p.cup_gap + p.stack_clearance)
-        lift_z = self._rise_limit(q0, tx, ty, yaw, safe_z, lift_z)
-        lift = (Waypoint(tx, ty, lift_z, yaw, None, 'lift'),)
-        return self._two_phase(q0, approach, None, lift, load, world, grasp)
+        res = None
+        for fit in (False, True):
+            approach = self._over_and_down(
+                q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal', fit=fit
+            )
+            if fit:
+                # As high as the arm reaches above the source (a tall stack's clearance over
+                # a far source): the place then climbs on its way.
+                lift_z = self._rise_limit(q0, tx, ty, yaw, safe_z, lift_z)
+            lift = (Waypoint(tx, ty, lift_z, yaw, None, 'lift'),)
+            res = self._two_phase(q0, approach, None, lift, load, world, grasp)
+            if res.cause != IK_UNREACHABLE:
+                break
+        return res
 
     def plan_place(
         self,
@@ -231,6 +239,16 @@ class MotionPlanner:
         hf_top = self._stack_top(world)
         low_z = max(p.transit_height, release_z + p.place_clearance)
         safe_z = max(low_z, hf_top + H + p.cup_gap + p.stack_clearance)
+        # The empty cups retract only to the approach height above the placed carton: the next
+        # move rises from there (its collision world holds the carton), on a rounded corner.
+        retract = (Waypoint(tx, ty, release_z + p.place_clearance, yaw, None, 'retract'),)
+        load = CarriedLoad((L, W, H), grasp.offset)
+        approach = self._over_and_down(
+            q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release'
+        )
+        res = self._two_phase(q0, approach, load, retract, None, world, grasp)
+        if res.cause != IK_UNREACHABLE:
+            return res
         # Over a tall stack the full clearance can be out of reach along the cross (level 16:
         # 1.42 m at 0.82 m from the base axis, which the UR10e reaches to ~1.40 m): the cross
         # then runs as high as the arm reaches on the way, down to _MIN_CROSS_CLEARANCE above
@@ -248,12 +266,8 @@ class MotionPlanner:
         # only where the arm reaches it on the way; else the cross descends to safe_z.
         hold = z0 <= safe_z or self._reach_limit(q0, probes + vias, yaw, safe_z, z0) >= z0
         approach = self._over_and_down(
-            q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release', hold
+            q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release', hold, fit=True
         )
-        # The empty cups retract only to the approach height above the placed carton: the next
-        # move rises from there (its collision world holds the carton), on a rounded corner.
-        retract = (Waypoint(tx, ty, release_z + p.place_clearance, yaw, None, 'retract'),)
-        load = CarriedLoad((L, W, H), grasp.offset)
         return self._two_phase(q0, approach, load, retract, None, world, grasp)
 
     def plan_hover(
@@ -367,23 +381,25 @@ class MotionPlanner:
         final_z: float,
         final_name: str,
         hold: bool = True,
+        fit: bool = False,
     ) -> tuple[Waypoint, ...]:
         """Vertical rise, cross at max(safe_z, current z), fast drop to final_z + clearance,
         final descent at approach speed.
 
-        Where the arm cannot rise to the cross height where it stands (level 16: a 1.0 m stack
-        asks 1.43 m above the table station, which the UR10e reaches only to ~1.40 m), it rises
-        as high as it reaches and climbs over the first part of the cross (to the first via
-        round the base, else _CLIMB_SHARE of the way); the swept checks say whether the stack
-        allows that. hold=False: a start above safe_z crosses down to safe_z instead of
-        keeping its height.
+        With `fit` (the plans' second try after an unreachable first): where the arm cannot
+        rise to the cross height where it stands (level 16: a 1.0 m stack asks 1.43 m above
+        the table station, which the UR10e reaches only to ~1.40 m), it rises as high as it
+        reaches and climbs over the first part of the cross (to the first via round the base,
+        else _CLIMB_SHARE of the way); the swept checks say whether the stack allows that.
+        hold=False: a start above safe_z crosses down to safe_z instead of keeping its height.
         """
         p = self.params
         z_cross = max(safe_z, z0) if hold else safe_z
         wps = []
         z_rise = z_cross
         if z_cross > z0 + 1e-6:
-            z_rise = self._rise_limit(q0, x0, y0, yaw0, z0, z_cross)
+            if fit:
+                z_rise = self._rise_limit(q0, x0, y0, yaw0, z0, z_cross)
             if z_rise > z0 + 1e-6:
                 wps.append(Waypoint(x0, y0, z_rise, yaw0, None, 'rise'))
         vias = self._around_base(x0, y0, tx, ty)
