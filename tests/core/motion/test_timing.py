@@ -165,3 +165,21 @@ def test_jerk_check_widens_the_window_where_the_path_curvature_adds_jerk():
     assert np.all(jerk <= 30.0 + 1e-9)
     assert np.abs(np.diff(loose.qdd, axis=0)).max() * 500.0 > 30.0
     assert checked.duration > loose.duration
+
+
+def test_time_optimal_speed_can_be_held_at_every_grid_point():
+    # Where a joint's curvature term alone would use up its acceleration budget the profile
+    # must not be faster: above that only a nonzero path acceleration keeps the joint within
+    # its limit, which the knots cannot hold, and the samples came out over the limit.
+    s = np.linspace(0.0, 1.0, 201)
+    q = np.zeros((201, 6))
+    q[:, 2] = 0.2 * np.sin(8 * s)  # |q''| up to 12.8 rad/m^2
+    q[:, 0] = 0.8 * s
+    lim = JointLimits()
+    seg = time_optimal(s, q, np.full(201, 1.5), 5.0, lim)
+    a = 0.95 * np.asarray(lim.acceleration)
+    assert np.all(np.abs(seg.ddq) * seg.sd_knot[:, None] ** 2 <= a * (1 + 1e-9))
+    tr = sample_segments([seg], lim, 500.0)
+    # Sampled in one go: the first timing already keeps every joint within its limit.
+    assert tr.duration == pytest.approx(seg.duration, abs=2e-3)
+    assert np.abs(tr.qdd).max(axis=0)[2] <= lim.acceleration[2]
