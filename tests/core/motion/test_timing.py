@@ -151,7 +151,7 @@ def test_limit_jerk_ramps_the_acceleration_steps_and_costs_exactly_its_window():
     np.testing.assert_allclose(tr.q[[0, -1]], q[[0, -1]], atol=1e-9)
 
 
-def test_jerk_check_widens_the_window_where_the_path_curvature_adds_jerk():
+def test_jerk_check_slows_a_segment_where_the_path_curvature_adds_jerk():
     # A joint-space arc: the curvature terms of the joint jerk are not in the window's sizing.
     s = np.linspace(0.0, 1.0, 201)
     q = np.zeros((201, 6))

@@ -16,9 +16,9 @@ __all__ = [
     'PathLimits',
     'PathTiming',
     'SegmentTiming',
+    'limit_jerk',
     'sample_segments',
     'time_optimal',
-    'limit_jerk',
     'time_segment',
 ]
 
@@ -147,11 +147,12 @@ class SegmentTiming(_DensePath):
 
 @dataclass(frozen=True, eq=False)
 class PathTiming(_DensePath):
-    """A dense joint path and a time-optimal profile s(t) tabulated on a knot grid.
+    """A dense joint path and a profile s(t) tabulated on knots, constant path acceleration
+    between them: the path's own grid (time_optimal) or the path coordinate at a uniform time
+    step (limit_jerk).
 
-    The knots s_knot (n,) [m] are a uniform grid over the path, coarser than (or equal to) the
-    path's own: between knots the path acceleration is constant. t_knot (n,) [s] when each knot
-    is passed, sd_knot (n,) path speed there, sdd (n - 1,) path acceleration per interval.
+    s_knot (n,) [m] the knots, t_knot (n,) [s] when each is passed, sd_knot (n,) path speed
+    there, sdd (n - 1,) path acceleration per interval.
     """
 
     duration: float
@@ -417,17 +418,17 @@ _JERK_TABLE_STEP = 1e-3
 _JERK_SPEED_SHARE = 0.995
 
 
-def limit_jerk(seg: PathTiming, limits: JointLimits, widen: float = 1.0) -> PathTiming:
+def limit_jerk(seg: PathTiming, limits: JointLimits) -> PathTiming:
     """The profile `seg` made jerk-limited: its path speed averaged over a sliding window T.
 
     A box filter on the speed (the finite-impulse-response way to an S-curve) keeps the
     acceleration within the original's range and turns each acceleration step into a ramp:
     the path jerk is at most (max sdd - min sdd) / T. T is the smallest whole table step that
-    keeps max |q_j'(s)| times that within _JERK_SHARE of joint j's jerk limit, times `widen`
-    (`sample_segments` widens the window where the samples still exceed a jerk limit); the
-    move takes exactly T longer and covers the same path, from rest to rest. Speeds never
-    exceed the original's largest in the window, so the joint limits hold up to how fast they
-    change along the path; `sample_segments` verifies every sample.
+    keeps max |q_j'(s)| times that within _JERK_SHARE of joint j's jerk limit; the move takes
+    exactly T longer and covers the same path, from rest to rest. Speeds never exceed the
+    original's largest in the window, so the joint limits hold up to how fast they change
+    along the path; `sample_segments` verifies every sample (the path-curvature terms of the
+    joint jerk, which a wider window barely reduces, slow the segment there).
     """
     if seg.duration == 0.0 or len(seg.s) < 3:
         return seg
@@ -436,7 +437,7 @@ def limit_jerk(seg: PathTiming, limits: JointLimits, widen: float = 1.0) -> Path
     _, sd, _ = seg.evaluate(np.arange(n + 1) * d)
     spread = float(seg.sdd.max() - seg.sdd.min())
     reach = float(np.max(np.abs(seg.dq).max(axis=0) / np.asarray(limits.jerk)))
-    m = max(1, math.ceil(widen * spread * reach / _JERK_SHARE / d))
+    m = max(1, math.ceil(spread * reach / _JERK_SHARE / d))
     # Full convolution with a box of m samples, through one cumulative sum.
     csum = np.concatenate([[0.0], np.cumsum(np.concatenate([sd, np.zeros(m - 1)]))])
     sd_f = (csum[1:] - np.concatenate([np.zeros(m), csum[1 : len(csum) - m]])) / m
@@ -446,7 +447,7 @@ def limit_jerk(seg: PathTiming, limits: JointLimits, widen: float = 1.0) -> Path
     fix = (seg.s[-1] - seg.s[0]) / s_f[-1]
     sd_f *= fix
     s_f *= fix
-    out = PathTiming(
+    return PathTiming(
         seg.s,
         seg.q,
         seg.dq,
@@ -457,8 +458,6 @@ def limit_jerk(seg: PathTiming, limits: JointLimits, widen: float = 1.0) -> Path
         np.diff(sd_f) / d,
         s_f + seg.s[0],
     )
-    out.__dict__['_smoothed'] = (seg, limits, widen)
-    return out
 
 
 def _rescaled(seg: SegmentTiming, factor: float) -> SegmentTiming:
@@ -520,20 +519,6 @@ def sample_segments(
                 factor = max(factor, over_j ** (1.0 / 3.0))
             if factor <= 1.0:
                 break
-            smoothed = seg.__dict__.get('_smoothed')
-            if (
-                smoothed is not None
-                and over_v <= 1.0
-                and over_a.max() <= 1.0
-                and attempt < _MAX_RESCALE // 2
-            ):
-                # Only the jerk is over (its path-curvature terms): a wider smoothing window
-                # costs a few milliseconds where slowing the whole segment would cost per cent.
-                raw, lim, widen = smoothed
-                again = limit_jerk(raw, lim, widen * min(factor**3 * 1.05, 2.0))
-                again.__dict__['_retime'] = retime
-                seg = again
-                continue
             if (
                 retime is not None
                 and over_v <= 1.0
