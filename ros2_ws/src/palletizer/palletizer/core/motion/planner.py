@@ -226,7 +226,9 @@ class MotionPlanner:
         """Rise, cross above the stack, descend to the release height; then the retract.
 
         Release height = target centre z + H/2 + cup gap + drop clearance (§3.11). The cross
-        height clears the height map's top by the carried carton's height plus stack clearance.
+        height clears the height map's top by the carried carton's height plus stack clearance;
+        where the arm does not reach that on the way, by as much as it reaches (at least
+        _MIN_CROSS_CLEARANCE), the plan's second try.
         """
         p = self.params
         q0 = np.asarray(q_start, dtype=float)
