@@ -1,4 +1,4 @@
-"""core/ stays numpy-only: no rclpy, no ROS message packages, no mujoco."""
+"""core/ stays ROS- and MuJoCo-free: no rclpy, no ROS message packages, no mujoco."""
 
 from __future__ import annotations
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.errors import MotionError
 
-__all__ = ['AABB', 'CarriedLoad', 'CollisionWorld', 'HeightField', 'placed_box', 'swept_boxes']
+__all__ = ['AABB', 'CarriedLoad', 'CollisionWorld', 'HeightField', 'first_collision', 'placed_box']
 
 
 @dataclass(frozen=True)
@@ -70,26 +71,18 @@ class HeightField:
         Conservative: a cell counts when its centre lies within the rectangle grown by half a
         cell diagonal. Returns -inf when the rectangle misses the grid.
         """
-        cs = self.cell_size
-        ny, nx = self.heights.shape
-        c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
-        ex, ey = c * hx + s * hy, s * hx + c * hy  # AABB half-sizes of the rotated rectangle
-        grow = cs * math.sqrt(0.5)
-        i0 = max(0, math.floor((cx - ex - grow - self.origin[0]) / cs))
-        i1 = min(nx, math.ceil((cx + ex + grow - self.origin[0]) / cs))
-        j0 = max(0, math.floor((cy - ey - grow - self.origin[1]) / cs))
-        j1 = min(ny, math.ceil((cy + ey + grow - self.origin[1]) / cs))
-        if i0 >= i1 or j0 >= j1:
-            return -math.inf
-        xs = self.origin[0] + (np.arange(i0, i1) + 0.5) * cs - cx
-        ys = self.origin[1] + (np.arange(j0, j1) + 0.5) * cs - cy
-        cy_, sy_ = math.cos(yaw), math.sin(yaw)
-        u = xs[None, :] * cy_ + ys[:, None] * sy_
-        v = -xs[None, :] * sy_ + ys[:, None] * cy_
-        inside = (np.abs(u) <= hx + grow) & (np.abs(v) <= hy + grow)
-        if not inside.any():
-            return -math.inf
-        return self.deck_z + float(self.heights[j0:j1, i0:i1][inside].max())
+        top = kern.max_under(
+            self.heights,
+            float(self.origin[0]),
+            float(self.origin[1]),
+            float(self.cell_size),
+            float(cx),
+            float(cy),
+            float(hx),
+            float(hy),
+            float(yaw),
+        )
+        return self.deck_z + float(top)
 
 
 @dataclass(frozen=True)
@@ -130,57 +123,6 @@ def placed_box(x: float, y: float, z: float, yaw: float, dims: tuple[float, floa
     return AABB((x - hx, y - hy, z - H / 2), (x + hx, y + hy, z + H / 2), 'placed_carton')
 
 
-def swept_boxes(
-    poses: np.ndarray,
-    tool_body: tuple[float, float, float],
-    cup_gap: float,
-    load: CarriedLoad | None,
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Oriented boxes swept by the tool body and load at tool-down poses (n, 4: x, y, z, yaw).
-
-    Returns per part (centre xy (n, 2), half-sizes (2,) as (n, 2), yaw (n,), z_lo (n,), z_hi (n,)).
-    The tool body spans [z_tcp, z_tcp + body height] centred on the tool axis; the carton spans
-    [z_tcp - cup_gap - H, z_tcp - cup_gap] centred at the tool-frame offset.
-    """
-    x, y, z, yaw = poses.T
-    n = len(poses)
-    parts = []
-    half = np.tile([tool_body[0] / 2, tool_body[1] / 2], (n, 1))
-    parts.append((np.stack([x, y], axis=1), half, yaw, z, z + tool_body[2]))
-    if load is not None:
-        ox, oy = load.offset
-        c, s = np.cos(yaw), np.sin(yaw)
-        # Tool y runs against world y: world offset = rot_z(yaw) @ (ox, -oy).
-        cx = x + c * ox + s * oy
-        cy = y + s * ox - c * oy
-        half_l = np.tile([load.dims[0] / 2, load.dims[1] / 2], (n, 1))
-        top = z - cup_gap
-        parts.append((np.stack([cx, cy], axis=1), half_l, yaw, top - load.dims[2], top))
-    return parts
-
-
-def _obb_hits_aabb(
-    centre: np.ndarray, half: np.ndarray, yaw: np.ndarray, lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray:
-    """2D separating-axis test, vectorised over n rectangles against one axis-aligned box."""
-    c, s = np.abs(np.cos(yaw)), np.abs(np.sin(yaw))
-    bc = (lo + hi) / 2
-    bh = (hi - lo) / 2
-    d = centre - bc
-    # World axes.
-    ex = c * half[:, 0] + s * half[:, 1]
-    ey = s * half[:, 0] + c * half[:, 1]
-    sep = (np.abs(d[:, 0]) > ex + bh[0]) | (np.abs(d[:, 1]) > ey + bh[1])
-    # Rectangle axes.
-    cs, sn = np.cos(yaw), np.sin(yaw)
-    du = np.abs(d[:, 0] * cs + d[:, 1] * sn)
-    dv = np.abs(-d[:, 0] * sn + d[:, 1] * cs)
-    bu = c * bh[0] + s * bh[1]
-    bv = s * bh[0] + c * bh[1]
-    sep |= (du > half[:, 0] + bu) | (dv > half[:, 1] + bv)
-    return ~sep
-
-
 def first_collision(
     poses: np.ndarray,
     world: CollisionWorld,
@@ -190,41 +132,39 @@ def first_collision(
     tolerance: float,
     grow: float = 0.0,
 ) -> tuple[int, str] | None:
-    """Index of the first pose (n, 4) whose swept boxes hit the world, with what was hit.
+    """Index of the first tool-down pose (n, 4: x, y, z, yaw) whose swept boxes hit the world,
+    with what was hit (a box's name or 'height_map'); None when nothing is hit.
 
-    A contact shallower than `tolerance` [m] is ignored; footprints are grown by `grow` [m] to
-    cover the motion between successive samples.
+    The tool body spans [z_tcp, z_tcp + body height] centred on the tool axis; the carton spans
+    [z_tcp - cup_gap - H, z_tcp - cup_gap] centred at its tool-frame offset. A contact shallower
+    than `tolerance` [m] is ignored; footprints are grown by `grow` [m] to cover the motion
+    between successive samples. The test itself is kern.first_hit.
     """
-    n = len(poses)
-    hit = np.full(n, False)
-    what = np.full(n, '', dtype=object)
-    for centre, half, yaw, z_lo, z_hi in swept_boxes(poses, tool_body, cup_gap, load):
-        half = half + grow
-        for box in world.boxes + world.placed:
-            lo, hi = np.asarray(box.lo), np.asarray(box.hi)
-            z_overlap = np.minimum(z_hi, hi[2]) - np.maximum(z_lo, lo[2])
-            cand = (z_overlap > tolerance) & ~hit
-            if cand.any():
-                idx = np.nonzero(cand)[0]
-                h = _obb_hits_aabb(centre[idx], half[idx], yaw[idx], lo[:2], hi[:2])
-                hit[idx[h]] = True
-                what[idx[h]] = box.name
-        hf = world.height_field
-        if hf is not None:
-            # Only samples low enough to touch the tallest cell need the per-cell test, and a
-            # vertical segment repeats one footprint: test each distinct footprint once.
-            cand = (z_lo + tolerance < hf.top_z) & ~hit
-            if cand.any():
-                idx = np.nonzero(cand)[0]
-                keys = np.round(np.column_stack([centre[idx], yaw[idx]]), 6)
-                uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-                tops = np.array(
-                    [hf.max_under(u[0], u[1], half[0, 0], half[0, 1], u[2]) for u in uniq]
-                )
-                h = tops[inv.ravel()] > z_lo[idx] + tolerance
-                hit[idx[h]] = True
-                what[idx[h]] = 'height_map'
-    if not hit.any():
+    parts = [(0.0, 0.0, tool_body[0] / 2 + grow, tool_body[1] / 2 + grow, 0.0, tool_body[2])]
+    if load is not None:
+        L, W, H = load.dims
+        ox, oy = load.offset
+        parts.append((ox, oy, L / 2 + grow, W / 2 + grow, -cup_gap - H, -cup_gap))
+    boxes = world.boxes + world.placed
+    lo = np.array([b.lo for b in boxes], dtype=float).reshape(-1, 3)
+    hi = np.array([b.hi for b in boxes], dtype=float).reshape(-1, 3)
+    hf = world.height_field
+    if hf is None:
+        # Read-only like a HeightField's, so the kernel keeps one compiled signature.
+        heights, geom = np.zeros((1, 1)), np.zeros(5)
+        heights.flags.writeable = False
+    else:
+        heights = hf.heights
+        geom = np.array([hf.origin[0], hf.origin[1], hf.cell_size, hf.deck_z, 1.0])
+    i, what = kern.first_hit(
+        np.ascontiguousarray(poses, dtype=float),
+        np.array(parts, dtype=float),
+        lo,
+        hi,
+        np.ascontiguousarray(heights, dtype=float),
+        geom,
+        float(tolerance),
+    )
+    if i < 0:
         return None
-    i = int(np.argmax(hit))
-    return i, str(what[i])
+    return int(i), ('height_map' if what < 0 else boxes[what].name)

@@ -9,10 +9,12 @@ from enum import Enum
 import numpy as np
 import ur_analytic_ik
 
+from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.errors import MotionError
 
 __all__ = [
     'DH',
+    'DH_ARRAYS',
     'Frame',
     'HOME_Q',
     'JointLimits',
@@ -21,7 +23,6 @@ __all__ = [
     'branch_index',
     'fk_dh',
     'ik_batch',
-    'joint_origins',
     'wrist_near_mount',
     'tool_down',
     'tool_down_batch',
@@ -42,6 +43,8 @@ DH = {
 _D = np.array([DH['d1'], 0.0, 0.0, DH['d4'], DH['d5'], DH['d6']])
 _A = np.array([0.0, DH['a2'], DH['a3'], 0.0, 0.0, 0.0])
 _ALPHA = np.array([math.pi / 2, 0.0, 0.0, math.pi / 2, -math.pi / 2, 0.0])
+# The DH table as the compiled kernels take it: a (6,), d (6,), alpha (6,).
+DH_ARRAYS = (_A, _D, _ALPHA)
 
 # IK seed / home, tool vertical (cell-facts §3.1).
 HOME_Q = (-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0)
@@ -97,71 +100,11 @@ class JointLimits:
         return np.all((q >= lo) & (q <= hi), axis=-1)
 
 
-def _dh_matrices(q: np.ndarray) -> np.ndarray:
-    """Per-joint DH transforms (n, 6, 4, 4) for joint angles q (n, 6)."""
-    ct, st = np.cos(q), np.sin(q)
-    ca, sa = np.cos(_ALPHA), np.sin(_ALPHA)
-    n = q.shape[0]
-    m = np.zeros((n, 6, 4, 4))
-    m[..., 0, 0] = ct
-    m[..., 0, 1] = -st * ca
-    m[..., 0, 2] = st * sa
-    m[..., 0, 3] = _A * ct
-    m[..., 1, 0] = st
-    m[..., 1, 1] = ct * ca
-    m[..., 1, 2] = -ct * sa
-    m[..., 1, 3] = _A * st
-    m[..., 2, 1] = sa
-    m[..., 2, 2] = ca
-    m[..., 2, 3] = _D
-    m[..., 3, 3] = 1.0
-    return m
-
-
-def _dh_single(theta: np.ndarray, i: int) -> np.ndarray:
-    """DH transform (n, 4, 4) of joint i for angles theta (n,)."""
-    ct, st = np.cos(theta), np.sin(theta)
-    ca, sa = math.cos(_ALPHA[i]), math.sin(_ALPHA[i])
-    m = np.zeros((theta.shape[0], 4, 4))
-    m[:, 0, 0], m[:, 0, 1], m[:, 0, 2], m[:, 0, 3] = ct, -st * ca, st * sa, _A[i] * ct
-    m[:, 1, 0], m[:, 1, 1], m[:, 1, 2], m[:, 1, 3] = st, ct * ca, -ct * sa, _A[i] * st
-    m[:, 2, 1], m[:, 2, 2], m[:, 2, 3] = sa, ca, _D[i]
-    m[:, 3, 3] = 1.0
-    return m
-
-
-def _rigid_inv(t: np.ndarray) -> np.ndarray:
-    """Inverse of rigid transforms (n, 4, 4) without a general matrix inverse."""
-    out = np.zeros_like(t)
-    rt = np.swapaxes(t[:, :3, :3], 1, 2)
-    out[:, :3, :3] = rt
-    out[:, :3, 3] = -np.einsum('nij,nj->ni', rt, t[:, :3, 3])
-    out[:, 3, 3] = 1.0
-    return out
-
-
 def fk_dh(q: np.ndarray) -> np.ndarray:
-    """T_base_flange from the DH table, numpy only: q (..., 6) [rad] -> (..., 4, 4) [m]."""
+    """T_base_flange from the DH table: q (..., 6) [rad] -> (..., 4, 4) [m] (kern.fk_flange)."""
     q = np.asarray(q, dtype=float)
-    flat = q.reshape(-1, 6)
-    m = _dh_matrices(flat)
-    t = m[:, 0]
-    for i in range(1, 6):
-        t = t @ m[:, i]
-    return t.reshape(q.shape[:-1] + (4, 4))
-
-
-def joint_origins(q: np.ndarray) -> np.ndarray:
-    """Origins of the DH frames 1..6 in the base frame (n, 6, 3) [m] for q (n, 6) [rad]:
-    shoulder, elbow, wrist 1, wrist 2, wrist 3, flange."""
-    m = _dh_matrices(np.asarray(q, dtype=float).reshape(-1, 6))
-    out = np.empty((m.shape[0], 6, 3))
-    t = m[:, 0]
-    out[:, 0] = t[:, :3, 3]
-    for i in range(1, 6):
-        t = t @ m[:, i]
-        out[:, i] = t[:, :3, 3]
-    return out
+    flat = np.ascontiguousarray(q.reshape(-1, 6))
+    return kern.fk_flange(flat, _A, _D, _ALPHA).reshape(q.shape[:-1] + (4, 4))
 
 
 def wrist_near_mount(
@@ -174,11 +117,16 @@ def wrist_near_mount(
     """(n,) True where a wrist joint (wrist 1, 2, 3 origins) of q (n, 6) comes closer to the
     base axis than the mount allows: below the shoulder, the base link (base_radius) and under
     it the pedestal (pedestal_radius), each plus the wrist's own link_radius [m]."""
-    wrists = joint_origins(q)[:, 2:5]
-    radial = np.hypot(wrists[..., 0], wrists[..., 1])
-    z = wrists[..., 2]
-    need = np.where(z < 0.0, pedestal_radius, base_radius) + link_radius
-    return ((z < shoulder_height) & (radial < need)).any(axis=1)
+    return kern.wrists_near_mount(
+        np.ascontiguousarray(q, dtype=float).reshape(-1, 6),
+        _A,
+        _D,
+        _ALPHA,
+        float(pedestal_radius),
+        float(base_radius),
+        float(shoulder_height),
+        float(link_radius),
+    )
 
 
 def unwrap_rows(q: np.ndarray) -> np.ndarray:
@@ -200,7 +148,7 @@ def _wrap(a: np.ndarray) -> np.ndarray:
 def ik_batch(
     T_base_flange: np.ndarray, branches: tuple[int, ...] = tuple(range(8))
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Analytic IK branches for many flange poses at once (numpy, no Python loop over poses).
+    """Analytic IK branches for many flange poses at once (compiled: kern.ik_branches).
 
     T_base_flange: (n, 4, 4). Returns (q (n, 8, 6) [rad] wrapped to [-pi, pi), valid (n, 8));
     branches not listed in `branches` come back NaN and invalid (solving one branch is 8x
@@ -210,64 +158,10 @@ def ik_batch(
     singularities. Closed form after Hawkins, "Analytic inverse kinematics for the Universal
     Robots UR-5/UR-10 arms" (2013); cross-checked against ur_analytic_ik in the tests.
     """
-    T = np.asarray(T_base_flange, dtype=float).reshape(-1, 4, 4)
-    n = T.shape[0]
-    a2, a3, d4, d6 = DH['a2'], DH['a3'], DH['d4'], DH['d6']
-    q = np.full((n, 8, 6), np.nan)
-    valid = np.zeros((n, 8), dtype=bool)
-    wanted = set(branches)
-    p06 = T[:, :3, 3]
-    p05 = p06 - d6 * T[:, :3, 2]
-    r05 = np.hypot(p05[:, 0], p05[:, 1])
-    c1 = np.divide(d4, r05, out=np.full(n, np.inf), where=r05 > 0)
-    ok1 = np.abs(c1) <= 1.0
-    phi = np.arccos(np.clip(c1, -1.0, 1.0))
-    psi = np.arctan2(p05[:, 1], p05[:, 0])
-    r00, r01, r10, r11 = T[:, 0, 0], T[:, 0, 1], T[:, 1, 0], T[:, 1, 1]
-    for s, s_sign in enumerate((1.0, -1.0)):
-        if not wanted & set(range(4 * s, 4 * s + 4)):
-            continue
-        q1 = psi + s_sign * phi + math.pi / 2
-        s1, c1_ = np.sin(q1), np.cos(q1)
-        c5 = (p06[:, 0] * s1 - p06[:, 1] * c1_ - d4) / d6
-        ok5 = np.abs(c5) <= 1.0
-        for w, w_sign in enumerate((1.0, -1.0)):
-            if not wanted & {4 * s + 2 * w, 4 * s + 2 * w + 1}:
-                continue
-            q5 = w_sign * np.arccos(np.clip(c5, -1.0, 1.0))
-            s5 = np.sin(q5)
-            # Wrist singularity (s5 = 0): q6 is free; pick 0 rather than dividing by zero.
-            safe = np.abs(s5) > 1e-12
-            s5s = np.where(safe, s5, 1.0)
-            q6 = np.where(
-                safe,
-                np.arctan2((-r01 * s1 + r11 * c1_) / s5s, (r00 * s1 - r10 * c1_) / s5s),
-                0.0,
-            )
-            # T14 = inv(T01) T06 inv(T45 T56): reduce the problem to the planar 3R chain.
-            t01 = _dh_single(q1, 0)
-            t46 = _dh_single(q5, 4) @ _dh_single(q6, 5)
-            t14 = _rigid_inv(t01) @ T @ _rigid_inv(t46)
-            p13 = t14[:, :3, 3] - d4 * t14[:, :3, 1]
-            r13 = np.hypot(p13[:, 0], p13[:, 1])
-            c3 = (r13**2 - a2**2 - a3**2) / (2.0 * a2 * a3)
-            ok3 = np.abs(c3) <= 1.0
-            for e, e_sign in enumerate((1.0, -1.0)):
-                if 4 * s + 2 * w + e not in wanted:
-                    continue
-                q3 = e_sign * np.arccos(np.clip(c3, -1.0, 1.0))
-                r13s = np.where(r13 > 1e-12, r13, 1.0)
-                q2 = -np.arctan2(p13[:, 1], -p13[:, 0]) + np.arcsin(
-                    np.clip(a3 * np.sin(q3) / r13s, -1.0, 1.0)
-                )
-                # T34 = inv(T12 T23) T14 -> q4 is the remaining planar rotation.
-                q4 = np.arctan2(t14[:, 1, 0], t14[:, 0, 0]) - q2 - q3
-                b = 4 * s + 2 * w + e
-                # q3 and q5 come from arccos and q6 from arctan2: only q1, q2, q4 can leave
-                # [-pi, pi).
-                q[:, b] = np.stack([_wrap(q1), _wrap(q2), q3, _wrap(q4), q5, q6], axis=1)
-                valid[:, b] = ok1 & ok5 & ok3
-    return q, valid
+    T = np.ascontiguousarray(T_base_flange, dtype=float).reshape(-1, 4, 4)
+    wanted = np.zeros(8, dtype=bool)
+    wanted[list(branches)] = True
+    return kern.ik_branches(T, wanted, _A, _D, _ALPHA)
 
 
 def branch_index(q: np.ndarray) -> int:

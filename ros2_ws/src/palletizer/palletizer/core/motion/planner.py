@@ -7,18 +7,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.collision import CarriedLoad, CollisionWorld, first_collision
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.grasp import Grasp, GripperGeometry, plan_grasp, tool_to_world_xy
 from palletizer.core.motion.kinematics import (
+    DH_ARRAYS,
     TWO_PI,
     UR10eKinematics,
     branch_family,
     branch_index,
-    ik_batch,
     tool_down,
-    tool_down_batch,
-    unwrap_rows,
     wrist_near_mount,
     yaw_of,
 )
@@ -556,75 +555,16 @@ class MotionPlanner:
         within the Cartesian bound.
         """
         p = self.params
-        P = np.array([legs[0][0]] + [leg[1] for leg in legs])  # (m + 1, 4) corners with yaw
-        d = np.array([leg[2] for leg in legs])
-        u = (P[1:, :3] - P[:-1, :3]) / d[:, None]
-        m = len(legs)
-        r = np.zeros(m + 1)
-        for i in range(1, m):
-            if float(u[i - 1] @ u[i]) < 1 - 1e-9:
-                r[i] = min(p.blend_radius, 0.4 * d[i - 1], 0.4 * d[i])
-        D = np.concatenate([[0.0], np.cumsum(d)])  # polyline distance at each corner
-        fine = p.path_step / 4
-        pts, dist_along = [], []
-        for i in range(m):
-            a, b = D[i] + r[i], D[i + 1] - r[i + 1]
-            k = max(1, math.ceil((b - a) / fine))
-            t = np.linspace(0.0, 1.0, k + 1)[:-1]
-            pts.append(P[i, :3] + (a - D[i] + t[:, None] * (b - a)) * u[i])
-            dist_along.append(a + t * (b - a))
-            if i + 1 < m and r[i + 1] > 0:
-                c, ri = P[i + 1, :3], r[i + 1]
-                ctrl = (
-                    c - ri * u[i],
-                    c - ri / 2 * u[i],
-                    c,
-                    c + ri / 2 * u[i + 1],
-                    c + ri * u[i + 1],
-                )
-                k = max(2, math.ceil(2 * ri / fine))
-                t = np.linspace(0.0, 1.0, k + 1)[:-1, None]
-                w = (
-                    (1 - t) ** 4,
-                    4 * (1 - t) ** 3 * t,
-                    6 * (1 - t) ** 2 * t**2,
-                    4 * (1 - t) * t**3,
-                    t**4,
-                )
-                pts.append(sum(wk * ck for wk, ck in zip(w, ctrl, strict=True)))
-                dist_along.append(D[i + 1] - r[i + 1] + 2 * r[i + 1] * t[:, 0])
-        pts.append(P[-1:, :3])
-        dist_along.append(D[-1:])
-        xyz = np.concatenate(pts)
-        along = np.concatenate(dist_along)
-        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(xyz, axis=0), axis=1))])
-        dyaw = np.abs(np.diff(P[:, 3]))
-        n = max(math.ceil(arc[-1] / p.path_step), math.ceil(dyaw.sum() / p.path_step_yaw), 2)
-        s = np.linspace(0.0, arc[-1], n + 1)
-        out = np.empty((n + 1, 4))
-        for j in range(3):
-            out[:, j] = np.interp(s, arc, xyz[:, j])
-        along_s = np.interp(s, arc, along)
-        # The yaw turns along the legs that turn it, on a smoothstep in the distance along
-        # them: its rate is continuous (zero at both ends), as a moving wrist needs.
-        turning = np.nonzero(dyaw > 1e-12)[0]
-        out[:, 3] = P[0, 3]
-        if len(turning):
-            a, b = D[turning[0]], D[turning[-1] + 1]
-            tau = np.clip((along_s - a) / (b - a), 0.0, 1.0)
-            out[:, 3] = P[turning[0], 3] + (P[turning[-1] + 1, 3] - P[turning[0], 3]) * (
-                tau * tau * (3.0 - 2.0 * tau)
-            )
-        leg = np.minimum(np.searchsorted(D[1:], along_s - 1e-12), m - 1)
-        cap = np.array([x[8] for x in legs])[leg]
-        yaw_rate = np.abs(np.gradient(out[:, 3], s))  # [rad/m]
-        cap = np.minimum(cap, p.angular_speed / np.maximum(yaw_rate, 1e-12))
-        h = s[1] - s[0]
-        kappa = np.zeros(n + 1)
-        kappa[1:-1] = np.linalg.norm(out[2:, :3] - 2 * out[1:-1, :3] + out[:-2, :3], axis=1) / h**2
-        curved = kappa > 1e-3
-        cap[curved] = np.minimum(cap[curved], np.sqrt(accel / kappa[curved]))
-        return out, s, leg, cap
+        return kern.blend_path(
+            np.array([legs[0][0]] + [leg[1] for leg in legs], dtype=float),
+            np.array([leg[2] for leg in legs], dtype=float),
+            np.array([leg[8] for leg in legs], dtype=float),
+            float(p.blend_radius),
+            float(p.path_step),
+            float(p.path_step_yaw),
+            float(p.angular_speed),
+            float(accel),
+        )
 
     def _check_once(
         self,
@@ -745,7 +685,6 @@ class MotionPlanner:
         pose_arr = np.concatenate(poses)
         seg_idx = np.concatenate(seg_of)
         grp_idx = np.concatenate(grp_of)
-        T = self.kin.to_base_flange(tool_down_batch(*pose_arr.T))
         # Branch of the start configuration, then follow that analytic branch along the path.
         if not branch_family(q0):
             return _Checked(
@@ -754,21 +693,23 @@ class MotionPlanner:
                 message='start configuration is outside the elbow-up, wrist-not-flipped family',
             )
         b = branch_index(q0)
-        q_b, ok_b = ik_batch(T, (b,))
-        q = q_b[:, b]
-        bad = ~ok_b[:, b]
-        q = np.where(bad[:, None], 0.0, q)
-        q = unwrap_rows(q)
-        q += np.round((q0 - q[0]) / TWO_PI) * TWO_PI
-        if not bad[0] and np.abs(q[0] - q0).max() > 1e-3:
+        lim = self.kin.limits
+        # The start may be off exact tool-down by up to 1e-4 rad (rounded joint values): the
+        # residual fades out over the first segment so the path starts exactly at q0.
+        q, bad, start_err = kern.follow_branch(
+            np.ascontiguousarray(pose_arr, dtype=float),
+            self.kin._T_base_world,  # type: ignore[attr-defined]
+            self.kin._T_tcp_flange,  # type: ignore[attr-defined]
+            b,
+            np.asarray(q0, dtype=float),
+            int(np.count_nonzero(seg_idx == 0)),
+            np.asarray(lim.lower, dtype=float),
+            np.asarray(lim.upper, dtype=float),
+            float(p.max_joint_step),
+            *DH_ARRAYS,
+        )
+        if start_err > 1e-3 and math.isfinite(start_err):
             raise MotionError(f'start configuration {q0.tolist()} is not on IK branch {b}')
-        # The start may be off exact tool-down by up to 1e-4 rad (rounded joint values): fade
-        # that residual out over the first segment so the path starts exactly at q0.
-        n1 = int(np.count_nonzero(seg_idx == 0))
-        q[:n1] += (q0 - q[0]) * np.linspace(1.0, 0.0, n1)[:, None]
-        bad |= ~branch_family(q) | ~self.kin.limits.within(q)
-        steps = np.abs(np.diff(q, axis=0)).max(axis=1)
-        bad[1:] |= steps > p.max_joint_step
 
         def failed(cause: str, i: int, what: str) -> _Checked:
             k = int(seg_idx[i])

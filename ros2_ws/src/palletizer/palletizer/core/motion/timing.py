@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
+from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import JointLimits
 
@@ -64,51 +65,25 @@ class _DensePath:
     dq: np.ndarray  # dq/ds (k, 6)
     ddq: np.ndarray  # d2q/ds2 (k, 6)
 
-    def _table(self) -> np.ndarray:
-        """Per-interval coefficients (k - 1, 48): Hermite c0..c3 of q, then dq, ddq and their
-        increments, for linear interpolation of the path derivatives."""
-        table = self.__dict__.get('_coef')
-        if table is None:
-            h = self.s[1] - self.s[0]
-            q0, q1 = self.q[:-1], self.q[1:]
-            m0, m1 = self.dq[:-1] * h, self.dq[1:] * h
-            c2 = 3 * (q1 - q0) - 2 * m0 - m1
-            c3 = 2 * (q0 - q1) + m0 + m1
-            dq0, ddq0 = self.dq[:-1], self.ddq[:-1]
-            table = np.concatenate(
-                [q0, m0, c2, c3, dq0, self.dq[1:] - dq0, ddq0, self.ddq[1:] - ddq0], axis=1
-            )
-            self.__dict__['_coef'] = table
-        return table
-
     def joints(
-        self, s: np.ndarray, sd: np.ndarray, sdd: np.ndarray, with_q: bool = True
-    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-        """q, qd, qdd (m, 6) along the path: cubic Hermite in s, chain rule for the rates.
-
-        with_q=False skips the positions (the limit checks only need the rates).
-        """
+        self, s: np.ndarray, sd: np.ndarray, sdd: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q, qd, qdd (m, 6) along the path: cubic Hermite in s, chain rule for the rates
+        (kern.hermite_joints)."""
         k = len(self.s)
         if k < 2:
             q = np.repeat(self.q[:1], len(s), axis=0)
             return q, np.zeros_like(q), np.zeros_like(q)
-        h = self.s[1] - self.s[0]
-        u = np.clip((s - self.s[0]) / h, 0.0, k - 1 - 1e-12)
-        i = np.floor(u).astype(int)
-        f = (u - i)[:, None]
-        # One gather of the per-interval table instead of one per coefficient.
-        g = self._table()[i]
-        q = None
-        if with_q:
-            # Hermite cubic per interval in Horner form: q = ((c3 f + c2) f + c1) f + c0.
-            q = ((g[:, 18:24] * f + g[:, 12:18]) * f + g[:, 6:12]) * f + g[:, 0:6]
-        # The rate is the derivative of the Hermite cubic itself, so positions and rates agree
-        # where the path's curvature changes fast (rounded corners); the second derivative
-        # is the smoother linear interpolation of the grid's.
-        dqds = (g[:, 6:12] + f * (2.0 * g[:, 12:18] + 3.0 * f * g[:, 18:24])) / h
-        d2qds2 = g[:, 36:42] + f * g[:, 42:48]
-        qd = dqds * sd[:, None]
-        qdd = d2qds2 * (sd**2)[:, None] + dqds * sdd[:, None]
+        q, qd, qdd = kern.hermite_joints(
+            np.ascontiguousarray(s, dtype=float),
+            np.ascontiguousarray(sd, dtype=float),
+            np.ascontiguousarray(sdd, dtype=float),
+            float(self.s[0]),
+            float(self.s[1] - self.s[0]),
+            np.ascontiguousarray(self.q, dtype=float),
+            np.ascontiguousarray(self.dq, dtype=float),
+            np.ascontiguousarray(self.ddq, dtype=float),
+        )
         return q, qd, qdd
 
 
@@ -163,20 +138,20 @@ class PathTiming(_DensePath):
 
     def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Path coordinate, speed and acceleration (s, sd, sdd) at times t (m,) [s]."""
-        t = np.asarray(t, dtype=float)
-        sk = self.s_knot
-        if self.duration == 0.0 or len(sk) < 2:
+        t = np.ascontiguousarray(t, dtype=float)
+        if self.duration == 0.0 or len(self.s_knot) < 2:
             z = np.zeros_like(t)
             return z + self.s[-1], z, z
-        t = np.clip(t, 0.0, self.duration)
-        i = np.clip(np.searchsorted(self.t_knot, t, side='right') - 1, 0, len(sk) - 2)
-        dt = t - self.t_knot[i]
-        sdd = self.sdd[i]
-        sd = np.maximum(self.sd_knot[i] + sdd * dt, 0.0)
-        s = np.clip(sk[i] + dt * (self.sd_knot[i] + dt * sdd / 2), sk[i], sk[i + 1])
-        end = t >= self.duration
         # The end is at rest exactly, whatever the rounding of the last interval.
-        return np.where(end, self.s[-1], s), np.where(end, 0.0, sd), np.where(end, 0.0, sdd)
+        return kern.evaluate_profile(
+            t,
+            self.t_knot,
+            self.sd_knot,
+            self.sdd,
+            self.s_knot,
+            float(self.duration),
+            float(self.s[-1]),
+        )
 
     def rescaled(self, factor: float) -> PathTiming:
         """The same profile run `factor` times slower (t -> factor t)."""
@@ -191,16 +166,6 @@ class PathTiming(_DensePath):
             self.sdd / factor**2,
             self.s_knot,
         )
-
-
-def _derivative(f: np.ndarray, h: float) -> np.ndarray:
-    """d/ds of samples f (k >= 3, ...) on a uniform grid of step h: central differences inside,
-    second-order one-sided at the ends (np.gradient edge_order=2, without its overhead)."""
-    d = np.empty_like(f)
-    d[1:-1] = (f[2:] - f[:-2]) / (2 * h)
-    d[0] = (-3 * f[0] + 4 * f[1] - f[2]) / (2 * h)
-    d[-1] = (3 * f[-1] - 4 * f[-2] + f[-3]) / (2 * h)
-    return d
 
 
 def _ruckig(length: float, lim: PathLimits) -> tuple[float, list[np.ndarray]]:
@@ -257,8 +222,9 @@ def time_segment(
             zeros7,
             np.full(7, 0.0),
         )
-    dq = _derivative(q, float(s[1] - s[0]))
-    ddq = _derivative(dq, float(s[1] - s[0]))
+    q = np.ascontiguousarray(q, dtype=float)
+    dq = kern.derivative(q, float(s[1] - s[0]))
+    ddq = kern.derivative(dq, float(s[1] - s[0]))
     d1 = np.abs(dq).max(axis=0)
     v_lim = np.asarray(limits.velocity)
     a_lim = np.asarray(limits.acceleration)
@@ -279,67 +245,6 @@ def time_segment(
 # steps on a 5 mm grid misjudge the curvature term by a few per cent, and a violation found
 # on the samples slows the whole segment, so a small margin up front is cheaper.
 _TOPP_ACCEL_SHARE = 0.95
-
-
-def _passes(u: list, fa: list, fb: list, ba: list, bb: list, h2: float, acc: float) -> list:
-    """Forward (accelerate as hard as allowed) and backward (brake as hard as allowed)
-    passes over u = sdot^2, in place on plain floats.
-
-    fa[i], fb[i] hold, for the interval from grid point i to i + 1, the alphas and betas of
-    12 upper bounds sdd <= alpha - beta u_i: each joint's at point i, and at point i + 1 with
-    u_{i+1} = u_i + h2 sdd substituted, so the acceleration holds at both ends of the
-    interval where the curvature term changes fast. ba[i - 1], bb[i - 1] likewise the lower
-    bounds sdd >= -alpha - beta u_i for braking from point i back to i - 1. Unrolled: this loop is
-    most of the planning time.
-    """
-    k = len(u)
-    for i in range(k - 1):
-        ui = u[i]
-        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = fa[i]
-        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11 = fb[i]
-        hi = min(
-            acc, a0 - b0 * ui, a1 - b1 * ui, a2 - b2 * ui, a3 - b3 * ui, a4 - b4 * ui,
-            a5 - b5 * ui, a6 - b6 * ui, a7 - b7 * ui, a8 - b8 * ui, a9 - b9 * ui,
-            a10 - b10 * ui, a11 - b11 * ui,
-        )  # fmt: skip
-        # Where the curvature forbids speeding up, hold the speed rather than let it fall to
-        # zero (which would stop the path there); the samples are verified afterwards.
-        nxt = ui + h2 * (hi if hi > 0.0 else 0.0)
-        if nxt < u[i + 1]:
-            u[i + 1] = nxt if nxt > 0.0 else 0.0
-    for i in range(k - 1, 0, -1):
-        ui = u[i]
-        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = ba[i - 1]
-        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11 = bb[i - 1]
-        lo = max(
-            -acc, -a0 - b0 * ui, -a1 - b1 * ui, -a2 - b2 * ui, -a3 - b3 * ui, -a4 - b4 * ui,
-            -a5 - b5 * ui, -a6 - b6 * ui, -a7 - b7 * ui, -a8 - b8 * ui, -a9 - b9 * ui,
-            -a10 - b10 * ui, -a11 - b11 * ui,
-        )  # fmt: skip
-        prev = ui - h2 * (lo if lo < 0.0 else 0.0)
-        if prev < u[i - 1]:
-            u[i - 1] = prev if prev > 0.0 else 0.0
-    return u
-
-
-def _two_ended(alpha: np.ndarray, beta: np.ndarray, h2: float) -> tuple[list, ...]:
-    """The (alpha, beta) pairs of _passes: per interval, each joint's bound at its near end
-    and, with the speed change over the interval substituted, at its far end (dropped where
-    that substitution flips the inequality: it then bounds the other side)."""
-    with np.errstate(divide='ignore', invalid='ignore'):
-        den_f = 1.0 + h2 * beta[1:]
-        ok_f = den_f > 1e-6
-        af = np.where(ok_f, alpha[1:] / den_f, np.inf)
-        bf = np.where(ok_f, beta[1:] / den_f, 0.0)
-        den_b = 1.0 - h2 * beta[:-1]
-        ok_b = den_b > 1e-6
-        ab = np.where(ok_b, alpha[:-1] / den_b, np.inf)
-        bb = np.where(ok_b, beta[:-1] / den_b, 0.0)
-    fa = np.concatenate([alpha[:-1], af], axis=1)
-    fb = np.concatenate([beta[:-1], bf], axis=1)
-    ba = np.concatenate([alpha[1:], ab], axis=1)
-    bbeta = np.concatenate([beta[1:], bb], axis=1)
-    return fa.tolist(), fb.tolist(), ba.tolist(), bbeta.tolist()
 
 
 def time_optimal(
@@ -370,32 +275,25 @@ def time_optimal(
         zero = np.zeros(1)
         return PathTiming(np.array([0.0]), q[:1].copy(), z, z, 0.0, zero, zero, np.zeros(0), zero)
     h = float(s[1] - s[0])
-    dq = _derivative(q, h)
-    ddq = _derivative(dq, h)
-    eps = 1e-9
-    mag = np.maximum(np.abs(dq), eps)
-    a_lim = _TOPP_ACCEL_SHARE * np.asarray(limits.acceleration)
-    v_lim = np.asarray(limits.velocity) * (_JERK_SPEED_SHARE if jerk_limited else 1.0)
+    q = np.ascontiguousarray(q, dtype=float)
+    a_lim = _TOPP_ACCEL_SHARE * np.asarray(limits.acceleration, dtype=float)
+    v_lim = np.asarray(limits.velocity, dtype=float) * (_JERK_SPEED_SHARE if jerk_limited else 1.0)
     scale = np.ones(k) if accel_scale is None else np.asarray(accel_scale, dtype=float)
-    alpha = a_lim * scale[:, None] / mag
-    beta = np.sign(dq) * ddq / mag
-    u_max = np.minimum(np.asarray(speed_cap, dtype=float) ** 2, np.min((v_lim / mag) ** 2, axis=1))
-    # Maximum-velocity curve of the acceleration limits, holdable: the largest u at which
-    # sdd = 0 is still allowed, every joint's curvature term within its budget, |q''| u <= a
-    # (it implies the pairwise room between joints' bounds and the Cartesian bound). The
-    # wider curve of u at which only some nonzero sdd is allowed left the passes holding the
-    # speed against the bounds, and the samples over the acceleration limits at rounded
-    # corners: 70 local re-timings on the 50 bench pick+place plans, 5 with this one, and the
-    # moves 0.2 % shorter.
-    with np.errstate(divide='ignore'):
-        hold = np.where(np.abs(beta) > 1e-12, alpha / np.abs(beta), np.inf).min(axis=1)
-    u_max = np.minimum(u_max, hold)
-    u_max[0] = u_max[-1] = 0.0
-    u = _passes(u_max.tolist(), *_two_ended(alpha, beta, 2.0 * h), 2.0 * h, acceleration)
-    sd = np.sqrt(np.maximum(np.asarray(u), 0.0))
-    dt = 2 * h / np.maximum(sd[:-1] + sd[1:], eps)
-    t_knot = np.concatenate([[0.0], np.cumsum(dt)])
-    sdd = (sd[1:] - sd[:-1]) / dt
+    # The phase-plane passes (kern.topp). Its maximum-velocity curve is the holdable one: the
+    # largest u at which sdd = 0 is still allowed, every joint's curvature term within its
+    # budget. The wider curve of u at which only some nonzero sdd is allowed left the passes
+    # holding the speed against the bounds, and the samples over the acceleration limits at
+    # rounded corners: 70 local re-timings on the 50 bench pick+place plans, 5 with this one,
+    # and the moves 0.2 % shorter.
+    dq, ddq, t_knot, sd, sdd = kern.topp(
+        q,
+        h,
+        np.ascontiguousarray(speed_cap, dtype=float),
+        float(acceleration),
+        a_lim,
+        v_lim,
+        np.ascontiguousarray(scale),
+    )
     s0 = s - s[0]
     out = PathTiming(s0, q, dq, ddq, float(t_knot[-1]), t_knot, sd, sdd, s0)
     if jerk_limited:
@@ -432,31 +330,19 @@ def limit_jerk(seg: PathTiming, limits: JointLimits) -> PathTiming:
     """
     if seg.duration == 0.0 or len(seg.s) < 3:
         return seg
-    n = max(2, math.ceil(seg.duration / _JERK_TABLE_STEP))
-    d = seg.duration / n
-    _, sd, _ = seg.evaluate(np.arange(n + 1) * d)
-    spread = float(seg.sdd.max() - seg.sdd.min())
-    reach = float(np.max(np.abs(seg.dq).max(axis=0) / np.asarray(limits.jerk)))
-    m = max(1, math.ceil(spread * reach / _JERK_SHARE / d))
-    # Full convolution with a box of m samples, through one cumulative sum.
-    csum = np.concatenate([[0.0], np.cumsum(np.concatenate([sd, np.zeros(m - 1)]))])
-    sd_f = (csum[1:] - np.concatenate([np.zeros(m), csum[1 : len(csum) - m]])) / m
-    sd_f[0] = sd_f[-1] = 0.0
-    s_f = np.concatenate([[0.0], np.cumsum((sd_f[1:] + sd_f[:-1]) * (d / 2))])
-    # The sum of the speeds is kept by the filter; the trapezoid rounds it by ~1e-6.
-    fix = (seg.s[-1] - seg.s[0]) / s_f[-1]
-    sd_f *= fix
-    s_f *= fix
+    t_f, sd_f, s_f, sdd_f = kern.box_smooth(
+        seg.t_knot,
+        seg.sd_knot,
+        seg.sdd,
+        float(seg.duration),
+        np.ascontiguousarray(seg.dq, dtype=float),
+        np.asarray(limits.jerk, dtype=float),
+        _JERK_TABLE_STEP,
+        _JERK_SHARE,
+        float(seg.s[-1] - seg.s[0]),
+    )
     return PathTiming(
-        seg.s,
-        seg.q,
-        seg.dq,
-        seg.ddq,
-        (len(sd_f) - 1) * d,
-        np.arange(len(sd_f)) * d,
-        sd_f,
-        np.diff(sd_f) / d,
-        s_f + seg.s[0],
+        seg.s, seg.q, seg.dq, seg.ddq, float(t_f[-1]), t_f, sd_f, sdd_f, s_f + seg.s[0]
     )
 
 
@@ -494,9 +380,9 @@ def sample_segments(
     if rate_hz <= 0:
         raise MotionError(f'rate_hz = {rate_hz!r}; expected > 0')
     dt = 1.0 / rate_hz
-    v_lim = np.asarray(limits.velocity)
-    a_lim = np.asarray(limits.acceleration)
-    j_lim = np.asarray(limits.jerk)
+    v_lim = np.asarray(limits.velocity, dtype=float)
+    a_lim = np.asarray(limits.acceleration, dtype=float)
+    j_lim = np.asarray(limits.jerk, dtype=float)
     ts, qs, qds, qdds = [], [], [], []
     offset = 0.0
     last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -511,12 +397,10 @@ def sample_segments(
             t = np.arange(n + 1) * dt
             s_t, sd_t, sdd_t = seg.evaluate(t)
             q, qd, qdd = seg.joints(s_t, sd_t, sdd_t)
-            over_v = float(np.max(np.abs(qd) / v_lim))
-            over_a = np.max(np.abs(qdd) / a_lim, axis=1)
-            factor = max(over_v, math.sqrt(float(over_a.max())))
-            if check_jerk and n > 1:
-                over_j = float(np.max(np.abs(np.diff(qdd, axis=0)) * (rate_hz / j_lim)))
-                factor = max(factor, over_j ** (1.0 / 3.0))
+            over_v, over_a, over_j = kern.over_limits(
+                qd, qdd, v_lim, a_lim, j_lim, float(rate_hz), bool(check_jerk)
+            )
+            factor = max(over_v, math.sqrt(float(over_a.max())), over_j ** (1.0 / 3.0))
             if factor <= 1.0:
                 break
             if (

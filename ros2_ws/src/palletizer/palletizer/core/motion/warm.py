@@ -1,0 +1,83 @@
+"""Compile the motion kernels (palletizer.core.motion._kernels) into numba's on-disk cache.
+
+`python -m palletizer.core.motion.warm` runs a pick and a place under every timing, against a
+height field, static boxes and a carried carton, and the reach model: every kernel with the
+argument types the planner gives it. `scripts/setup` runs it, so a node's first plan loads
+compiled code instead of compiling it (~15-20 s on 2 cores); when the cache is current it
+takes about a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from palletizer.core.motion import _kernels as kern
+from palletizer.core.motion.collision import AABB, CollisionWorld, HeightField
+from palletizer.core.motion.kinematics import HOME_Q
+from palletizer.core.motion.params import TIMINGS, MotionParams
+from palletizer.core.motion.planner import CartonPose, MotionPlanner
+
+__all__ = ['KERNELS', 'main', 'warm']
+
+# Every compiled kernel the motion code calls (the helpers they call are compiled with them).
+KERNELS = (
+    kern.blend_path,
+    kern.box_smooth,
+    kern.evaluate_profile,
+    kern.first_hit,
+    kern.fk_flange,
+    kern.follow_branch,
+    kern.hermite_joints,
+    kern.ik_branches,
+    kern.max_under,
+    kern.over_limits,
+    kern.topp,
+    kern.wrists_near_mount,
+)
+
+
+def warm() -> float:
+    """Plan with every kernel (compiling or loading each); returns the seconds it took."""
+    t0 = time.perf_counter()
+    heights = np.zeros((80, 120))
+    heights[:, :30] = 0.4
+    world = CollisionWorld(
+        HeightField(heights),
+        (AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table'),),
+    )
+    pick = CartonPose(-0.20, -0.80, 0.58 + 0.1, 0.1, (0.4, 0.3, 0.2))
+    place = CartonPose(0.85, 0.1, 0.144 + 0.1, np.pi / 2, (0.4, 0.3, 0.2))
+    for timing in TIMINGS:
+        planner = MotionPlanner(params=MotionParams(timing=timing))
+        a = planner.plan_pick(np.array(HOME_Q), pick, world, mass=5.0)
+        if not a.ok:
+            raise RuntimeError(f'warm-up pick failed ({timing}): {a.cause} {a.message}')
+        b = planner.plan_place(a.q_end, place, a.grasp, world)
+        if not b.ok:
+            raise RuntimeError(f'warm-up place failed ({timing}): {b.cause} {b.message}')
+    world.height_field.max_under(0.5, 0.0, 0.1, 0.1, 0.3)
+    # The reach model: every IK branch and the wrist check on a batch.
+    from palletizer.core.motion.reach import AnalyticReach
+
+    AnalyticReach().reachable(np.array([0.8]), np.array([0.0]), np.array([0.6]), np.zeros(1))
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog='python -m palletizer.core.motion.warm', description=__doc__)
+    ap.parse_args(argv)
+    seconds = warm()
+    missing = [k.py_func.__name__ for k in KERNELS if not k.signatures]
+    if missing:
+        print(f'[warm] kernels not exercised: {", ".join(missing)}', file=sys.stderr)
+        return 1
+    print(f'[warm] {len(KERNELS)} motion kernels ready in {seconds:.1f} s', file=sys.stderr)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
