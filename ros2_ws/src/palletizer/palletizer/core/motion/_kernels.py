@@ -27,6 +27,7 @@ __all__ = [
     'hermite_joints',
     'ik_branches',
     'max_under',
+    'nearest_in_family',
     'over_limits',
     'topp',
     'wrists_near_mount',
@@ -837,3 +838,65 @@ def follow_branch(
             if p > 0 and abs(q[p, j] - q[p - 1, j]) > max_step:
                 bad[p] = True
     return q, bad, start_err
+
+
+@njit(**_JIT)
+def nearest_in_family(
+    sols: np.ndarray,
+    q_ref: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    weights: np.ndarray,
+    a2: float,
+    a3: float,
+) -> tuple[np.ndarray, bool]:
+    """Of IK solutions sols (k, 6) [rad] (wrapped to [-pi, pi) here), the one nearest q_ref in
+    the elbow-up, wrist-not-flipped family: (q (6,), found).
+
+    A solution counts when finite and within [lower, upper]; each joint then takes the 2 pi
+    equivalent nearest q_ref that stays within the limits (the solution is dropped where none
+    does); distance is the weighted Euclidean sqrt(sum((w (q - q_ref))^2)), the first of equals
+    wins. Elbow-up: sin(q3) r_w < 0, wrist not flipped: sin(q2 + q3 + q4) r_w > 0, with
+    r_w = a2 cos q2 + a3 cos(q2 + q3) (kinematics.branch_family).
+    """
+    two_pi = 2.0 * math.pi
+    best = np.zeros(6)
+    best_d = math.inf
+    found = False
+    cand = np.empty(6)
+    for r in range(sols.shape[0]):
+        ok = True
+        for j in range(6):
+            v = (sols[r, j] + math.pi) % two_pi - math.pi
+            if not (math.isfinite(v) and lower[j] - 1e-9 <= v <= upper[j] + 1e-9):
+                ok = False
+                break
+            k = np.round((q_ref[j] - v) / two_pi)
+            pick = math.nan
+            pick_d = math.inf
+            for dk in (-1.0, 0.0, 1.0):
+                c = v + (k + dk) * two_pi
+                if lower[j] - 1e-9 <= c <= upper[j] + 1e-9:
+                    dist = abs(c - q_ref[j])
+                    if dist < pick_d:
+                        pick, pick_d = c, dist
+            if not math.isfinite(pick):
+                ok = False
+                break
+            cand[j] = pick
+        if not ok:
+            continue
+        r_w = a2 * math.cos(cand[1]) + a3 * math.cos(cand[1] + cand[2])
+        if not (
+            math.sin(cand[2]) * r_w < 0.0 and math.sin(cand[1] + cand[2] + cand[3]) * r_w > 0.0
+        ):
+            continue
+        d = 0.0
+        for j in range(6):
+            d += ((cand[j] - q_ref[j]) * weights[j]) ** 2
+        d = math.sqrt(d)
+        if d < best_d:
+            best_d = d
+            best[:] = cand
+            found = True
+    return best, found

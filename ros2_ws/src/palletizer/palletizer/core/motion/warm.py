@@ -34,6 +34,7 @@ KERNELS = (
     kern.hermite_joints,
     kern.ik_branches,
     kern.max_under,
+    kern.nearest_in_family,
     kern.over_limits,
     kern.topp,
     kern.wrists_near_mount,
