@@ -356,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     table.save(args.out)
     summary = {'out': str(args.out), 'meta': table.meta, 'coverage': table.coverage(args.deck_z)}
     if args.summary:
-        import yaml  # only the CLI writes YAML; the core stays numpy-only
+        import yaml  # only the CLI writes YAML
 
         Path(args.summary).write_text(yaml.safe_dump(summary, sort_keys=False))
     json.dump(summary['coverage'], sys.stdout, indent=1)
