@@ -352,6 +352,15 @@ def _wrap(a: float) -> float:
 
 
 @njit(**_JIT)
+def _in_family(q2: float, q3: float, q4: float, a2: float, a3: float) -> bool:
+    """Elbow-up and wrist not flipped (kinematics.branch_family): with the wrist centre at
+    r_w = a2 cos q2 + a3 cos(q2 + q3) in the arm plane, sin(q3) r_w < 0 and
+    sin(q2 + q3 + q4) r_w > 0."""
+    r_w = a2 * math.cos(q2) + a3 * math.cos(q2 + q3)
+    return math.sin(q3) * r_w < 0.0 and math.sin(q2 + q3 + q4) * r_w > 0.0
+
+
+@njit(**_JIT)
 def ik_branches(
     T: np.ndarray,
     wanted: np.ndarray,
@@ -828,9 +837,7 @@ def follow_branch(
             q[p, j] += res[j] * w
     a2, a3 = dh_a[1], dh_a[2]
     for p in range(n):
-        q2, q3, q4 = q[p, 1], q[p, 2], q[p, 3]
-        r_w = a2 * math.cos(q2) + a3 * math.cos(q2 + q3)
-        if not (math.sin(q3) * r_w < 0.0 and math.sin(q2 + q3 + q4) * r_w > 0.0):
+        if not _in_family(q[p, 1], q[p, 2], q[p, 3], a2, a3):
             bad[p] = True
         for j in range(6):
             if not (lower[j] - 1e-9 <= q[p, j] <= upper[j] + 1e-9):
@@ -851,13 +858,12 @@ def nearest_in_family(
     a3: float,
 ) -> tuple[np.ndarray, bool]:
     """Of IK solutions sols (k, 6) [rad] (wrapped to [-pi, pi) here), the one nearest q_ref in
-    the elbow-up, wrist-not-flipped family: (q (6,), found).
+    the elbow-up, wrist-not-flipped family (_in_family): (q (6,), found).
 
     A solution counts when finite and within [lower, upper]; each joint then takes the 2 pi
     equivalent nearest q_ref that stays within the limits (the solution is dropped where none
     does); distance is the weighted Euclidean sqrt(sum((w (q - q_ref))^2)), the first of equals
-    wins. Elbow-up: sin(q3) r_w < 0, wrist not flipped: sin(q2 + q3 + q4) r_w > 0, with
-    r_w = a2 cos q2 + a3 cos(q2 + q3) (kinematics.branch_family).
+    wins.
     """
     two_pi = 2.0 * math.pi
     best = np.zeros(6)
@@ -886,10 +892,7 @@ def nearest_in_family(
             cand[j] = pick
         if not ok:
             continue
-        r_w = a2 * math.cos(cand[1]) + a3 * math.cos(cand[1] + cand[2])
-        if not (
-            math.sin(cand[2]) * r_w < 0.0 and math.sin(cand[1] + cand[2] + cand[3]) * r_w > 0.0
-        ):
+        if not _in_family(cand[1], cand[2], cand[3], a2, a3):
             continue
         d = 0.0
         for j in range(6):

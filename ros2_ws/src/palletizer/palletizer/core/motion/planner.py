@@ -693,7 +693,6 @@ class MotionPlanner:
                 message='start configuration is outside the elbow-up, wrist-not-flipped family',
             )
         b = branch_index(q0)
-        lim = self.kin.limits
         # The start may be off exact tool-down by up to 1e-4 rad (rounded joint values): the
         # residual fades out over the first segment so the path starts exactly at q0.
         q, bad, start_err = kern.follow_branch(
@@ -703,8 +702,8 @@ class MotionPlanner:
             b,
             np.asarray(q0, dtype=float),
             int(np.count_nonzero(seg_idx == 0)),
-            np.asarray(lim.lower, dtype=float),
-            np.asarray(lim.upper, dtype=float),
+            self.kin._lower,  # type: ignore[attr-defined]
+            self.kin._upper,  # type: ignore[attr-defined]
             float(p.max_joint_step),
             *DH_ARRAYS,
         )

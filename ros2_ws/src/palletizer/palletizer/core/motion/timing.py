@@ -398,7 +398,7 @@ def sample_segments(
             s_t, sd_t, sdd_t = seg.evaluate(t)
             q, qd, qdd = seg.joints(s_t, sd_t, sdd_t)
             over_v, over_a, over_j = kern.over_limits(
-                qd, qdd, v_lim, a_lim, j_lim, float(rate_hz), bool(check_jerk)
+                qd, qdd, v_lim, a_lim, j_lim, float(rate_hz), bool(check_jerk and n > 1)
             )
             factor = max(over_v, math.sqrt(float(over_a.max())), over_j ** (1.0 / 3.0))
             if factor <= 1.0:
