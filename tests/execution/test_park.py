@@ -140,7 +140,7 @@ def test_park_pose_rejects_bad_clearances(kw, msg):
 
 def test_hover_waits_above_the_station_with_yaw_0_and_is_refused_while_holding():
     from palletizer.core.config import load_config
-    from palletizer.wiring.inprocess import ready_pose
+    from palletizer.execution import ready_pose
 
     cfg = load_config()
     pose = ready_pose(cfg, 'table')

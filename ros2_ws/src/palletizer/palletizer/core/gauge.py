@@ -8,16 +8,54 @@ what the stability math needs (everything downstream is planar).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from palletizer.core.contracts import PackageSpec
-
-__all__ = ['GaugeParams', 'GaugeReading', 'WeighError', 'average_wrench', 'weigh']
-
 from palletizer.core.errors import PalletizerError
+from palletizer.core.motion.grasp import plan_grasp
+
+__all__ = [
+    'GaugeParams',
+    'GaugeReading',
+    'R_sensor_package',
+    'WeighError',
+    'average_wrench',
+    'carton_centre_in_sensor',
+    'type_from_label',
+    'weigh',
+]
+
+_TOOL_FLIP = np.diag([1.0, -1.0, -1.0])  # tool-down frame: x along world x at yaw 0, z down
+
+
+def type_from_label(package_id: str) -> str:
+    """The carton type printed on its label (ids read '<type>-<nn>')."""
+    return package_id.rsplit('-', 1)[0] if '-' in package_id else 'unknown'
+
+
+def carton_centre_in_sensor(
+    dims: Sequence[float], tcp_offset: float, cup_gap: float
+) -> np.ndarray:
+    """Geometric centre (3,) of the held carton in the flange (sensor) frame [m].
+
+    The cup block's centre sat over the lid centre at sealing (the executor cancels the block
+    offset), so the lid centre is the block centre, cup_gap below the cup faces.
+    """
+    L, W, H = dims
+    g = plan_grasp(L, W)
+    return np.array([g.offset[0], g.offset[1], tcp_offset + cup_gap + H / 2])
+
+
+def R_sensor_package(carton_yaw: float, tool_yaw: float) -> np.ndarray:
+    """Package axes in the sensor frame (3, 3), from the observed carton yaw and the tool
+    yaw [rad]."""
+    d = carton_yaw - tool_yaw
+    c, s = math.cos(d), math.sin(d)
+    return _TOOL_FLIP @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 class WeighError(PalletizerError):

@@ -6,6 +6,7 @@ imports without the interfaces.
 
 from __future__ import annotations
 
+from palletizer.execution.layout import ready_pose, static_boxes
 from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
 from palletizer.execution.sequencer import (
     ArmPort,
@@ -45,6 +46,8 @@ __all__ = [
     'arrival_timeline',
     'plan_park',
     'plan_unpark',
+    'ready_pose',
+    'static_boxes',
     'trajectory_from_msg',
     'trajectory_to_msg',
     'verify_hold',

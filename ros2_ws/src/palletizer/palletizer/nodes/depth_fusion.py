@@ -17,10 +17,10 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 
 from palletizer.core.contracts import Observation
+from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
 from palletizer.nodes.convert import heightmap_to_msg, observation_to_msg
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import run_node
-from palletizer.wiring.oracles import stamp_heightmap, yaw_of_quat
 
 __all__ = ['DepthFusionNode', 'main']
 

@@ -45,6 +45,7 @@ from palletizer.core.contracts import (
     PlanResult,
 )
 from palletizer.core.episode import EpisodeAborted, MotionOutcome, Presented
+from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
@@ -61,7 +62,6 @@ from palletizer.nodes.convert import (
     spec_to_msg,
 )
 from palletizer.nodes.qos import EVENTS
-from palletizer.wiring.oracles import yaw_of_quat
 
 __all__ = [
     'Calls',

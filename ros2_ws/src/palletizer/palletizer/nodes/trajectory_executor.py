@@ -32,6 +32,7 @@ from palletizer.execution import (
     WrenchWindow,
     trajectory_to_msg,
 )
+from palletizer.execution.layout import ready_pose, static_boxes
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
@@ -41,7 +42,6 @@ from palletizer.nodes.convert import (
 )
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
-from palletizer.wiring.inprocess import ready_pose, static_boxes
 
 __all__ = ['TrajectoryExecutorNode', 'main']
 

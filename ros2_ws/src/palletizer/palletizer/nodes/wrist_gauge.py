@@ -22,11 +22,18 @@ from sensor_msgs.msg import JointState
 
 from palletizer.core.config import load_config
 from palletizer.core.description import JOINTS
-from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
+from palletizer.core.gauge import (
+    GaugeParams,
+    R_sensor_package,
+    WeighError,
+    average_wrench,
+    carton_centre_in_sensor,
+    type_from_label,
+    weigh,
+)
 from palletizer.core.motion import UR10eKinematics, yaw_of
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
 from palletizer.nodes.spin import run_node
-from palletizer.wiring.gauge import R_sensor_package, carton_centre_in_sensor, type_from_label
 
 __all__ = ['WristGaugeNode', 'main']
 

@@ -1,11 +1,5 @@
 """Wiring of the episode ports to the simulated cell: oracle stubs, referee, in-process runs."""
 
-from palletizer.wiring.oracles import (
-    OracleDetector,
-    OracleGauge,
-    OracleHeightMap,
-    Referee,
-    yaw_of_quat,
-)
+from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
 
-__all__ = ['OracleDetector', 'OracleGauge', 'OracleHeightMap', 'Referee', 'yaw_of_quat']
+__all__ = ['OracleDetector', 'OracleGauge', 'OracleHeightMap', 'Referee']

@@ -6,7 +6,6 @@ wrist_gauge node; it is not an oracle.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 
 import numpy as np
@@ -14,36 +13,19 @@ import numpy as np
 from palletizer.bridge.stream import StepStream
 from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.errors import PalletizerError
-from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
-from palletizer.core.motion import UR10eKinematics, plan_grasp, yaw_of
+from palletizer.core.gauge import (
+    GaugeParams,
+    R_sensor_package,
+    WeighError,
+    average_wrench,
+    carton_centre_in_sensor,
+    type_from_label,
+    weigh,
+)
+from palletizer.core.motion import UR10eKinematics, yaw_of
 from palletizer.sim.robot import ARM_JOINTS
 
-__all__ = ['R_sensor_package', 'WristGauge', 'carton_centre_in_sensor', 'type_from_label']
-
-_TOOL_FLIP = np.diag([1.0, -1.0, -1.0])  # tool-down frame: x along world x at yaw 0, z down
-
-
-def type_from_label(package_id: str) -> str:
-    """The carton type printed on its label (ids read '<type>-<nn>')."""
-    return package_id.rsplit('-', 1)[0] if '-' in package_id else 'unknown'
-
-
-def carton_centre_in_sensor(dims, tcp_offset: float, cup_gap: float) -> np.ndarray:
-    """Geometric centre of the held carton in the flange (sensor) frame [m].
-
-    The cup block's centre sat over the lid centre at sealing (the executor cancels the block
-    offset), so the lid centre is the block centre, cup_gap below the cup faces.
-    """
-    L, W, H = dims
-    g = plan_grasp(L, W)
-    return np.array([g.offset[0], g.offset[1], tcp_offset + cup_gap + H / 2])
-
-
-def R_sensor_package(carton_yaw: float, tool_yaw: float) -> np.ndarray:
-    """Package axes in the sensor frame, from the observed carton yaw and the tool yaw [rad]."""
-    d = carton_yaw - tool_yaw
-    c, s = math.cos(d), math.sin(d)
-    return _TOOL_FLIP @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+__all__ = ['WristGauge']
 
 
 class WristGauge:

@@ -26,8 +26,9 @@ from palletizer.core.episode import EpisodeSettings, MotionOutcome, Presented, r
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.measure import Tolerances
-from palletizer.core.motion import AABB, CarriedLoad, MotionError, MotionParams, MotionPlanner
+from palletizer.core.motion import CarriedLoad, MotionError, MotionParams, MotionPlanner
 from palletizer.core.planning import Planner
+from palletizer.execution.layout import ready_pose, static_boxes
 from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.telemetry.png import encode_png
@@ -39,13 +40,11 @@ __all__ = [
     'CellPortAdapter',
     'MemorySink',
     'ParkingExecutor',
-    'ready_pose',
     'PhotoMemorySink',
     'PhotoSink',
     'RunSetup',
     'oracle_flag',
     'run_inprocess',
-    'static_boxes',
 ]
 
 
@@ -270,46 +269,6 @@ class PhotoMemorySink(MemorySink):
 
     def snapshot(self, after_seq: int, view: str, png: bytes) -> None:
         self.snapshots.append((after_seq, view, png))
-
-
-def ready_pose(config: Config, source: str) -> tuple[float, float, float, float] | None:
-    """Where the empty arm waits for the next carton: (x, y, z [m], tool yaw [rad]) above the
-    station of a table or conveyor line, high enough that the tallest carton the catalogue can
-    deliver passes under the cups with the place clearance to spare; yaw 0, as cartons ride
-    the line with their length along it. None for the truck, whose next carton can stand
-    anywhere in the bay."""
-    cell = config.cell
-    if source == 'table':
-        (x, y), top = cell['tables']['pick']['centre'], cell['tables']['pick']['top']
-    elif source == 'conveyor':
-        (x, y), top = cell['conveyor']['station'], cell['conveyor']['top']
-    else:
-        return None
-    cat = config.catalogue
-    tallest = max([t.dims[2] for t in cat.types.values()] + [cat.random.height[1]])
-    clearance = cell['motion']['place_clearance'] + cell['gripper']['cup_gap']
-    return (float(x), float(y), float(top + tallest + clearance), 0.0)
-
-
-def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
-    """The fixed furniture the carried carton must not sweep, as axis-aligned boxes."""
-    cell = config.cell
-    boxes = []
-    r = cell['robot']
-    px, py, _ = r['base_pos']
-    rad, h = r['pedestal']['radius'], r['pedestal']['height']
-    boxes.append(AABB((px - rad, py - rad, 0.0), (px + rad, py + rad, h), 'pedestal'))
-    aux = cell['tables']['auxiliary']
-    (cx, cy), (hx, hy, _), top = aux['centre'], aux['half_size'], aux['top']
-    boxes.append(AABB((cx - hx, cy - hy, 0.0), (cx + hx, cy + hy, top), 'auxiliary_table'))
-    if source == 'truck':
-        # The trailer's solid walls: the far wall along x = origin_x and the bulkhead along
-        # y = origin_y (the robot side is open, cell-facts §3.5); 1.30 m high, 5 cm thick.
-        t = cell['truck']
-        (ox, oy), (sx, sy), wall = t['origin'], t['size'], 0.05
-        boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox, oy + sy, 1.30), 'truck_far_wall'))
-        boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox + sx, oy, 1.30), 'truck_bulkhead'))
-    return tuple(boxes)
 
 
 @dataclass(frozen=True)
