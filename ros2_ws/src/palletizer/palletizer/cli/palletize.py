@@ -11,9 +11,18 @@ import importlib.util
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from palletizer.core.errors import PalletizerError
-from palletizer.launcher.graph import PLANNERS, GraphOptions, describe, options_from_mapping
+from palletizer.core.config import SOURCES
+from palletizer.core.errors import GraphError, PalletizerError
+from palletizer.launcher.graph import (
+    PLANNERS,
+    ROBOTS,
+    SEED_MAX,
+    GraphOptions,
+    describe,
+    options_from_mapping,
+)
 from palletizer.launcher.process import GraphRunner
 
 __all__ = ['build_options', 'main', 'missing_nodes']
@@ -31,45 +40,84 @@ _NODE_ROLES = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are GraphError: main() prints one line and returns 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise GraphError(message)
+
+
+class _Given(argparse.Action):
+    """Record (launch argument name, value, as typed) in order, for the duplicate check."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        value = self.const if self.nargs == 0 else values
+        typed = option_string if self.nargs == 0 else f'{option_string} {values}'
+        given = [*getattr(namespace, 'given', []), (self.dest, value, typed)]
+        namespace.given = given
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog='scripts/palletize',
         description='Palletize the cartons of a level with the full ROS 2 node graph.',
         epilog='name:=value launch arguments (as for ros2 launch) are accepted as well.',
+        argument_default=argparse.SUPPRESS,
     )
-    p.add_argument('-n', '--episodes', type=int, default=1, help='episodes to run (>= 1)')
+    # Values stay text: options_from_mapping checks them as it checks name:=value arguments.
+    p.add_argument('-n', '--episodes', action=_Given, help='episodes to run (>= 1; default 1)')
     p.add_argument(
-        '--seed', type=int, default=1, help='seed of the first episode; episode k uses seed + k'
+        '--seed',
+        action=_Given,
+        help=f'seed of the first episode, 0-{SEED_MAX}; episode k uses seed + k (default 1)',
     )
     p.add_argument(
-        '--level', type=int, help="level id (default: the source's first level, else 11)"
+        '--level', action=_Given, help="level id (default: the source's first level, else 11)"
     )
-    p.add_argument('--source', choices=('table', 'conveyor', 'truck'), help='restrict to a source')
-    p.add_argument('--planner', choices=PLANNERS, default='heuristic')
-    p.add_argument('--speed', type=float, default=0.0, help='0 = fast-forward; 1 = real UR speed')
-    p.add_argument('--no-telemetry', action='store_true', help='write nothing (telemetry off)')
-    p.add_argument('--robot', choices=('sim', 'ur'), default='sim')
+    p.add_argument(
+        '--source',
+        action=_Given,
+        metavar='{' + ','.join(SOURCES) + '}',
+        help='restrict to a source',
+    )
+    p.add_argument('--planner', action=_Given, metavar='{' + ','.join(PLANNERS) + '}')
+    p.add_argument('--speed', action=_Given, help='0 = fast-forward (default); 1 = real UR speed')
+    p.add_argument(
+        '--no-telemetry',
+        action=_Given,
+        dest='telemetry',
+        nargs=0,
+        const='off',
+        help='write nothing (telemetry off)',
+    )
+    p.add_argument('--robot', action=_Given, metavar='{' + ','.join(ROBOTS) + '}')
     return p
 
 
 def build_options(argv: Sequence[str]) -> GraphOptions:
-    """Parse command-line options into validated GraphOptions (raises PalletizerError)."""
-    launch_args = [a for a in argv if ':=' in a]
+    """Parse command-line options into validated GraphOptions (raises PalletizerError).
+
+    An option and a `name:=value` for the same thing, or one given twice, must agree.
+    """
     ns = _parser().parse_args([a for a in argv if ':=' not in a])
-    values = {
-        'episodes': str(ns.episodes),
-        'seed': str(ns.seed),
-        'planner': ns.planner,
-        'speed': str(ns.speed),
-        'robot': ns.robot,
-        'telemetry': 'off' if ns.no_telemetry else 'disk',
-    }
-    if ns.level is not None:
-        values['level'] = str(ns.level)
-    for arg in launch_args:
-        name, _, value = arg.partition(':=')
-        values[name] = value
-    return options_from_mapping(values, source=ns.source)
+    values: dict[str, str] = {}
+    typed: dict[str, str] = {}
+
+    def put(name: str, value: str, text: str) -> None:
+        if name in values and values[name] != value:
+            raise GraphError(
+                f'{name} given twice with different values: {typed[name]} and {text}; give it once'
+            )
+        values[name], typed[name] = value, text
+
+    for name, value, text in getattr(ns, 'given', []):
+        put(name, value, text)
+    source = values.pop('source', None)  # an option only: no launch argument restricts the source
+    for arg in argv:
+        if ':=' in arg:
+            name, _, value = arg.partition(':=')
+            put(name, value, arg)
+    return options_from_mapping(values, source=source)
 
 
 def missing_nodes(opts: GraphOptions) -> list[str]:

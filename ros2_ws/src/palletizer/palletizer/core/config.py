@@ -26,6 +26,7 @@ __all__ = [
     'RandomSpec',
     'config_dir',
     'load_config',
+    'read_yaml',
 ]
 
 SOURCES: dict[str, int] = {'table': 1, 'conveyor': 2, 'truck': 3}  # source -> level tens digit
@@ -40,6 +41,7 @@ CONFIG_FILES = (
     'stability.yaml',
     'telemetry.yaml',
 )
+REACH_TABLE_FILE = 'reach_ur10e.npz'  # built by python -m palletizer.core.motion.reach
 
 Validator = Callable[[Any, str], Any]
 
@@ -137,7 +139,8 @@ def _record(schema: Mapping[str, Any]) -> Validator:
         for key in v:
             if key not in schema:
                 raise ConfigError(
-                    f'{where}.{key}: unknown key; expected one of {", ".join(schema)}'
+                    f'{f"{where}.{key}" if where else key}: unknown key; expected one of '
+                    f'{", ".join(schema)}'
                     f'{close_match(key, schema)}'
                 )
         for key, spec in schema.items():
@@ -460,6 +463,11 @@ class Config:
             raise ConfigError(f'level {level_id!r} does not exist; valid levels: {valid}')
         return self.levels[level_id]
 
+    @property
+    def reach_table(self) -> Path:
+        """The UR10e reach table the heuristic planner plans with (configs/reach_ur10e.npz)."""
+        return self.root / REACH_TABLE_FILE
+
     def levels_of(self, source: str) -> tuple[int, ...]:
         """Level ids of one source, ascending."""
         _one_of(*SOURCES)(source, 'source')
@@ -598,20 +606,118 @@ def config_dir() -> Path:
     )
 
 
-def _load_yaml(path: Path) -> Any:
+_MERGE_TAG = 'tag:yaml.org,2002:merge'
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last).
+
+    Merge keys (`<<`) still override as YAML defines; only keys written twice are errors.
+    """
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._checked: set[int] = set()
+        self._check_keys(node, '')
+        return super().construct_document(node)
+
+    def _check_keys(self, node: yaml.Node, where: str) -> None:
+        if id(node) in self._checked:  # an alias of a checked node (maybe of itself)
+            return
+        self._checked.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._check_keys(item, f'{where}[{i}]')
+        elif isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                    self._check_keys(value_node, where)
+                    continue
+                key = self.construct_object(key_node)
+                sub = f'{where}.{key}' if where else str(key)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise ConfigError(
+                        f'{sub}: duplicate key at line {line} (first at line {seen[key]}); '
+                        f'expected each key once per mapping'
+                    )
+                seen[key] = line
+                self._check_keys(value_node, sub)
+
+
+def read_yaml(path: str | os.PathLike[str]) -> Any:
+    """Parse one YAML file strictly; ConfigError naming the file when it cannot be read, is not
+    UTF-8, is not valid YAML, or gives a key twice."""
+    path = Path(path)
     try:
-        with path.open(encoding='utf-8') as f:
-            return yaml.safe_load(f)
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f'{path.name}: file not found in {path.parent}') from None
+    except OSError as exc:
+        raise ConfigError(
+            f'{path.name}: cannot read {path}: {exc.strerror or exc}; expected a readable file'
+        ) from None
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        line = data.count(b'\n', 0, exc.start) + 1
+        raise ConfigError(
+            f'{path.name}: byte 0x{data[exc.start]:02x} at line {line} is not UTF-8; expected '
+            f'UTF-8 text'
+        ) from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: plain data only
+    except ConfigError as exc:
+        raise ConfigError(f'{path.name}: {exc}') from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f'{path.name}: not valid YAML: {exc}') from None
+        mark = getattr(exc, 'problem_mark', None)
+        at = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+        problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
+        raise ConfigError(f'{path.name}: not valid YAML{at}: {problem}') from None
+
+
+def _check_joint_limits(robot: Mapping[str, Any]) -> None:
+    """Each joint's lower limit below its upper one, and home and rest inside the limits."""
+    lower, upper, names = robot['joint_lower'], robot['joint_upper'], robot['joint_names']
+    for i, (lo, hi) in enumerate(zip(lower, upper, strict=True)):
+        if not lo < hi:
+            raise ConfigError(
+                f'cell.yaml: robot.joint_lower[{i}] = {lo!r} is not below robot.joint_upper[{i}] '
+                f'= {hi!r} ({names[i]}); expected joint_lower < joint_upper for every joint'
+            )
+    for key in ('home', 'rest'):
+        for i, q in enumerate(robot[key]):
+            if not lower[i] <= q <= upper[i]:
+                raise ConfigError(
+                    f'cell.yaml: robot.{key}[{i}] = {q!r} ({names[i]}); expected a value inside '
+                    f'the joint limits [{lower[i]}, {upper[i]}]'
+                )
+
+
+def _check_payload(catalogue: Catalogue, cell: Mapping[str, Any]) -> None:
+    """No carton the catalogue can bring may weigh more than the arm carries with its gripper."""
+    payload, gripper = cell['robot']['payload_kg'], cell['gripper']['mass_kg']
+    capacity = payload - gripper
+    why = (
+        f'{capacity:g} kg: the robot carries {payload:g} kg (cell.yaml robot.payload_kg) minus '
+        f'the {gripper:g} kg gripper (gripper.mass_kg)'
+    )
+    for name, t in catalogue.types.items():
+        if t.mass > capacity:
+            raise ConfigError(
+                f'catalogue.yaml: types.{name}.mass = {t.mass!r}; expected at most {why}'
+            )
+    if catalogue.random.mass[1] > capacity:
+        raise ConfigError(
+            f'catalogue.yaml: random.mass = {list(catalogue.random.mass)!r}; expected a maximum '
+            f'of at most {why}'
+        )
 
 
 def load_config(root: str | os.PathLike[str] | None = None) -> Config:
     """Load and validate every file in configs/ (or `root`); raise ConfigError on the first problem."""
     base = Path(root) if root is not None else config_dir()
-    docs = {name: _load_yaml(base / name) for name in CONFIG_FILES}
+    docs = {name: read_yaml(base / name) for name in CONFIG_FILES}
     try:
         catalogue = _read_catalogue(docs['catalogue.yaml'], '')
     except ConfigError as exc:
@@ -633,6 +739,8 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
             parsed[name] = _record(schema)(docs[name], '')
         except ConfigError as exc:
             raise ConfigError(f'{name}: {exc}') from None
+    _check_joint_limits(parsed['cell.yaml']['robot'])
+    _check_payload(catalogue, parsed['cell.yaml'])
     cams = parsed['cell.yaml']['cameras']
     for i, cam in enumerate(parsed['perception.yaml']['heightmap']['cameras']):
         if cam not in cams:

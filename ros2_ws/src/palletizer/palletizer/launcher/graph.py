@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from palletizer.core.config import SOURCES, Config, load_config
-from palletizer.core.errors import GraphError, close_match
+from palletizer.core.config import SOURCES, Config, load_config, read_yaml
+from palletizer.core.errors import ConfigError, GraphError, PalletizerError, close_match
 
 __all__ = [
     'LAUNCH_ARGUMENTS',
@@ -34,6 +35,8 @@ PLANNERS = ('heuristic', 'beam', 'grid')
 ROBOTS = ('sim', 'ur')
 TELEMETRY_MODES = ('disk', 'remote', 'off')
 LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
+# Every episode's seed (seed + k) travels in palletizer_msgs/srv/ResetCell.srv as `int32 seed`.
+SEED_MAX = 2**31 - 1
 
 # The UR driver's own names: with robot:=ur the executor talks to a real ur_robot_driver.
 UR_TRAJECTORY_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
@@ -104,13 +107,14 @@ class NodeSpec:
     params_files: tuple[str, ...] = ()  # extra ROS parameter files, applied after `parameters`
 
 
-def _as_int(name: str, text: str, lo: int) -> int:
+def _as_int(name: str, text: str, lo: int, hi: int | None = None) -> int:
+    allowed = f'an integer >= {lo}' if hi is None else f'an integer in [{lo}, {hi}]'
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise GraphError(f'{name}:={text!r}; expected an integer >= {lo}') from None
-    if value < lo:
-        raise GraphError(f'{name}:={text!r}; expected an integer >= {lo}')
+        raise GraphError(f'{name}:={text!r}; expected {allowed}') from None
+    if value < lo or (hi is not None and value > hi):
+        raise GraphError(f'{name}:={text!r}; expected {allowed}')
     return value
 
 
@@ -168,19 +172,73 @@ def options_from_mapping(
         raise GraphError(f'speed:={v["speed"]!r}; expected a number >= 0') from None
     if not math.isfinite(speed) or speed < 0:
         raise GraphError(f'speed:={v["speed"]!r}; expected a number >= 0 (0 = fast-forward)')
+    seed = _as_int('seed', v['seed'], 0, SEED_MAX)
+    episodes = _as_int('episodes', v['episodes'], 1)
+    if seed + episodes - 1 > SEED_MAX:
+        raise GraphError(
+            f'seed:={v["seed"]!r} with episodes:={v["episodes"]!r} runs seeds up to '
+            f'{seed + episodes - 1}; expected seed + episodes - 1 <= {SEED_MAX} (ResetCell seed '
+            f'is int32)'
+        )
+    planner = _as_choice('planner', v['planner'], PLANNERS)
+    if planner == 'heuristic':
+        _check_reach_table(cfg)
+    params_file = v['params_file'].strip()
+    if params_file:
+        _check_params_file(params_file)
     return GraphOptions(
         level=level,
-        seed=_as_int('seed', v['seed'], 0),
-        episodes=_as_int('episodes', v['episodes'], 1),
-        planner=_as_choice('planner', v['planner'], PLANNERS),
+        seed=seed,
+        episodes=episodes,
+        planner=planner,
         speed=speed,
         robot=_as_choice('robot', v['robot'], ROBOTS),
         telemetry=_as_choice('telemetry', v['telemetry'], TELEMETRY_MODES),
         use_sim_time=_as_bool('use_sim_time', v['use_sim_time']),
-        params_file=v['params_file'].strip(),
+        params_file=params_file,
         log_level=_as_choice('log_level', v['log_level'], LOG_LEVELS),
         source=cfg.level(level).source,
     )
+
+
+def _check_reach_table(cfg: Config) -> None:
+    """planner:=heuristic plans with the reach table: a missing or corrupt one fails here."""
+    from palletizer.core.motion import ReachTable  # only the heuristic needs it (0.3 s import)
+
+    try:
+        ReachTable.load(cfg.reach_table)
+    except PalletizerError as exc:
+        raise GraphError(f'planner:=heuristic needs the reach table: {exc}') from None
+
+
+def _check_params_file(text: str) -> None:
+    """A ROS parameters file: readable YAML, keyed by node names, each with ros__parameters."""
+    where = f'params_file:={text!r}'
+    path = Path(text)
+    if not path.is_file():
+        what = 'is a folder' if path.is_dir() else 'does not exist'
+        raise GraphError(f'{where}: {what}; expected a ROS parameters YAML file')
+    try:
+        doc = read_yaml(path)
+    except ConfigError as exc:
+        raise GraphError(f'{where}: {exc}') from None
+    shape = 'a mapping of node names to {ros__parameters: {...}}'
+    if not isinstance(doc, dict) or not doc:
+        what = 'is empty' if not doc else f'holds a {type(doc).__name__}'
+        raise GraphError(f'{where}: the file {what}; expected {shape}')
+    names = [n.name for n in _nodes(GraphOptions(level=0, robot='sim'))]
+    for key, section in doc.items():
+        name = str(key).lstrip('/')
+        if '*' not in name and name not in names:
+            raise GraphError(
+                f'{where}: {key!r} is not a node of the graph; expected one of '
+                f'{", ".join(names)} or a wildcard like /**{close_match(name, names)}'
+            )
+        if not isinstance(section, dict) or not isinstance(section.get('ros__parameters'), dict):
+            raise GraphError(
+                f'{where}: {key} has no ros__parameters mapping; expected {key}: '
+                f'{{ros__parameters: {{...}}}}'
+            )
 
 
 def parse_launch_args(

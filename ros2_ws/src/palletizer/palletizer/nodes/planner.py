@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from palletizer_msgs.msg import Placement as PlacementMsg
 from palletizer_msgs.srv import PlanPlacement
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -46,7 +48,7 @@ def build_planner(kind: str) -> Planner:
     config = load_config()
     cfg = config.planner
     if kind == 'heuristic':
-        reach = ReachTable.load(config.root / 'reach_ur10e.npz')
+        reach = ReachTable.load(config.reach_table)
         return ScorePlanner(
             HeuristicParams.from_mapping(cfg['heuristic'], 'planner.yaml: heuristic'), reach=reach
         )
@@ -119,7 +121,12 @@ class PlannerNode(Node):
 
 
 def main(args=None) -> None:
-    run_node(PlannerNode, args)
+    try:
+        run_node(PlannerNode, args)
+    except PalletizerError as exc:
+        # A missing reach table or a bad config cannot be fixed by a respawn: one line, exit 2.
+        print(f'planner: error: {exc}', file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == '__main__':

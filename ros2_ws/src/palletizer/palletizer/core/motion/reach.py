@@ -11,6 +11,8 @@ import json
 import math
 import platform
 import sys
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,17 @@ from palletizer.core.motion.kinematics import (
 __all__ = ['AnalyticReach', 'ReachParams', 'ReachTable', 'build_reach_table', 'main']
 
 _FORMAT = 1
+# What np.load and the checks raise for a file that is not a readable reach table.
+_UNREADABLE = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    TypeError,
+    zipfile.BadZipFile,
+    zlib.error,
+    MotionError,
+)
 
 
 @dataclass(frozen=True)
@@ -220,14 +233,25 @@ class ReachTable:
 
     @classmethod
     def load(cls, path: str | Path) -> ReachTable:
-        """Read a table written by save()."""
-        with np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f['meta']))
-            if meta.get('format') != _FORMAT:
-                raise MotionError(
-                    f'{path}: reach table format {meta.get("format")!r}; expected {_FORMAT}'
-                )
-            return cls(f['xs'], f['ys'], f['zs'], f['yaws'], f['ok'], meta)
+        """Read a table written by save(); MotionError (one line, naming the file and how to
+        rebuild it) when the file is missing, unreadable or not a reach table."""
+        rebuild = f'build it with python -m palletizer.core.motion.reach {path}'
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                meta = json.loads(str(f['meta']))
+                fmt = meta.get('format') if isinstance(meta, dict) else None
+                if fmt != _FORMAT:
+                    raise MotionError(f'format {fmt!r}; expected {_FORMAT}')
+                return cls(f['xs'], f['ys'], f['zs'], f['yaws'], f['ok'], meta)
+        except FileNotFoundError:
+            raise MotionError(f'{path}: reach table not found; {rebuild}') from None
+        except _UNREADABLE as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            reason = reason.splitlines()[0] if reason else type(exc).__name__
+            raise MotionError(
+                f'{path}: not a reach table ({reason}); expected an .npz written by '
+                f'ReachTable.save: {rebuild}'
+            ) from None
 
     def coverage(self, deck_z: float) -> dict:
         """Per TCP height above the deck [m]: fraction of grid points reachable for every yaw,
