@@ -70,7 +70,8 @@ CREATE TABLE IF NOT EXISTS placements (
     actual_pose jsonb,                          -- {x, y, z, yaw} [m, rad], pallet frame
     error_xy_m real,                            -- [m]
     error_yaw_rad real,                         -- [rad]
-    support_ratio real,                         -- [0..1]
+    support_ratio real,                         -- [0..1] on the deck or on tops at its bottom
+    support_ratio_layer real,                   -- [0..1] reference rule: previous planned layer
     overhang_m real,                            -- [m]
     placed boolean NOT NULL DEFAULT false,
     UNIQUE (episode_id, seq)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -135,6 +136,14 @@ def test_package_spec_properties_and_validation():
         PackageSpec('a', 'x', (0.3, 0.0, 0.1), 1.0)
     with pytest.raises(PalletizerError, match='Observation.confidence'):
         Observation('a', (0, 0, 0), 0.0, (0.3, 0.2, 0.1), 1.5)
+
+
+def test_placement_carries_the_reference_support_figure_when_measured():
+    assert _placement().support_ratio_layer is None
+    p = dataclasses.replace(_placement(), support_ratio=1.0, support_ratio_layer=0.0)
+    assert _json_round_trip(p) == p and p.to_dict()['support_ratio_layer'] == 0.0
+    with pytest.raises(PalletizerError, match='Placement.support_ratio_layer'):
+        dataclasses.replace(p, support_ratio_layer=1.2)
 
 
 def test_unknown_keys_in_from_dict_are_named():

@@ -10,10 +10,12 @@ from palletizer.core.stability import (
     TRANSPORT_ACCEL_G,
     StackBox,
     StackModel,
+    box_corners,
     collapsed,
     convex_hull,
     overhang,
     placement_error,
+    polygon_overlap,
     stability_margin,
     support_polygon,
     support_ratio,
@@ -72,6 +74,17 @@ def test_overhang_and_support_ratio():
         support_ratio((0, 1, 0, 1), [(0, 0.5, 0, 1), (0.5, 0.8, 0, 1)]), 0.8
     )
     np.testing.assert_allclose(support_ratio((0, 1, 0, 1), [(0, 1, 0, 1), (0, 1, 0, 1)]), 1.0)
+
+
+def test_polygon_overlap_of_yawed_footprints():
+    unit = box_corners(0.0, 0.0, 1.0, 1.0)
+    # A unit square and itself turned 45 deg meet in a regular octagon: 2 (sqrt 2 - 1).
+    turned = box_corners(0.0, 0.0, 1.0, 1.0, math.pi / 4)
+    np.testing.assert_allclose(polygon_overlap(unit, turned), 2 * (math.sqrt(2) - 1))
+    np.testing.assert_allclose(polygon_overlap(unit, box_corners(0.5, 0.25, 1.0, 1.0)), 0.375)
+    np.testing.assert_allclose(polygon_overlap(box_corners(0, 0, 0.2, 0.1, 0.3), unit), 0.02)
+    assert polygon_overlap(unit, box_corners(1.0, 0.0, 1.0, 1.0)) == 0.0  # edges touch
+    assert polygon_overlap(unit, box_corners(3.0, 0.0, 1.0, 1.0, 0.7)) == 0.0
 
 
 def test_yaw_error_has_period_pi_and_half_pi_for_squares():

@@ -352,8 +352,12 @@ class Placement:
 
     Poses are (x, y, z, yaw): x, y of the carton centre from the pallet centre [m], z of the
     carton centre above the deck top [m], yaw [rad]. dims_m: L, W, H [m]; mass_kg [kg];
-    error_xy_m [m]; error_yaw_rad [rad]; support_ratio in [0, 1]; overhang_m [m] beyond the deck;
-    placed: within the placement tolerances.
+    error_xy_m [m]; error_yaw_rad [rad]; overhang_m [m] beyond the deck; placed: within the
+    placement tolerances.
+    support_ratio in [0, 1]: the share of the bottom footprint that rests on what carries it as
+    the stack holds it (the deck, or the tops of cartons at the carton's bottom height).
+    support_ratio_layer in [0, 1]: the reference's figure (cell-facts §7.1), overlap with the deck
+    for layer 1, else with the cartons of the previous planned layer; None where not measured.
     """
 
     seq: int
@@ -369,6 +373,7 @@ class Placement:
     support_ratio: float
     overhang_m: float
     placed: bool
+    support_ratio_layer: float | None = None
 
     def __post_init__(self) -> None:
         _set(self, 'seq', int(self.seq))
@@ -382,6 +387,9 @@ class Placement:
         _set(self, 'support_ratio', _finite(self.support_ratio, 'Placement.support_ratio', 0, 1))
         _set(self, 'overhang_m', _finite(self.overhang_m, 'Placement.overhang_m', 0.0))
         _set(self, 'placed', bool(self.placed))
+        if self.support_ratio_layer is not None:
+            layer = _finite(self.support_ratio_layer, 'Placement.support_ratio_layer', 0, 1)
+            _set(self, 'support_ratio_layer', layer)
 
     @property
     def base_z(self) -> float:

@@ -10,34 +10,48 @@ import numpy as np
 
 from palletizer.core.contracts import PackageSpec, PalletGeometry, PalletState, Placement
 from palletizer.core.stability import (
+    box_corners,
     envelope,
     overhang,
     placement_error,
+    polygon_overlap,
     rect_overlap,
     stability_margin,
     support_ratio,
 )
 
 __all__ = [
+    'CONTACT_TOL_M',
     'Tolerances',
     'measure_placement',
     'pallet_state',
     'pallet_to_world',
+    'resting_support',
     'world_to_pallet',
 ]
+
+# A carton rests on a top (or on the deck) when its measured bottom is within this of it [m].
+# Measured gaps: -0.3 mm on the deck and -0.15 mm carton on carton after a 2 mm drop and 0.5 s
+# of physics (contact penetration); +2.0 mm in fast-forward episodes (the 2 mm release height,
+# motion.drop_clearance; level 23 seed 1, every carton). Random cartons are at least 80 mm tall
+# and their heights come in 1 mm steps, so 4 mm never reaches a neighbouring layer and counts
+# two tops a few millimetres apart as one level, as the stack model does (validate_stack's
+# contact_tol, the beam planner's level_tol: 4 mm).
+CONTACT_TOL_M = 0.004
 
 
 @dataclass(frozen=True)
 class Tolerances:
-    """When a carton counts as `placed` (cell-facts §2.4).
+    """When a carton counts as `placed` (cell-facts §2.4), and when it rests on a top.
 
     xy_m: centre error [m]; yaw_rad: yaw error [rad] (0.10 ~ 5.7 deg); overhang_m: beyond the
-    deck [m].
+    deck [m]; contact_m: gap between a carton's bottom and a top it rests on [m].
     """
 
     xy_m: float = 0.020
     yaw_rad: float = 0.10
     overhang_m: float = 0.020
+    contact_m: float = CONTACT_TOL_M
 
 
 def world_to_pallet(
@@ -77,6 +91,42 @@ def _deck(pallet: PalletGeometry) -> tuple[float, float, float, float]:
     return (-hx, hx, -hy, hy)
 
 
+def resting_support(
+    pose: Sequence[float],
+    dims_m: Sequence[float],
+    others: Sequence[Placement],
+    *,
+    package_id: str = '',
+    pallet: PalletGeometry | None = None,
+    contact_m: float = CONTACT_TOL_M,
+) -> float:
+    """Share of a carton's bottom footprint that rests on something, as the stack holds it.
+
+    pose: (x, y, z, yaw) of the carton centre, PALLET frame [m, rad]; dims_m: L, W, H [m].
+    Whatever carries it is the deck, when its bottom is within contact_m of the deck top, and
+    every carton in `others` (except `package_id`) whose measured top is within contact_m of its
+    bottom, whatever their planned layers. Areas are those of the true yawed footprints, summed
+    and capped at 1 (tops at one height cannot overlap).
+    """
+    p = pallet or PalletGeometry()
+    x, y, z, yaw = (float(v) for v in pose[:4])
+    length, width, height = (float(v) for v in dims_m[:3])
+    area = length * width
+    if area <= 0.0:
+        return 0.0
+    base = z - height / 2.0
+    foot = box_corners(x, y, length, width, yaw)
+    held = 0.0
+    if abs(base) <= contact_m:
+        held += polygon_overlap(foot, box_corners(0.0, 0.0, p.size_xy[0], p.size_xy[1]))
+    for o in others:
+        if o.package_id == package_id or abs(o.top_z - base) > contact_m:
+            continue
+        ox, oy, _, oyaw = o.actual_pose
+        held += polygon_overlap(foot, box_corners(ox, oy, o.dims_m[0], o.dims_m[1], oyaw))
+    return min(1.0, held / area)
+
+
 def measure_placement(
     seq: int,
     spec: PackageSpec,
@@ -90,17 +140,29 @@ def measure_placement(
 ) -> Placement:
     """Measure one settled carton (all poses in the PALLET frame, (x, y, z, yaw)).
 
-    Support: overlap with the deck for layer 1, else with the envelopes of the cartons of the
-    previous planned layer in `others` (actual poses), summed, over the footprint, capped at 1.
+    others: the cartons that may carry it (the episode passes those attempted before it).
+    support_ratio: resting_support, what actually carries the carton whatever its planned layer.
+    support_ratio_layer, the reference's rule (cell-facts §7.1): overlap with the deck for
+    layer 1, else with the envelopes of the cartons of the previous planned layer in `others`
+    (actual poses), summed, over the footprint envelope, capped at 1. A layer-3 carton standing
+    on a layer-1 carton gets 0 from it.
     """
     p = pallet or PalletGeometry()
     tol = tolerances or Tolerances()
     rect = _rect(actual_pose, spec.dims_m)
     if layer <= 1:
-        support = support_ratio(rect, [_deck(p)])
+        by_layer = support_ratio(rect, [_deck(p)])
     else:
         below = [_rect(o.actual_pose, o.dims_m) for o in others if o.layer == layer - 1]
-        support = support_ratio(rect, below)
+        by_layer = support_ratio(rect, below)
+    support = resting_support(
+        actual_pose,
+        spec.dims_m,
+        others,
+        package_id=spec.package_id,
+        pallet=p,
+        contact_m=tol.contact_m,
+    )
     exy, eyaw = placement_error(planned_pose, actual_pose, spec.dims_m)
     over = overhang(rect, _deck(p))
     return Placement(
@@ -117,6 +179,7 @@ def measure_placement(
         support_ratio=support,
         overhang_m=over,
         placed=exy <= tol.xy_m and eyaw <= tol.yaw_rad and over <= tol.overhang_m,
+        support_ratio_layer=by_layer,
     )
 
 

@@ -21,6 +21,7 @@ __all__ = [
     'envelope',
     'overhang',
     'placement_error',
+    'polygon_overlap',
     'rect_overlap',
     'stability_margin',
     'support_hull',
@@ -139,6 +140,42 @@ def rect_overlap(a: Rect, b: Rect) -> float:
     w = min(a[1], b[1]) - max(a[0], b[0])
     h = min(a[3], b[3]) - max(a[2], b[2])
     return max(w, 0.0) * max(h, 0.0)
+
+
+def _shoelace(poly: np.ndarray) -> float:
+    if len(poly) < 3:
+        return 0.0
+    x, y = poly[:, 0], poly[:, 1]
+    return 0.5 * abs(float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+
+
+def polygon_overlap(a: np.ndarray, b: np.ndarray) -> float:
+    """Overlap area [m^2] of two convex polygons, (N, 2) and (M, 2) vertices counter-clockwise.
+
+    Sutherland-Hodgman: a is clipped by each edge of b in turn.
+    """
+    out = [np.asarray(p, dtype=float) for p in np.asarray(a, dtype=float).reshape(-1, 2)]
+    clip = np.asarray(b, dtype=float).reshape(-1, 2)
+    for k in range(len(clip)):
+        if not out:
+            return 0.0
+        p0, p1 = clip[k], clip[(k + 1) % len(clip)]
+        ex, ey = p1 - p0
+
+        def side(q: np.ndarray, p0: np.ndarray = p0, ex: float = ex, ey: float = ey) -> float:
+            return float(ex * (q[1] - p0[1]) - ey * (q[0] - p0[0]))  # > 0: left of the edge
+
+        pts, out = out, []
+        for i, cur in enumerate(pts):
+            prev = pts[i - 1]
+            sc, sp = side(cur), side(prev)
+            if sc >= 0.0:
+                if sp < 0.0:
+                    out.append(prev + (cur - prev) * (sp / (sp - sc)))
+                out.append(cur)
+            elif sp >= 0.0:
+                out.append(prev + (cur - prev) * (sp / (sp - sc)))
+    return _shoelace(np.array(out)) if len(out) >= 3 else 0.0
 
 
 def support_ratio(footprint: Rect, supporters: Iterable[Rect]) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -161,6 +162,9 @@ def placement_to_msg(p: Placement) -> PlacementMsg:
         error_xy_m=float(p.error_xy_m),
         error_yaw_rad=float(p.error_yaw_rad),
         support_ratio=float(p.support_ratio),
+        support_ratio_layer=(
+            math.nan if p.support_ratio_layer is None else float(p.support_ratio_layer)
+        ),
         overhang_m=float(p.overhang_m),
         placed=bool(p.placed),
     )
@@ -184,6 +188,7 @@ def placement_from_msg(m: PlacementMsg) -> Placement:
         m.support_ratio,
         m.overhang_m,
         m.placed,
+        None if math.isnan(m.support_ratio_layer) else m.support_ratio_layer,
     )
 
 
