@@ -143,3 +143,20 @@ def test_release_with_a_noisy_reading_near_the_tare_is_still_a_release():
     assert verify_release(tare, noisy, p, loaded).ok
     held = ForceReading(np.array([0.0, 0.0, -60.0]), 5, 2.0)
     assert not verify_release(tare, held, p, loaded).ok
+
+
+def test_window_starts_over_when_a_reset_rewinds_sim_time():
+    # The previous episode ended at 30 s; the next one starts again at 0 s. Its first motion's
+    # mark must not carry the old 30 s, or its reading waits for a stamp that never comes.
+    w = WrenchWindow()
+    for k in range(10):
+        w.add(29.9 + 0.01 * k, [0.0, 0.0, -99.0])
+    w.add(0.004, [0.0, 0.0, -60.0])  # the first sample after the reset
+    assert w.epoch == 1
+    mark = w.mark(now=0.004)
+    assert mark.stamp == pytest.approx(0.004)
+    for k in range(1, 26):
+        w.add(0.004 + 0.02 * k, [0.0, 0.0, -60.0])
+    r = w.reading_after(mark, motion_s=0.5, timeout_s=0.1, window_s=0.1)
+    assert r is not None and r.stamp == pytest.approx(0.504)
+    np.testing.assert_allclose(r.force, (0.0, 0.0, -60.0))

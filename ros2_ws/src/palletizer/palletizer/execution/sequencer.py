@@ -207,6 +207,12 @@ class PickPlaceSequencer:
         # Cartons placed since the last height map: obstacles for the moves until a new one.
         self.placed: list[AABB] = []
 
+    def new_episode(self) -> None:
+        """The cell was reset: nothing is held, parked or placed since the last height map."""
+        self.grasp, self.tare, self.held_dims = None, None, None
+        self.parked = None
+        self.placed = []
+
     def heightmap_updated(self) -> None:
         """A new height map arrived: it shows the cartons placed so far."""
         self.placed = []

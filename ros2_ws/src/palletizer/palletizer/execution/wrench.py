@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from palletizer.core.errors import PalletizerError
+from palletizer.core.streams import rewound
 
 __all__ = [
     'ForceReading',
@@ -154,7 +155,9 @@ class WrenchWindow:
     The sensor keeps streaming while the arm moves. A motion's reading is the mean of the
     samples in its last `window_s` (the still dwell the controller holds at the end), taken
     only from samples that arrived after the mark, so a sample from before the motion (or one
-    still in flight when the controller answered) is never mixed in.
+    still in flight when the controller answered) is never mixed in. A sample stamped earlier
+    than the newest one starts a new episode (the cell's reset rewinds sim time): the samples
+    before it are dropped, and `epoch` counts such rewinds.
     """
 
     def __init__(self, capacity: int = 5000, clock: Callable[[], float] = time.monotonic) -> None:
@@ -162,6 +165,7 @@ class WrenchWindow:
         self._cond = threading.Condition()
         self._samples: deque[tuple[int, float, np.ndarray]] = deque(maxlen=capacity)
         self._count = 0
+        self.epoch = 0
 
     @property
     def count(self) -> int:
@@ -173,6 +177,9 @@ class WrenchWindow:
         """One sample: sim time [s] and force (3,) [N]."""
         f = np.asarray(force, dtype=float).reshape(3)
         with self._cond:
+            if self._samples and rewound(self._samples[-1][1], float(stamp)):
+                self._samples.clear()
+                self.epoch += 1
             self._count += 1
             self._samples.append((self._count, float(stamp), f))
             self._cond.notify_all()

@@ -22,6 +22,7 @@ from ur_msgs.srv import SetIO
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory, MotionParams, MotionPlanner
+from palletizer.core.streams import rewound
 from palletizer.execution import (
     ExecResult,
     FollowResult,
@@ -130,6 +131,10 @@ class TrajectoryExecutorNode(Node):
         self.busy = threading.Lock()
         self._q_lock = threading.Lock()
         self._q: np.ndarray | None = None
+        self._q_stamp = -np.inf  # [s] sim time of the newest joint state
+        self._epoch = 0  # sim-time rewinds seen on the joint states (cell resets)
+        self._goal_epoch = 0  # the epoch of the last pick or place
+        self._hm_epoch = 0  # the epoch in which the height map arrived
         self._heightmap = None
         self._sealed: bool | None = None
         self.window = WrenchWindow()
@@ -190,8 +195,11 @@ class TrajectoryExecutorNode(Node):
             q = np.array([msg.position[names.index(j)] for j in self.joints])
         except (ValueError, IndexError):
             return  # another robot's or a partial joint state
+        stamp = _s(msg.header.stamp)
         with self._q_lock:
-            self._q = q
+            if rewound(self._q_stamp, stamp):
+                self._epoch += 1
+            self._q, self._q_stamp = q, stamp
 
     def on_wrench(self, msg: WrenchStamped) -> None:
         f = msg.wrench.force
@@ -202,10 +210,12 @@ class TrajectoryExecutorNode(Node):
 
     def on_heightmap(self, msg: HeightMapMsg) -> None:
         try:
-            self._heightmap = heightmap_from_msg(msg)
+            hm = heightmap_from_msg(msg)
         except (PalletizerError, ValueError) as exc:
             self.get_logger().warn(f'height map ignored: {exc}')
             return
+        with self._q_lock:
+            self._heightmap, self._hm_epoch = hm, self._epoch
         self.seq.heightmap_updated()
 
     def _now(self) -> float:
@@ -281,6 +291,7 @@ class TrajectoryExecutorNode(Node):
 
         t0 = time.monotonic()
         with self.busy:
+            self._episode_boundary()
             out: ExecResult = work(feedback)
         res = kind.Result(error_code=getattr(kind.Result, out.outcome.name))
         res.cause = out.cause
@@ -291,6 +302,18 @@ class TrajectoryExecutorNode(Node):
             f'{time.monotonic() - t0:.2f} s wall, {out.motion_s:.2f} s of motion'
         )
         return res, out
+
+    def _episode_boundary(self) -> None:
+        """Forget the previous episode's grasp, park and placed cartons once the cell's clock
+        has rewound (a reset) since the last pick or place."""
+        with self._q_lock:
+            epoch = self._epoch
+        if epoch != self._goal_epoch:
+            self._goal_epoch = epoch
+            if self._hm_epoch != epoch:
+                self._heightmap = None  # the previous episode's stack
+            self.seq.new_episode()
+            self.get_logger().info('sim time rewound: new episode, held state cleared')
 
     def _invalid(self, handle, kind, exc: Exception):
         # The actions have no invalid-request code: the request cannot be reached as given.
@@ -345,6 +368,7 @@ class TrajectoryExecutorNode(Node):
             res.success, res.message = False, 'controller_failed: a pick or place is running'
             return res
         try:
+            self._episode_boundary()
             out = move()
         finally:
             self.busy.release()

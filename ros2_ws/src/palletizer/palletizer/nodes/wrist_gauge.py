@@ -8,9 +8,6 @@ samples and refuses when the arm was moving.
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.srv import Tare, Weigh
@@ -32,6 +29,7 @@ from palletizer.core.gauge import (
     weigh,
 )
 from palletizer.core.motion import UR10eKinematics, yaw_of
+from palletizer.core.streams import StampedBuffer
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
 from palletizer.nodes.spin import run_node
 
@@ -70,7 +68,6 @@ class WristGaugeNode(Node):
             noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
         )
         self.kin = UR10eKinematics()
-        self.buffer: deque[tuple[float, np.ndarray]] = deque(maxlen=4 * self.samples)
         # Only samples of the last `window_s` before the request's stamp count: the hold.
         self.window_s = float(
             param(
@@ -79,11 +76,15 @@ class WristGaugeNode(Node):
                 'span of sim time averaged before the stamp asked for [s]',
             )
         )
+        self.wait_s = float(
+            param('wait_s', 10.0, 'how long a request waits for the samples it needs [wall s]')
+        )
         self.q: np.ndarray | None = None
         self.qd_max = 0.0
-        self.last_stamp = -1.0  # [s] sim time of the newest wrench sample
         self.tare: np.ndarray | None = None
-        self.fresh = threading.Condition()
+        # A new episode rewinds sim time: the buffer starts over, and the tare (taken on the
+        # previous episode's gripper) is dropped until the director tares again.
+        self.buffer = StampedBuffer(4 * self.samples, on_rewind=self._on_rewind)
         # Every sample counts (the reading averages the last N): reliable and deep, not the
         # lossy sensor profile. The services wait for samples the subscriptions deliver, so
         # they run in another callback group of a multi-threaded executor.
@@ -99,13 +100,14 @@ class WristGaugeNode(Node):
         self.create_service(Tare, '~/tare', self.on_tare, callback_group=serve)
         self.create_service(Weigh, '~/weigh', self.on_weigh, callback_group=serve)
 
+    def _on_rewind(self, stamp: float) -> None:
+        self.tare = None
+        self.get_logger().info(f'sim time rewound to {stamp:.3f} s: new episode, tare dropped')
+
     def on_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        with self.fresh:
-            self.buffer.append((stamp, np.array([f.x, f.y, f.z, t.x, t.y, t.z])))
-            self.last_stamp = max(self.last_stamp, stamp)
-            self.fresh.notify_all()
+        self.buffer.add(stamp, (f.x, f.y, f.z, t.x, t.y, t.z))
 
     def on_joints(self, msg: JointState) -> None:
         pos = dict(zip(msg.name, msg.position, strict=False))
@@ -116,12 +118,12 @@ class WristGaugeNode(Node):
 
     def _reading(self, min_stamp) -> np.ndarray | str:
         want = min_stamp.sec + min_stamp.nanosec * 1e-9
-        with self.fresh:
-            if not self.fresh.wait_for(lambda: self.last_stamp >= want - 1e-9, timeout=10.0):
-                return (
-                    f'no wrench sample at sim time {want:.3f} s (newest {self.last_stamp:.3f} s)'
-                )
-            rows = [w for t, w in self.buffer if want - self.window_s - 1e-9 < t <= want + 1e-9]
+        rows, newest = self.buffer.window(want, self.window_s, self.wait_s)
+        if rows.shape[0] == 0 and not want - 1e-9 <= newest <= want + self.window_s + 1e-9:
+            return (
+                f'no wrench sample at sim time {want:.3f} s within {self.wait_s:.0f} s '
+                f'(newest {newest:.3f} s)'
+            )
         rows = rows[-self.samples :]
         if len(rows) < max(3, self.samples // 2):
             return (
@@ -131,7 +133,7 @@ class WristGaugeNode(Node):
         if self.qd_max > self.still_speed:
             return f'arm moving at {self.qd_max:.3f} rad/s > {self.still_speed} rad/s'
         try:
-            return average_wrench(np.array(rows), self.params)
+            return average_wrench(rows, self.params)
         except WeighError as exc:
             return str(exc)
 
