@@ -59,13 +59,46 @@ def test_level_11_seed_1_interpolated_places_4_of_4():
     assert len(lines) == 4 and all(ln.rstrip().endswith('ok') for ln in lines), lines
 
 
-@pytest.mark.parametrize('level', [21, 31])
-def test_conveyor_and_truck_seed_1_complete(level):
-    proc = _palletize(
-        '--level', str(level), '--seed', '1', '-n', '1', '--speed', '0', '--no-telemetry'
+def _in_process(level: int, seed: int, git_sha: str) -> dict:
+    from palletizer.nodes.planner import build_planner
+    from palletizer.wiring.inprocess import MemorySink, run_inprocess
+
+    local, _ = run_inprocess(
+        level, seed, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=git_sha
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert '· SUCCESS' in proc.stdout
+    return json.loads(json.dumps(local.to_dict()))
+
+
+@pytest.mark.parametrize('level', [11, 21, 31])
+def test_three_episodes_in_a_row_each_equal_the_in_process_loop(level, tmp_path):
+    # Each reset rewinds sim time: every node that keeps stamped state must start over
+    # (a second episode used to abort at the gauge's tare, or slip on stale wrench samples).
+    proc = _palletize(
+        '--level', str(level), '--seed', '1', '-n', '3', '--speed', '0', cwd=tmp_path
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert '3/3 episodes succeeded' in out
+    episodes = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
+    assert [e['seed'] for e in episodes] == [1, 2, 3]
+    for graph in episodes:
+        assert graph == _in_process(level, graph['seed'], graph['git_sha'])
+
+
+def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
+    # Level 23 seed 7: the first carton fits nowhere; the arm puts it back and the episode ends
+    # as wrong_placement (the director used to crash building the return move).
+    proc = _palletize('--level', '23', '--seed', '7', '-n', '1', '--speed', '0', cwd=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]
+    assert 'fail: wrong_placement the planner found no slot' in out
+    assert 'Traceback' not in out + proc.stderr
+    (graph,) = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
+    assert graph['failure'] == 'wrong_placement'
+    local = _in_process(23, 7, graph['git_sha'])
+    assert local['failure'] == 'wrong_placement'
+    # The in-process loop puts the carton back too; the two wirings end the same episode.
+    assert graph == local
 
 
 def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_on_disk(tmp_path):

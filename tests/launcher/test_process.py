@@ -81,6 +81,60 @@ def test_respawn_restarts_a_node_that_exits():
     assert 'respawning flaky' in out.getvalue()
 
 
+def test_a_node_that_is_not_respawned_stops_the_run_naming_it_and_its_exit_is_logged_once():
+    out = io.StringIO()
+    runner = GraphRunner(
+        [
+            _node('worker', 'exit-after-0.3'),  # neither respawned nor required
+            _node('boss', 'reason', required=True),
+        ],
+        out=out,
+        grace_s=0.5,
+    )
+    t0 = time.monotonic()
+    assert runner.run(poll_s=0.01) == 1
+    assert time.monotonic() - t0 < 5.0
+    text = out.getvalue()
+    assert text.count('[launcher] worker exited with code 0\n') == 1
+    assert 'stopping all nodes: worker exited with code 0 and is not respawned' in text
+    # The required node learns why the graph is stopping (the director names it in the episode).
+    assert '[boss] reason: worker exited with code 0 and is not respawned' in text
+
+
+def test_a_node_that_keeps_failing_at_start_is_given_up_on():
+    out = io.StringIO()
+    runner = GraphRunner(
+        [
+            _node('planner', 'exit', respawn=True, respawn_delay=0.05),
+            _node('boss', 'sleep', required=True),
+        ],
+        out=out,
+        grace_s=0.5,
+        max_quick_exits=3,
+    )
+    assert runner.run(poll_s=0.01) == 1
+    text = out.getvalue()
+    assert text.count('[planner] hello from exit') == 3
+    assert text.count('[launcher] planner exited with code 3\n') == 3  # once per exit
+    assert 'planner exited 3 times within 5 s of starting (last code 3)' in text
+
+
+def test_a_node_that_refuses_its_configuration_is_not_respawned_and_the_run_exits_2():
+    out = io.StringIO()
+    runner = GraphRunner(
+        [
+            _node('planner', 'bad-input', respawn=True, respawn_delay=0.05),
+            _node('boss', 'sleep', required=True),
+        ],
+        out=out,
+        grace_s=0.5,
+    )
+    assert runner.run(poll_s=0.01) == 2
+    text = out.getvalue()
+    assert text.count('[planner] hello from bad-input') == 1
+    assert 'stopping all nodes: planner refused its configuration (exit code 2)' in text
+
+
 def test_duplicate_node_names_are_refused():
     from palletizer.core.errors import GraphError
 
@@ -97,8 +151,11 @@ _LAUNCHER = textwrap.dedent(
     nodes = [NodeSpec(name=n, executable='s', command=(sys.executable, {SLEEPER!r}, m))
              for n, m in (('a', 'sleep'), ('b', 'stubborn'), ('c', 'sleep'))]
     r = GraphRunner(nodes, grace_s=0.5)
-    signal.signal(signal.SIGTERM, lambda *_: r.stop('SIGTERM'))
-    signal.signal(signal.SIGINT, lambda *_: r.stop('SIGINT'))
+    if {{stop_on_signals}}:
+        r.stop_on_signals()
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: r.stop('SIGTERM'))
+        signal.signal(signal.SIGINT, lambda *_: r.stop('SIGINT'))
     r.start()
     # One write: the nodes' relayed output must not land inside this line.
     sys.stdout.write('PIDS ' + ' '.join(map(str, r.pids.values())) + chr(10))
@@ -108,8 +165,9 @@ _LAUNCHER = textwrap.dedent(
 )
 
 
-def _start_launcher() -> tuple[subprocess.Popen[str], list[int]]:
-    proc = subprocess.Popen([sys.executable, '-c', _LAUNCHER], stdout=subprocess.PIPE, text=True)
+def _start_launcher(stop_on_signals: bool = False) -> tuple[subprocess.Popen[str], list[int]]:
+    code = _LAUNCHER.replace('{stop_on_signals}', str(stop_on_signals))
+    proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True)
     for line in proc.stdout:
         found = re.search(r'PIDS((?: \d+){3})', line)
         if found:
@@ -128,3 +186,13 @@ def test_launcher_leaves_no_orphans_on_ctrl_c_sigterm_or_sigkill(sig):
     proc.stdout.close()
     # SIGKILL cannot be handled: the children's parent-death signal ends them instead.
     assert _wait_gone(pids) == [], f'orphans left after {sig.name}'
+
+
+@pytest.mark.parametrize('sig, code', [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_run_exits_128_plus_the_signal(sig, code):
+    proc, pids = _start_launcher(stop_on_signals=True)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=15) == code
+    proc.stdout.close()
+    assert _wait_gone(pids) == []

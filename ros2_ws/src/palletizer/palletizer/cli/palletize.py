@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -146,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 3
     runner = GraphRunner(describe(opts), log_level=opts.log_level)
-    signal.signal(signal.SIGINT, lambda s, _f: runner.stop(f'received {signal.Signals(s).name}'))
-    signal.signal(signal.SIGTERM, lambda s, _f: runner.stop(f'received {signal.Signals(s).name}'))
+    runner.stop_on_signals()
     runner.start()
     return runner.run()
 

@@ -38,12 +38,18 @@ __all__ = [
     'MotionOutcome',
     'PerceptionPort',
     'Presented',
+    'STOP_REASON_ENV',
     'RefereePort',
     'SinkPort',
     'run_episode',
 ]
 
 EVENT_KINDS = ('perceive', 'plan', 'pick', 'place', 'settle', 'fail')
+
+
+# Names the file where a launcher that stops the graph writes why (a node died, a signal), so
+# the episode it interrupts is closed with that cause rather than a bare "stopped".
+STOP_REASON_ENV = 'PALLETIZER_STOP_REASON_FILE'
 
 
 class EpisodeAborted(Exception):

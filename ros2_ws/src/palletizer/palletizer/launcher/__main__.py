@@ -6,7 +6,6 @@ same description, with the same arguments, on a machine without the launch packa
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -45,11 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'error: {exc}', file=sys.stderr)
         return 2
 
-    def _on_signal(signum: int, _frame: object) -> None:
-        runner.stop(f'received {signal.Signals(signum).name}')
-
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    runner.stop_on_signals()
     runner.log(
         'launcher',
         f'level {opts.level} ({opts.source}), seed {opts.seed}, '

@@ -17,10 +17,18 @@ from typing import IO
 
 import yaml
 
+from palletizer.core.episode import STOP_REASON_ENV
 from palletizer.core.errors import GraphError
 from palletizer.launcher.graph import NodeSpec
 
-__all__ = ['GraphRunner', 'find_executable', 'node_argv']
+__all__ = [
+    'EXIT_BAD_INPUT',
+    'EXIT_FAILED',
+    'EXIT_OK',
+    'GraphRunner',
+    'find_executable',
+    'node_argv',
+]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -75,13 +83,24 @@ class _Child:
     readers: list[threading.Thread]
 
 
+# Exit codes of a run (README "Exit codes"): every episode succeeded, episodes failed, bad input.
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
 class GraphRunner:
     """Start the nodes of a graph, supervise them, and stop them all.
 
-    - Every output line is prefixed with `[node_name]`.
-    - A node with `respawn` is restarted after `respawn_delay` when it exits on its own.
+    - Every output line is prefixed with `[node_name]`; each exit is logged once.
+    - A node with `respawn` is restarted after `respawn_delay` when it exits on its own, unless
+      it exited with code 2 (its input is bad: the run stops with code 2); one that exits
+      `max_quick_exits` times in a row within `quick_exit_s` of its start is given up on, and
+      the run stops with code 1.
+    - A node with neither `respawn` nor `required` that exits while the graph runs stops the
+      run (exit code 1): nothing would take its place, and the episode could only time out.
     - When a `required` node exits, or on stop() (Ctrl-C, SIGTERM), every child gets SIGINT,
       then SIGTERM and finally SIGKILL after grace periods; children also die with the launcher.
+      Before stopping, the reason is written to the file named by $PALLETIZER_STOP_REASON_FILE
+      in every child's environment.
     """
 
     def __init__(
@@ -93,6 +112,8 @@ class GraphRunner:
         out: IO[str] | None = None,
         grace_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        quick_exit_s: float = 5.0,
+        max_quick_exits: int = 3,
     ) -> None:
         names = [n.name for n in nodes]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -100,14 +121,24 @@ class GraphRunner:
             raise GraphError(f'node names must be unique; repeated: {", ".join(dupes)}')
         self._nodes = list(nodes)
         self._log_level = log_level
-        self._env = {**os.environ, **(env or {}), 'PYTHONUNBUFFERED': '1'}
+        self._tmp = tempfile.TemporaryDirectory(prefix='palletizer-params-')
+        self._reason_file = Path(self._tmp.name) / 'stop_reason'
+        self._env = {
+            **os.environ,
+            **(env or {}),
+            'PYTHONUNBUFFERED': '1',
+            STOP_REASON_ENV: str(self._reason_file),
+        }
         self._out = out or sys.stdout
         self._grace = grace_s
         self._clock = clock
+        self._quick_exit_s = quick_exit_s
+        self._max_quick_exits = max_quick_exits
         self._children: dict[str, _Child] = {}
+        self._started_at: dict[str, float] = {}
+        self._quick_exits: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._tmp = tempfile.TemporaryDirectory(prefix='palletizer-params-')
         self.exit_code: int | None = None
         self.stop_reason = ''
 
@@ -142,6 +173,7 @@ class GraphRunner:
         for r in readers:
             r.start()
         self._children[spec.name] = _Child(spec, proc, readers)
+        self._started_at[spec.name] = self._clock()
         self.log('launcher', f'started {spec.name} (pid {proc.pid})')
 
     def start(self) -> None:
@@ -152,12 +184,21 @@ class GraphRunner:
     def pids(self) -> dict[str, int]:
         return {name: c.proc.pid for name, c in self._children.items()}
 
-    def stop(self, reason: str = 'stop requested') -> None:
-        """Stop every child: SIGINT, then SIGTERM, then SIGKILL, each after the grace period."""
+    def stop(self, reason: str = 'stop requested', code: int | None = None) -> None:
+        """Stop every child: SIGINT, then SIGTERM, then SIGKILL, each after the grace period.
+
+        `code` becomes the run's exit code unless one is set already.
+        """
         if self._stopping.is_set():
             return
         self._stopping.set()
         self.stop_reason = reason
+        if code is not None and self.exit_code is None:
+            self.exit_code = code
+        try:
+            self._reason_file.write_text(reason + '\n', encoding='utf-8')
+        except OSError:
+            pass  # the reason is in the log line below either way
         self.log('launcher', f'stopping all nodes: {reason}')
         live = [c for c in self._children.values() if c.proc.poll() is None]
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -184,26 +225,51 @@ class GraphRunner:
         if not self._children:
             self.start()
         respawn_at: dict[str, float] = {}
+        reported: set[str] = set()  # children whose exit is logged (each exit once)
         while not self._stopping.is_set():
             for name, c in list(self._children.items()):
                 code = c.proc.poll()
-                if code is None or name in respawn_at:
+                if code is None or name in reported:
                     continue
+                reported.add(name)
                 self.log('launcher', f'{name} exited with code {code}')
                 if c.spec.required:
-                    self.exit_code = code
-                    self.stop(f'required node {name} exited with code {code}')
+                    self.stop(f'required node {name} exited with code {code}', code)
                     break
-                if c.spec.respawn:
-                    respawn_at[name] = self._clock() + c.spec.respawn_delay
+                if not c.spec.respawn:
+                    self.stop(
+                        f'{name} exited with code {code} and is not respawned',
+                        EXIT_BAD_INPUT if code == EXIT_BAD_INPUT else EXIT_FAILED,
+                    )
+                    break
+                if code == EXIT_BAD_INPUT:  # its configuration is bad: a restart reads it again
+                    self.stop(f'{name} refused its configuration (exit code 2)', EXIT_BAD_INPUT)
+                    break
+                quick = self._clock() - self._started_at[name] < self._quick_exit_s
+                self._quick_exits[name] = self._quick_exits.get(name, 0) + 1 if quick else 0
+                if self._quick_exits[name] >= self._max_quick_exits:
+                    self.stop(
+                        f'{name} exited {self._quick_exits[name]} times within '
+                        f'{self._quick_exit_s:g} s of starting (last code {code}): not '
+                        'respawning it again',
+                        EXIT_FAILED,
+                    )
+                    break
+                respawn_at[name] = self._clock() + c.spec.respawn_delay
             for name, at in list(respawn_at.items()):
                 if self._clock() >= at and not self._stopping.is_set():
                     del respawn_at[name]
+                    reported.discard(name)
                     self.log('launcher', f'respawning {name}')
                     self._spawn(self._children[name].spec)
-            if not self._stopping.is_set() and all(
-                c.proc.poll() is not None and not c.spec.respawn for c in self._children.values()
-            ):
-                self.stop('every node has exited')
             time.sleep(poll_s)
-        return self.exit_code if self.exit_code is not None else 0
+        return self.exit_code if self.exit_code is not None else EXIT_OK
+
+    def stop_on_signals(self) -> None:
+        """Ctrl-C and SIGTERM stop the graph; the run then exits 130 or 143 (128 + signal)."""
+
+        def on_signal(signum: int, _frame: object) -> None:
+            self.stop(f'received {signal.Signals(signum).name}', 128 + signum)
+
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)

@@ -498,8 +498,7 @@ def main(args=None) -> None:
         pass
     finally:
         if node is not None:
-            node.cell.close()
-            node.destroy_node()
+            node.destroy_node()  # closes the renderers on their own GL thread
         rclpy.try_shutdown()
 
 

@@ -8,9 +8,11 @@ open episode is always closed.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from builtin_interfaces.msg import Time
@@ -44,7 +46,7 @@ from palletizer.core.contracts import (
     PlacementPlan,
     PlanResult,
 )
-from palletizer.core.episode import EpisodeAborted, MotionOutcome, Presented
+from palletizer.core.episode import STOP_REASON_ENV, EpisodeAborted, MotionOutcome, Presented
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
 from palletizer.nodes.action_client import OrderedActionClient
@@ -92,7 +94,18 @@ class Calls:
         self.node = node
         self.abort = abort
         self.timeout_s = timeout_s
+        self.stop_reason = ''  # why the run is being stopped, when the launcher said
         self._ready: set[int] = set()
+
+    def stop(self) -> None:
+        """Abort the call in progress; the reason is the launcher's, when it wrote one."""
+        path = os.environ.get(STOP_REASON_ENV, '')
+        if path:
+            try:
+                self.stop_reason = Path(path).read_text(encoding='utf-8').strip()
+            except OSError:
+                pass  # no reason written: a signal from elsewhere
+        self.abort.set()
 
     def _wait(self, fut, what: str, limit_s: float | None = None) -> Any:
         """The future's result; None when `limit_s` passed without an answer."""
@@ -102,7 +115,8 @@ class Calls:
         while not done.wait(0.1):
             waited += 0.1
             if self.abort.is_set():
-                raise EpisodeAborted(f'stopped while waiting for {what}')
+                why = f' ({self.stop_reason})' if self.stop_reason else ''
+                raise EpisodeAborted(f'stopped while waiting for {what}{why}')
             if limit_s is not None and waited > limit_s:
                 return None
             if waited > self.timeout_s:
@@ -265,6 +279,8 @@ class RosPerception:
         self.oracle = oracle
         self.detect_c = node.create_client(Detect, f'{prefix}/detect')
         self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
+        self.last: HeightMap | None = None  # the newest fused map
+        self.on_heightmap: Callable[[HeightMap], None] | None = None
 
     def detect(self, package_id: str) -> Observation | None:
         res = self.calls.service(self.detect_c, Detect.Request(), 'detection', retry_s=10.0)
@@ -279,7 +295,10 @@ class RosPerception:
         )
         if res.error_code != FuseHeightMap.Response.OK:
             raise EpisodeAborted(f'height-map fusion failed: {res.error_msg}')
-        return heightmap_from_msg(res.heightmap)
+        self.last = heightmap_from_msg(res.heightmap)
+        if self.on_heightmap is not None:
+            self.on_heightmap(self.last)
+        return self.last
 
 
 class RosPlanner:
@@ -349,6 +368,10 @@ class RosExecutor:
         self.heightmap: HeightMap | None = None
         self.last_park = ''
 
+    def set_heightmap(self, heightmap: HeightMap | None) -> None:
+        """The newest fused map (None at an episode's start): a return's collision world."""
+        self.heightmap = heightmap
+
     def park(self) -> MotionOutcome:
         """The photo park (Cartesian, checked); a refusal leaves the arm where it is."""
         res = self.calls.service(self.park_c, Trigger.Request(), 'park')
@@ -389,9 +412,14 @@ class RosExecutor:
         return out
 
     def return_to_source(self, observation: Observation) -> MotionOutcome:
+        """Put the held carton back where it was observed (the planner found no slot).
+
+        A place at the observed pose: the plan's layer is the source's floor (1), its slot
+        'return'; the collision world is the newest height map the director fetched.
+        """
         x, y, z = observation.position
         L, W, H = observation.dims_guess
-        plan = PlacementPlan((x, y, z), observation.yaw, 0, 'return', 0.0, 0.0, {})
+        plan = PlacementPlan((x, y, z), observation.yaw, 1, 'return', 0.0, 0.0, {})
         spec = PackageSpec(observation.package_id, 'unknown', (L, W, H), 1.0)
         return self.place(plan, spec, self.heightmap or HeightMap.flat())
 

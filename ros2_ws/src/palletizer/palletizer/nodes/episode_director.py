@@ -38,6 +38,9 @@ from palletizer.version import git_sha
 
 __all__ = ['EpisodeDirectorNode', 'main', 'summary_line']
 
+# Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
+EXIT_OK, EXIT_FAILED = 0, 1
+
 
 def summary_line(r: EpisodeResult) -> str:
     """`seed 1: 4/4 · SUCCESS` (or the failure, or ABORTED)."""
@@ -123,6 +126,7 @@ class EpisodeDirectorNode(Node):
             gauge_mode = self._param_of('wrist_gauge', 'mode') or '?'
             kind = self._param_of('planner', 'kind') or self.planner_kind
             perception = RosPerception(self, self.calls, oracle=map_mode == 'oracle')
+            perception.on_heightmap = self.motion.set_heightmap
             # The one place the oracle flag is computed: from what each node reports it runs.
             oracle = perception.oracle or gauge_mode == 'oracle' or self.planner.oracle
             motion = 'fast-forward' if self.speed == 0 else f'interpolated x{self.speed:g}'
@@ -136,7 +140,7 @@ class EpisodeDirectorNode(Node):
                 seed = self.seed + k
                 self.sink.begin(seed)
                 self.planner.reset()
-                self.motion.heightmap = None
+                self.motion.set_heightmap(None)
                 result = run_episode(
                     level=self.level,
                     seed=seed,
@@ -159,13 +163,13 @@ class EpisodeDirectorNode(Node):
                     break
             ok = sum(r.success for r in self.results)
             self.say(f'{ok}/{len(self.results)} episodes succeeded')
-            self.exit_code = 0 if ok == len(self.results) == self.episodes else 1
+            self.exit_code = EXIT_OK if ok == len(self.results) == self.episodes else EXIT_FAILED
         except EpisodeAborted as exc:
             self.say(f'run aborted: {exc.reason}')
-            self.exit_code = 2
+            self.exit_code = EXIT_FAILED
         except Exception as exc:  # report, then stop the graph: never leave it hanging
             self.say(f'director error: {type(exc).__name__}: {exc}')
-            self.exit_code = 3
+            self.exit_code = EXIT_FAILED
             raise
         finally:
             rclpy.try_shutdown()
@@ -209,7 +213,7 @@ def main(args=None) -> None:
         code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None:
-            node.abort.set()  # the worker's pending call raises EpisodeAborted
+            node.calls.stop()  # the worker's pending call raises EpisodeAborted
             if worker is not None:
                 worker.join(timeout=5.0)
             code = 130
