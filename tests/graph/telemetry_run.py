@@ -1,7 +1,9 @@
 """Start the installed telemetry node, feed it three episodes, SIGTERM it, and report the files.
 
-Prints one line `RESULT {json}` with the service answers, the episodes.jsonl lines and the bag's
-per-topic counts. Runs inside a network namespace (tests/graph/isolation.py).
+Also starts one node whose runs folder cannot be made and one on a 1 MiB tmpfs that the script
+fills, then SIGKILLs. Prints one line `RESULT {json}` with the service answers, the
+episodes.jsonl lines and the bags' per-topic counts. Runs inside a network namespace
+(tests/graph/isolation.py) and a mount namespace of its own (unshare -m: the tmpfs).
 """
 
 from __future__ import annotations
@@ -22,15 +24,22 @@ from palletizer.launcher.graph import describe, parse_launch_args
 from palletizer.launcher.process import node_argv
 from palletizer.nodes.qos import EVENTS, LATCHED, SENSORS
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
-from palletizer_msgs.srv import EndEpisode
+from palletizer_msgs.srv import BeginEpisode, EndEpisode
 from rosbags.highlevel import AnyReader
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 STAMP = '20260509-120000'
+OTHER = '20260509-120001'  # a second director on the same domain
+FULL = '20260509-120002'  # the run of the node on the disk that fills
 
 
-def _spec(name: str, mode: str, runs_dir: Path):
+def _info(oracle: bool = False, n_objects: int | None = None) -> str:
+    info = {'level': 11, 'task': 'table', 'oracle': oracle, 'git_sha': 'abc1234'}
+    return json.dumps(info if n_objects is None else {**info, 'n_objects': n_objects})
+
+
+def _spec(name: str, mode: str, runs_dir: Path, **extra):
     spec = next(
         n for n in describe(parse_launch_args([f'telemetry:={mode}'])) if n.name == 'telemetry'
     )
@@ -38,11 +47,11 @@ def _spec(name: str, mode: str, runs_dir: Path):
     # graph.py does not remap heightmap for telemetry yet; the depth fusion node publishes there.
     remaps.setdefault('heightmap', '/palletizer/heightmap')
     params = {**spec.parameters, 'use_sim_time': False, 'runs_dir': str(runs_dir),
-              'run_stamp': STAMP, 'tag': 'graph'}  # fmt: skip
+              'run_stamp': STAMP, 'tag': 'graph', **extra}  # fmt: skip
     return replace(spec, name=name, parameters=params, remappings=tuple(remaps.items()))
 
 
-def _events(seed: int, n: int) -> list[EpisodeEvent]:
+def _events(seed: int, n: int, run_id: str = STAMP) -> list[EpisodeEvent]:
     kinds = [
         ('perceive', '', {'seen': 1, 'confidence': 0.9}),
         ('pick', 'p0', {'mass_kg': 5.0, 'type': 'A', 'cog_offset_m': [0.001, 0.0, 0.0]}),
@@ -53,7 +62,7 @@ def _events(seed: int, n: int) -> list[EpisodeEvent]:
     out = []
     for seq in range(n):
         kind, pid, payload = kinds[seq % len(kinds)]
-        out.append(EpisodeEvent(run_id=STAMP, seed=seed, seq=seq, ts=0.25 * seq, kind=kind,
+        out.append(EpisodeEvent(run_id=run_id, seed=seed, seq=seq, ts=0.25 * seq, kind=kind,
                                 package_id=pid, payload_json=json.dumps(payload)))  # fmt: skip
     return out
 
@@ -79,16 +88,50 @@ def _wait(proc: subprocess.Popen) -> int | str:
         return 'hung'
 
 
+def _bag(path: Path) -> dict:
+    with AnyReader([path]) as reader:
+        return {
+            'counts': {c.topic: c.msgcount for c in reader.connections},
+            'events': [
+                (m.seed, m.seq)
+                for c, _, raw in reader.messages()
+                if c.topic == '/palletizer/episode_events'
+                for m in [reader.deserialize(raw, c.msgtype)]
+            ],
+        }
+
+
+def _fill(folder: Path) -> Path:
+    """Take every free block of the file system of `folder`; return the filler file."""
+    filler = folder / 'filler'
+    with filler.open('wb', buffering=0) as f:
+        try:
+            while True:
+                f.write(b'x' * 4096)
+        except OSError:
+            pass
+    return filler
+
+
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix='telemetry-graph-'))
     params = work / 'params'
     params.mkdir()
+    (work / 'blocked').write_text('a file where telemetry_ro wants its runs folder')
+    full = work / 'full'
+    full.mkdir()
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', str(full)], check=True)
+    specs = {
+        'telemetry': _spec('telemetry', 'disk', work / 'telemetry'),
+        'telemetry_off': _spec('telemetry_off', 'off', work / 'telemetry_off'),
+        'telemetry_ro': _spec('telemetry_ro', 'disk', work / 'blocked' / 'runs'),
+        'telemetry_full': _spec('telemetry_full', 'disk', full / 'runs', min_free_mb=0.1),
+    }
     procs = {
         name: subprocess.Popen(
-            node_argv(_spec(name, mode, work / name), params),
-            env={**os.environ, 'PYTHONFAULTHANDLER': '1'},
+            node_argv(spec, params), env={**os.environ, 'PYTHONFAULTHANDLER': '1'}
         )
-        for name, mode in (('telemetry', 'disk'), ('telemetry_off', 'off'))
+        for name, spec in specs.items()
     }
     rclpy.init()
     node = rclpy.create_node('telemetry_feeder')
@@ -100,6 +143,9 @@ def main() -> int:
     pub_hm = node.create_publisher(HeightMap, '/palletizer/heightmap', LATCHED)
     end = node.create_client(EndEpisode, '/telemetry/end_episode')
     end_off = node.create_client(EndEpisode, '/telemetry_off/end_episode')
+    end_ro = node.create_client(EndEpisode, '/telemetry_ro/end_episode')
+    end_full = node.create_client(EndEpisode, '/telemetry_full/end_episode')
+    begins = {name: node.create_client(BeginEpisode, f'/{name}/begin_episode') for name in specs}
     out: dict = {}
 
     def call(client, seed: int, result: str, expected: int) -> dict:
@@ -110,8 +156,15 @@ def main() -> int:
         r = fut.result()
         return {'code': r.error_code, 'msg': r.error_msg, 'written': r.events_written}
 
+    def begin(name: str, seed: int, run_id: str = STAMP, info: str | None = None) -> dict:
+        req = BeginEpisode.Request(seed=seed, run_id=run_id, info_json=info or _info())
+        fut = begins[name].call_async(req)
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=20.0)
+        r = fut.result()
+        return {'code': r.error_code, 'msg': r.error_msg, 'run_dir': r.run_dir}
+
     try:
-        for c in (end, end_off):
+        for c in (end, end_off, end_ro, end_full, *begins.values()):
             if not c.wait_for_service(timeout_sec=30.0):
                 raise SystemExit(f'{c.srv_name} never appeared')
         # Let the node's subscriptions match the publishers before anything is sent.
@@ -121,8 +174,16 @@ def main() -> int:
                 raise SystemExit('telemetry never subscribed')
             rclpy.spin_once(node, timeout_sec=0.05)
         # Episode seed 5: two cartons, every topic, confirmed count.
+        out['begin'] = begin('telemetry', 5)
+        # A second run on this domain is refused, and its events are dropped.
+        out['wrong_run'] = begin('telemetry', 5, OTHER)
+        out['again'] = begin('telemetry', 5)
+        out['full_begin'] = begin('telemetry_full', 1, FULL)
         for i, ev in enumerate(_events(5, 10)):
             pub_ev.publish(ev)
+            if i == 4:
+                for other in _events(9, 3, OTHER):
+                    pub_ev.publish(other)
             if ev.kind == 'settle':
                 pl = Placement(seq=i // 5, package_id='p0', package_type='A', mass_kg=5.0,
                                dims_m=[0.4, 0.3, 0.2], layer=1, placed=True)  # fmt: skip
@@ -138,12 +199,32 @@ def main() -> int:
         )
         out['ok'] = call(end, 5, _result(5, 2, 2), 10)
         # Episode seed 6: the director claims 4 events but published 3.
+        begin('telemetry', 6)
         for ev in _events(6, 3):
             pub_ev.publish(ev)
         out['mismatch'] = call(end, 6, _result(6, 1, 0), 4)
         out['wrong_seed'] = call(end, 99, _result(99, 1, 0), 0)
         out['off'] = call(end_off, 1, _result(1, 1, 1), 0)
-        # Episode seed 7 stays open until SIGTERM.
+        out['off_begin'] = begin('telemetry_off', 1)
+        # The node whose runs folder cannot be made is up and says so.
+        out['ro_begin'] = begin('telemetry_ro', 1)
+        out['ro_end'] = call(end_ro, 1, _result(1, 1, 1), 0)
+        # The disk fills during episode 1: end_episode fails, the node stays up.
+        for ev in _events(1, 3, FULL):
+            pub_ev.publish(ev)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.5:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        filler = _fill(full)
+        out['full_end'] = call(end_full, 1, _result(1, 1, 1), 3)
+        out['full_begin_2'] = begin('telemetry_full', 2, FULL)
+        filler.unlink()
+        out['full_begin_3'] = begin('telemetry_full', 2, FULL)
+        out['full_end_2'] = call(end_full, 2, _result(2, 1, 1), 0)
+        # SIGKILL: the bag stays readable up to the last episode end.
+        procs['telemetry_full'].kill()
+        # Episode seed 7 stays open until SIGTERM; begun with its run info (oracle run).
+        out['begin_7'] = begin('telemetry', 7, info=_info(oracle=True, n_objects=3))
         for ev in _events(7, 2):
             pub_ev.publish(ev)
         t0 = time.monotonic()
@@ -156,6 +237,12 @@ def main() -> int:
         node.destroy_node()
         rclpy.try_shutdown()
     run_dir = work / 'telemetry' / f'{STAMP}-graph'
+    full_dir = full / 'runs' / f'{STAMP}-graph'
+    out['full_episodes'] = [
+        json.loads(ln) for ln in (full_dir / 'episodes.jsonl').read_text().splitlines()
+    ]
+    out['full_bag'] = _bag(full_dir / 'bag')
+    out['full_bag_files'] = sorted(p.name for p in (full_dir / 'bag').iterdir())
     out['episodes'] = [
         json.loads(ln) for ln in (run_dir / 'episodes.jsonl').read_text().splitlines()
     ]
@@ -174,6 +261,7 @@ def main() -> int:
         else []
     )
     print('RESULT ' + json.dumps(out), flush=True)
+    subprocess.run(['umount', str(full)], check=False)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,25 @@ import pytest
 import yaml
 from palletizer.telemetry import TOPICS, BagWriter, TelemetryError, load_typestore
 from rosbags.highlevel import AnyReader
+
+# Writes an episode, checkpoints (as the node does at an episode end), writes part of a second
+# episode, says so, and waits to be killed.
+_KILLED_WRITER = """
+import sys, time
+from palletizer.telemetry import BagWriter
+bag = BagWriter(sys.argv[1])
+print('open', flush=True)
+sys.stdin.readline()
+for k in range(3):
+    bag.write('/tf', 1000 * k, bag.encode('/tf', {}))
+ev = {'run_id': 'r', 'seed': 1, 'seq': 0, 'kind': 'plan', 'payload_json': '{}'}
+bag.write('/palletizer/episode_events', 5000, bag.encode('/palletizer/episode_events', ev))
+bag.checkpoint()
+for k in range(4):
+    bag.write('/tf', 9000 + k, bag.encode('/tf', {}))
+print('written', flush=True)
+time.sleep(60)
+"""
 
 
 def _write_episode(bag: BagWriter, rng: np.random.Generator) -> dict[str, int]:
@@ -157,3 +179,60 @@ def test_rclpy_serialised_messages_are_stored_byte_for_byte(tmp_path):
         got = reader.deserialize(raw, conn.msgtype)
     assert bytes(raw) == cdr and t == 7
     assert (got.after_seq, got.mass_kg, got.cog.z, got.layer_flatness) == (4, 12.5, 0.3, 0.003)
+
+
+def _kill_after(path: Path, lines: int) -> None:
+    """Run the writer, SIGKILL it after it printed `lines` lines (1: opened, 2: checkpointed)."""
+    proc = subprocess.Popen(
+        [sys.executable, '-c', _KILLED_WRITER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline() == 'open\n'
+        if lines > 1:
+            proc.stdin.write('go\n')
+            proc.stdin.flush()
+            assert proc.stdout.readline() == 'written\n'
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdin.close()
+        proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_bag_killed_after_an_episode_end_opens_with_the_messages_up_to_it(tmp_path):
+    path = tmp_path / 'bag'
+    _kill_after(path, 2)
+    with AnyReader([path]) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        got = [(c.topic, t) for c, t, _ in reader.messages()]
+    assert counts == {**dict.fromkeys(TOPICS, 0), '/tf': 3, '/palletizer/episode_events': 1}
+    assert got == [('/tf', 0), ('/tf', 1000), ('/tf', 2000), ('/palletizer/episode_events', 5000)]
+
+
+def test_bag_killed_before_any_message_opens_empty_with_every_topic(tmp_path):
+    path = tmp_path / 'bag'
+    _kill_after(path, 1)
+    with AnyReader([path]) as reader:
+        assert {c.topic: c.msgcount for c in reader.connections} == dict.fromkeys(TOPICS, 0)
+        assert list(reader.messages()) == []
+
+
+def test_bag_closed_after_checkpoints_is_one_clean_mcap(tmp_path):
+    path = tmp_path / 'bag'
+    with BagWriter(path) as bag:
+        first = _write_episode(bag, np.random.default_rng(1))
+        bag.checkpoint()
+        bag.checkpoint()  # nothing new: summary only
+        _write_episode(bag, np.random.default_rng(2))
+    mcap = next(path.glob('*.mcap')).read_bytes()
+    assert mcap.startswith(b'\x89MCAP0\r\n') and mcap.endswith(b'\x89MCAP0\r\n')
+    assert mcap.count(b'\x89MCAP0\r\n') == 2  # no interim footer left inside
+    with AnyReader([path]) as reader:
+        assert {c.topic: c.msgcount for c in reader.connections} == {
+            t: 2 * n for t, n in first.items()
+        }
+        assert len(list(reader.messages())) == 2 * sum(first.values())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from datetime import datetime
 
 import numpy as np
@@ -46,14 +48,41 @@ def test_run_directory_is_stamp_and_tag_and_never_reused(tmp_path):
     with RunWriter(tmp_path, STAMP, 'pallet') as w:
         assert w.path == tmp_path / f'{STAMP}-pallet'
         assert sorted(p.name for p in w.path.iterdir()) == sorted(FILES.values())
-    with pytest.raises(TelemetryError, match=r'exists; a run never appends to another run'):
-        RunWriter(tmp_path, STAMP, 'pallet')
+        w.begin(1)
+    # a second run of the same second gets its own folder; the first one is left untouched
+    with RunWriter(tmp_path, STAMP, 'pallet') as w2, RunWriter(tmp_path, STAMP, 'pallet') as w3:
+        assert (w2.path.name, w3.path.name) == (f'{STAMP}-pallet-2', f'{STAMP}-pallet-3')
+    assert len(_lines(w.path / 'episodes.jsonl')) == 1
     with pytest.raises(
         TelemetryError, match=r"run stamp = '2026-05-09'; expected YYYYmmdd-HHMMSS"
     ):
         RunWriter(tmp_path, '2026-05-09', 'x')
     with pytest.raises(TelemetryError, match=r"run tag = '../up'"):
         RunWriter(tmp_path, STAMP, '../up')
+
+
+def test_runs_started_at_once_in_one_second_never_share_a_folder(tmp_path):
+    paths: list = []
+    errors: list = []
+    gate = threading.Barrier(8)
+
+    def start() -> None:
+        gate.wait()
+        try:
+            with RunWriter(tmp_path / 'runs', STAMP, 'pallet') as w:
+                paths.append(w.path.name)
+        except Exception as exc:  # noqa: BLE001 - collected for the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(paths) == sorted(
+        [f'{STAMP}-pallet'] + [f'{STAMP}-pallet-{n}' for n in range(2, 9)]
+    )
 
 
 def test_episode_rows_have_si_columns_and_display_payloads(tmp_path):
@@ -239,6 +268,57 @@ def test_abort_closes_with_no_invented_failure(tmp_path):
         'task': 'table',
         'metrics': {'aborted': True},
     }
+
+
+def test_an_aborted_episode_line_has_the_run_info_given_at_begin(tmp_path):
+    # Nothing ended before: RunInfo comes only from begin (it used to be filled only at end,
+    # so the line said level, task, n_objects null and oracle false on an oracle run).
+    w = RunWriter(tmp_path, STAMP)
+    info = RunInfo(level=12, task='conveyor', oracle=True, git_sha='abc1234')
+    w.begin(3, n_objects=14, info=info)
+    w.event(0, 0.5, 'perceive', {'seen': 1, 'confidence': 1.0})
+    w.close()
+    (line,) = _lines(w.path / 'episodes.jsonl')
+    assert (line['level'], line['task'], line['n_objects'], line['oracle'], line['git_sha']) == (
+        12,
+        'conveyor',
+        14,
+        True,
+        'abc1234',
+    )
+    assert line['metrics'] == {'aborted': True}
+
+
+def _fsynced(monkeypatch) -> list[str]:
+    """Paths passed to os.fsync from now on (the real fsync still runs)."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f'/proc/self/fd/{fd}'))
+        real(fd)
+
+    monkeypatch.setattr(os, 'fsync', spy)
+    return synced
+
+
+@pytest.mark.parametrize('close', ['end', 'abort'])
+def test_episode_files_snapshots_and_folders_are_fsynced_when_an_episode_closes(
+    tmp_path, monkeypatch, close
+):
+    w = RunWriter(tmp_path, STAMP)
+    w.begin(4)
+    n = _episode(w, 4, n=1)
+    synced = _fsynced(monkeypatch)
+    w.snapshot(0, 'top', png(4, 4))
+    assert n == 5
+    if close == 'end':
+        w.end(result(4, n_objects=1, n_placed=1))
+    else:
+        w.abort()
+    w.close()
+    names = {os.path.relpath(p, w.path) for p in synced}
+    assert {*FILES.values(), '4/000-top.png', '4', '.'} <= names
 
 
 def test_an_exception_in_the_with_block_still_closes_the_episode(tmp_path):

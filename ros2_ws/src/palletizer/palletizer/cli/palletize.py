@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from palletizer.core.config import SOURCES
+from palletizer.core.config import SOURCES, load_config
 from palletizer.core.errors import GraphError, PalletizerError
 from palletizer.launcher.graph import (
     PLANNERS,
@@ -23,6 +23,7 @@ from palletizer.launcher.graph import (
     options_from_mapping,
 )
 from palletizer.launcher.process import GraphRunner
+from palletizer.telemetry import preflight
 
 __all__ = ['build_options', 'main', 'missing_nodes']
 
@@ -144,6 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
+    if opts.telemetry != 'off':
+        try:  # a runs folder that cannot take the run fails now, not after the episodes
+            preflight(load_config().telemetry)
+        except PalletizerError as exc:
+            print(f'palletize: error: {exc}', file=sys.stderr)
+            return 2
     runner = GraphRunner(describe(opts), log_level=opts.log_level)
     runner.stop_on_signals()
     runner.start()

@@ -367,6 +367,7 @@ _TELEMETRY = {
     'schema': _num(1, 1, integer=True),
     'mode': _one_of('disk', 'remote'),
     'runs_dir': _text,
+    'min_free_mb': _Opt(_num(0.0, 1e7), 0.0),
     'bag': {
         'enabled': _bool,
         'version': _num(8, 9, integer=True),

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
-from palletizer_msgs.srv import EndEpisode
+from palletizer_msgs.srv import BeginEpisode, EndEpisode
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -27,9 +27,10 @@ from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
 from palletizer.telemetry import (
     TOPICS,
-    BagWriter,
-    RunWriter,
+    Recorder,
+    RecorderConfig,
     TelemetryMode,
+    TelemetryWriteError,
     check_event_count,
     encode_png,
     run_stamp,
@@ -37,7 +38,7 @@ from palletizer.telemetry import (
 
 __all__ = ['TelemetryNode', 'main']
 
-_FIXED = ('mode', 'runs_dir', 'run_stamp', 'tag')
+_FIXED = ('mode', 'runs_dir', 'run_stamp', 'tag', 'min_free_mb')
 # Frames kept while waiting for their snapshot mark (a mark names two views per photo).
 _MAX_FRAMES = 8
 
@@ -49,8 +50,11 @@ def _stamp_ns(stamp) -> int:
 class TelemetryNode(Node):
     """Writes episode events, placements and pallet states to disk, and every topic to a bag.
 
-    ~/end_episode closes the open episode and confirms the event count; a message of a new
-    seed opens its episode (and aborts an open one, which the director failed to end).
+    ~/begin_episode opens an episode and binds the node to the director's run id (messages of
+    another run id are dropped); ~/end_episode closes it and confirms the event count. A
+    message of a new seed without begin still opens its episode (and aborts an open one,
+    which the director failed to end). When the disk refuses, the node stays up and answers
+    with CANNOT_WRITE or WRITE_FAILED.
     """
 
     def __init__(self) -> None:
@@ -66,32 +70,46 @@ class TelemetryNode(Node):
         runs_dir = param('runs_dir', cfg['runs_dir'], 'folder of run directories (relative: cwd)')
         stamp = param('run_stamp', '', 'YYYYmmdd-HHMMSS of the run; empty = wall clock at start')
         tag = param('tag', 'pallet', 'suffix of the run directory name')
+        min_free_mb = float(
+            param(
+                'min_free_mb', float(cfg['min_free_mb']), '[MB] free space the runs folder needs'
+            )
+        )
         self.end_wait_s = float(
             param('end_wait_s', 2.0, '[s] how long end_episode waits for events still in flight')
         )
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.mode = mode
-        self.run: RunWriter | None = None
-        self.bag: BagWriter | None = None
+        self.rec: Recorder | None = None
+        self._dropped: set[str] = set()  # what was logged once: foreign run ids, no run folder
         # Subscriptions and the service run on different threads: end_episode waits for events
         # still in flight, which only the subscription thread can deliver.
         self._lock = threading.Condition()
         self._subs = MutuallyExclusiveCallbackGroup()
+        services = MutuallyExclusiveCallbackGroup()
         self.create_service(
-            EndEpisode,
-            '~/end_episode',
-            self.on_end_episode,
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            BeginEpisode, '~/begin_episode', self.on_begin_episode, callback_group=services
+        )
+        self.create_service(
+            EndEpisode, '~/end_episode', self.on_end_episode, callback_group=services
         )
         if mode is TelemetryMode.off:
             self.get_logger().info('telemetry off: nothing is written')
             return
         # The run stamp is the one wall-clock read: it names the directory, nothing else.
-        stamp = stamp or run_stamp(datetime.now())
-        self.run = RunWriter(Path(os.path.expanduser(runs_dir)), stamp, tag)
         topics = {t: m for t, m in TOPICS.items() if t in cfg['bag']['topics']}
-        if cfg['bag']['enabled']:
-            self.bag = BagWriter(self.run.path / 'bag', topics)
+        self.rec = Recorder(
+            RecorderConfig(
+                runs_dir=Path(os.path.expanduser(runs_dir)),
+                stamp=stamp or run_stamp(datetime.now()),
+                tag=tag,
+                min_free_bytes=int(min_free_mb * 1e6),
+                bag_topics=topics if cfg['bag']['enabled'] else None,
+            )
+        )
+        if self.rec.open():
+            # Stay up: begin_episode answers CANNOT_WRITE, so the director fails at once.
+            self.get_logger().error(f'telemetry cannot write: {self.rec.error}')
         if mode is TelemetryMode.remote:
             self.get_logger().warning('remote replica not available yet: writing to disk only')
         self._raw(EpisodeEvent, 'episode_events', EVENTS, self.on_event)
@@ -122,7 +140,7 @@ class TelemetryNode(Node):
                 COMMANDS,
                 callback_group=self._subs,
             )
-        self.get_logger().info(f'telemetry ready: {mode.value} -> {self.run.path}')
+        self.get_logger().info(f'telemetry ready: {mode.value} -> {self.rec.run_dir or "-"}')
 
     def _raw(self, msg_type, topic: str, qos, callback) -> None:
         # raw=True: the bag stores the wire bytes; only the episode topics are deserialised.
@@ -141,9 +159,29 @@ class TelemetryNode(Node):
     def _stamp(self) -> int:
         return max(0, self.get_clock().now().nanoseconds)  # sim time under use_sim_time
 
+    def _once(self, key: str, line: str) -> None:
+        if key not in self._dropped:
+            self._dropped.add(key)
+            self.get_logger().error(line)
+
     def _record(self, topic: str, data: bytes) -> None:
-        if self.bag is not None and topic in self.bag.topics:
-            self.bag.write(topic, self._stamp(), data)
+        bag = self.rec.bag
+        if bag is not None and topic in bag.topics:
+            try:
+                bag.write(topic, self._stamp(), data)
+            except TelemetryWriteError as exc:
+                self._once('bag', f'bag messages dropped from now: {exc}')
+
+    def _mine(self, run_id: str, what: str) -> bool:
+        """False (logged once per run id) for a message of another run than the bound one."""
+        if self.rec.accepts(run_id):
+            return True
+        self._once(
+            f'run:{run_id}',
+            f'{what} of run {run_id} dropped: this node serves run {self.rec.run_id} (two runs '
+            'on one ROS domain?); counted in the shutdown line',
+        )
+        return False
 
     def _recorder(self, topic: str):
         def record(data: bytes) -> None:
@@ -157,19 +195,19 @@ class TelemetryNode(Node):
     def on_event(self, data: bytes) -> None:
         msg = deserialize_message(data, EpisodeEvent)
         with self._lock:
+            if not self._mine(msg.run_id, 'event'):
+                return
             try:
-                if self.run.open_seed != msg.seed:
-                    if self.run.open_seed is not None:
-                        self.get_logger().error(
-                            f'event of seed {msg.seed} while episode {self.run.open_seed} is '
-                            'open: aborting it (end_episode never came)'
-                        )
-                        self.run.abort()
-                    self.run.begin(msg.seed)
-                row = self.run.event(
+                note = self.rec.adopt(msg.seed, msg.run_id)
+                if note:
+                    self.get_logger().error(note)
+                row = self.rec.run.event(
                     msg.seq, msg.ts, msg.kind, json.loads(msg.payload_json or '{}'),
                     msg.package_id, seed=msg.seed,
                 )  # fmt: skip
+            except TelemetryWriteError as exc:
+                self._once('write', f'events dropped: {exc}')
+                return
             except (PalletizerError, ValueError) as exc:
                 self.get_logger().error(f'event seed {msg.seed} seq {msg.seq} dropped: {exc}')
                 return
@@ -182,7 +220,10 @@ class TelemetryNode(Node):
         msg = deserialize_message(data, Placement)
         with self._lock:
             try:
-                self.run.placement(placement_from_msg(msg))
+                self._run().placement(placement_from_msg(msg))
+            except TelemetryWriteError as exc:
+                self._once('write', f'placements dropped: {exc}')
+                return
             except (PalletizerError, ValueError) as exc:
                 self.get_logger().error(f'placement seq {msg.seq} dropped: {exc}')
                 return
@@ -192,7 +233,10 @@ class TelemetryNode(Node):
         msg = deserialize_message(data, PalletState)
         with self._lock:
             try:
-                self.run.pallet_state(pallet_state_from_msg(msg))
+                self._run().pallet_state(pallet_state_from_msg(msg))
+            except TelemetryWriteError as exc:
+                self._once('write', f'pallet states dropped: {exc}')
+                return
             except (PalletizerError, ValueError) as exc:
                 self.get_logger().error(f'pallet state {msg.after_seq} dropped: {exc}')
                 return
@@ -209,6 +253,8 @@ class TelemetryNode(Node):
             self.get_logger().error(f'snapshot mark {msg.seq} dropped: {exc}')
             return
         with self._lock:
+            if not self._mine(msg.run_id, 'snapshot mark'):
+                return
             self._marks.append((int(msg.seed), int(msg.seq), views, stamp))
             self._pair()
 
@@ -229,10 +275,10 @@ class TelemetryNode(Node):
                 continue
             for v in views:
                 self._frames.pop((v, stamp), None)
-            if self.run.open_seed != seed:
+            open_seed = None if self.rec.run is None else self.rec.run.open_seed
+            if open_seed != seed:
                 self.get_logger().error(
-                    f'snapshot {after_seq} of seed {seed} dropped: episode '
-                    f'{self.run.open_seed} is open'
+                    f'snapshot {after_seq} of seed {seed} dropped: episode {open_seed} is open'
                 )
                 continue
             for view, img in zip(views, frames, strict=True):
@@ -244,14 +290,34 @@ class TelemetryNode(Node):
                         )
                     rgb = np.frombuffer(bytes(img.data), np.uint8)
                     rgb = rgb.reshape(img.height, img.width, 3)
-                    self.run.snapshot(after_seq, view, encode_png(rgb))
+                    self._run().snapshot(after_seq, view, encode_png(rgb))
                 except (PalletizerError, ValueError) as exc:
                     self.get_logger().error(f'snapshot {after_seq} {view} dropped: {exc}')
         self._marks = waiting
         self._lock.notify_all()
 
+    def _run(self):
+        if self.rec.run is None:
+            raise TelemetryWriteError(f'no run folder: {self.rec.error}')
+        return self.rec.run
+
+    def on_begin_episode(self, req: BeginEpisode.Request, res: BeginEpisode.Response):
+        if self.rec is None:
+            res.error_code = BeginEpisode.Response.DISABLED
+            res.error_msg = 'telemetry mode off: nothing is written'
+            return res
+        with self._lock:
+            outcome, why = self.rec.begin(req.seed, req.run_id, req.info_json)
+            res.run_dir = self.rec.run_dir
+        res.error_code = getattr(BeginEpisode.Response, outcome.name)
+        res.error_msg = why
+        if why:
+            log = self.get_logger()
+            (log.warning if res.error_code == BeginEpisode.Response.OK else log.error)(why)
+        return res
+
     def on_end_episode(self, req: EndEpisode.Request, res: EndEpisode.Response):
-        if self.run is None:
+        if self.rec is None:
             res.error_code = EndEpisode.Response.DISABLED
             res.error_msg = 'telemetry mode off: nothing is written'
             return res
@@ -262,12 +328,17 @@ class TelemetryNode(Node):
             res.error_msg = f'result_json: {exc}'
             return res
         with self._lock:
+            run = self.rec.run
+            if run is None:
+                res.error_code = EndEpisode.Response.WRITE_FAILED
+                res.error_msg = f'no run folder: {self.rec.error}'
+                return res
             # Events and snapshot frames travel on other topics than this request and may still
             # be in flight.
             self._lock.wait_for(
                 lambda: (
-                    self.run.open_seed == req.seed
-                    and (self.run.open_events or 0) >= req.expected_events
+                    run.open_seed == req.seed
+                    and (run.open_events or 0) >= req.expected_events
                     and not any(m[0] == req.seed for m in self._marks)
                 ),
                 self.end_wait_s,
@@ -278,15 +349,22 @@ class TelemetryNode(Node):
                         f'snapshot {after_seq} of seed {seed}: frames {views} never came'
                     )
             self._marks = [m for m in self._marks if m[0] != req.seed]
-            if self.run.open_seed != req.seed or result.seed != req.seed:
+            if run.open_seed != req.seed or result.seed != req.seed:
                 res.error_code = EndEpisode.Response.NO_OPEN_EPISODE
                 res.error_msg = (
                     f'seed {req.seed} (result seed {result.seed}) is not the open episode '
-                    f'({self.run.open_seed})'
+                    f'({run.open_seed})'
                 )
                 return res
             try:
-                res.events_written = self.run.end(result)
+                res.events_written = run.open_events or 0
+                res.events_written = run.end(result)
+                self.rec.checkpoint()
+            except TelemetryWriteError as exc:
+                res.error_code = EndEpisode.Response.WRITE_FAILED
+                res.error_msg = f'episode seed {req.seed} not recorded: {exc}'
+                self.get_logger().error(res.error_msg)
+                return res
             except PalletizerError as exc:
                 res.error_code = EndEpisode.Response.INVALID_REQUEST
                 res.error_msg = str(exc)
@@ -303,14 +381,17 @@ class TelemetryNode(Node):
 
     def close(self) -> None:
         """Abort any open episode and finish the bag (also on Ctrl-C and SIGTERM)."""
+        if self.rec is None:
+            return
         with self._lock:
-            if self.run is not None:
-                seed = self.run.open_seed
-                if self.run.abort() is not None:
+            try:
+                seed = self.rec.close()
+                if seed is not None:
                     self.get_logger().warning(f'episode seed {seed} aborted at shutdown')
-                self.run.close()
-            if self.bag is not None:
-                self.bag.close()
+            except PalletizerError as exc:
+                self.get_logger().error(f'telemetry could not close the run: {exc}')
+            for run_id, n in self.rec.foreign.items():
+                self.get_logger().warning(f'{n} messages of run {run_id} were dropped')
 
 
 def main(args=None) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from io import BytesIO, StringIO
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -20,11 +22,14 @@ from rosbags.interfaces import (
 )
 from rosbags.rosbag2 import Writer, WriterError
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
+from rosbags.rosbag2.metadata import dump_qos_v8
+from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
+from ruamel.yaml import YAML
 
 from palletizer.core.errors import close_match
-from palletizer.telemetry.vocab import TelemetryError
+from palletizer.telemetry.vocab import TelemetryError, TelemetryWriteError
 
 __all__ = ['BAG_VERSION', 'TOPICS', 'BagWriter', 'find_msg_dir', 'load_typestore']
 
@@ -85,6 +90,100 @@ _NUMPY = {
 }
 
 
+class _KeepOpen:
+    """The MCAP file as McapWriter.close sees it during a checkpoint: its close() is a no-op."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+
+    def write(self, data: Any) -> int:
+        return int(self._f.write(data))
+
+    def tell(self) -> int:
+        return int(self._f.tell())
+
+    def close(self) -> None:
+        pass
+
+
+class _CheckpointMcap(McapWriter):
+    """McapWriter whose file is a complete MCAP after every written chunk.
+
+    rosbags writes the summary and footer only at close, so a killed writer leaves a file no
+    reader opens. Here every chunk is followed by a summary, a footer and a fresh
+    metadata.yaml, all fsynced; the next chunk overwrites that summary. A kill then loses only
+    the messages after the last chunk (and a kill in the milliseconds of a checkpoint may
+    leave it torn).
+    """
+
+    describe: Callable[[], dict[str, Any]] | None = None  # the rosbag2 metadata of now
+
+    def close_chunk(self) -> None:
+        super().close_chunk()
+        self.write_summary()
+
+    def checkpoint(self) -> None:
+        """Write the pending messages as a chunk (if any), then summary, footer and metadata."""
+        if self.chunk.msgs:
+            self.close_chunk()
+        else:
+            self.write_summary()
+
+    def write_summary(self) -> None:
+        meta = self.describe() if self.describe is not None else {}
+        body = _yaml(meta.get('rosbag2_bagfile_information', {})).strip()
+        data_end = self.bio.tell()
+        # A pending chunk (schemas and channels before the first message) stays pending: the
+        # summary lists them anyway.
+        pending = self.chunk
+        self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+        bio = self.bio
+        self.bio = _KeepOpen(bio)  # type: ignore[assignment]
+        try:
+            McapWriter.close(self, 0, body)
+        finally:
+            self.bio = bio
+            self.chunk = pending
+        bio.truncate()
+        bio.flush()
+        os.fsync(bio.fileno())
+        bio.seek(data_end)
+        if meta:
+            _replace_durably(self.path.parent / 'metadata.yaml', _yaml(meta))
+
+    def close(self, version: int, metadata: str) -> None:
+        if self.chunk.bio.tell():
+            McapWriter.close_chunk(self)  # the final summary follows; no interim one
+        self.bio.truncate()  # drop the last interim summary
+        super().close(version, metadata)
+
+
+class _Writer(Writer):
+    STORAGE_PLUGINS = {**Writer.STORAGE_PLUGINS, StoragePlugin.MCAP: _CheckpointMcap}
+
+
+def _yaml(data: Any) -> str:
+    yaml = YAML(typ='safe')
+    yaml.default_flow_style = False
+    out = StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
+
+
+def _replace_durably(path: Path, text: str) -> None:
+    tmp = path.with_suffix('.yaml.tmp')
+    with tmp.open('w', encoding='utf-8') as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def find_msg_dir() -> Path:
     """The palletizer_msgs msg/ folder: the repository's, else the installed share/ copy."""
     here = Path(__file__).resolve()
@@ -128,6 +227,11 @@ class BagWriter:
     the bag holds exactly what was on the wire; ROS-free code builds the bytes from a plain
     mapping with encode(). Stamps are sim time [ns]. Every topic gets its connection at open,
     so a reader lists it even when no message came. Not thread-safe.
+
+    The bag is readable from its opening on, not only after close(): metadata.yaml and the MCAP
+    summary are written at open, after every 1 MiB chunk and at each checkpoint() (the node
+    calls it at every episode end). A killed writer leaves a bag that opens and holds every
+    message up to the last chunk. A refused write raises TelemetryWriteError.
     """
 
     def __init__(
@@ -144,7 +248,7 @@ class BagWriter:
             if msgtype not in self.typestore.types:
                 raise TelemetryError(f'bag topic {topic}: unknown message type {msgtype!r}')
         try:
-            self._writer = Writer(
+            self._writer = _Writer(
                 self.path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP
             )
             if compress:
@@ -153,6 +257,8 @@ class BagWriter:
             self._writer.open()
         except WriterError as exc:  # the path exists: a bag is never appended to
             raise TelemetryError(f'bag {self.path}: {exc}') from exc
+        except OSError as exc:
+            raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
         self._types = dict(topics)
         self._conns = {
             topic: self._writer.add_connection(
@@ -165,6 +271,67 @@ class BagWriter:
         }
         self.counts: dict[str, int] = dict.fromkeys(topics, 0)
         self._closed = False
+        self._storage.describe = self._metadata
+        self.checkpoint()
+
+    @property
+    def _storage(self) -> _CheckpointMcap:
+        storage = self._writer.storage
+        assert isinstance(storage, _CheckpointMcap)
+        return storage
+
+    def _metadata(self) -> dict[str, Any]:
+        """metadata.yaml as rosbags' Writer.close writes it, from the messages in the file."""
+        st = self._storage
+        stats = st.channel_stats
+        count = sum(stats.values())
+        start = st.message_start_time if count else 0
+        duration = max(0, st.message_end_time - st.message_start_time) if count else 0
+        name = st.path.name
+        return {
+            'rosbag2_bagfile_information': {
+                'version': BAG_VERSION,
+                'storage_identifier': 'mcap',
+                'relative_file_paths': [name],
+                'duration': {'nanoseconds': duration},
+                'starting_time': {'nanoseconds_since_epoch': start},
+                'message_count': count,
+                'topics_with_message_count': [
+                    {
+                        'topic_metadata': {
+                            'name': c.topic,
+                            'type': c.msgtype,
+                            'serialization_format': 'cdr',
+                            'offered_qos_profiles': dump_qos_v8(_qos_of(c)),
+                            'type_description_hash': c.digest,
+                        },
+                        'message_count': stats.get(c.id, 0),
+                    }
+                    for c in self._writer.connections
+                ],
+                'compression_format': '',
+                'compression_mode': '',
+                'files': [
+                    {
+                        'path': name,
+                        'starting_time': {'nanoseconds_since_epoch': start},
+                        'duration': {'nanoseconds': duration},
+                        'message_count': count,
+                    }
+                ],
+                'custom_data': None,
+                'ros_distro': 'rosbags',
+            }
+        }
+
+    def checkpoint(self) -> None:
+        """Make everything written so far survive a kill: chunk, summary, metadata.yaml, fsync."""
+        if self._closed:
+            raise TelemetryError(f'bag {self.path} is closed')
+        try:
+            self._storage.checkpoint()
+        except OSError as exc:
+            raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -190,7 +357,10 @@ class BagWriter:
             or stamp_ns < 0
         ):
             raise TelemetryError(f'bag {topic}: stamp_ns = {stamp_ns!r}; expected an integer >= 0')
-        self._writer.write(self._conns[topic], int(stamp_ns), bytes(cdr))
+        try:
+            self._writer.write(self._conns[topic], int(stamp_ns), bytes(cdr))
+        except OSError as exc:  # a full chunk is written to disk inside write()
+            raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
         self.counts[topic] += 1
 
     def encode(self, topic: str, fields: Mapping[str, Any]) -> bytes:
@@ -207,7 +377,10 @@ class BagWriter:
         """Finish the bag (metadata.yaml, MCAP summary); safe to call more than once."""
         if not self._closed:
             self._closed = True
-            self._writer.close()
+            try:
+                self._writer.close()
+            except OSError as exc:
+                raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
 
     def __enter__(self) -> BagWriter:
         return self
@@ -269,3 +442,7 @@ def _build(store: Typestore, msgtype: str, fields: Mapping[str, Any], where: str
         for n, d in defs
     }
     return store.types[msgtype](**kwargs)
+
+
+def _qos_of(conn: Any) -> list[Qos]:
+    return list(getattr(conn.ext, 'offered_qos_profiles', []))

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import struct
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.errors import PalletizerError
 from palletizer.telemetry.units import json_safe, payload_to_display
-from palletizer.telemetry.vocab import EventKind, SnapshotView, TelemetryError
+from palletizer.telemetry.vocab import (
+    EventKind,
+    SnapshotView,
+    TelemetryError,
+    TelemetryWriteError,
+)
 
 __all__ = [
     'FILES',
@@ -24,6 +31,7 @@ __all__ = [
     'RunInfo',
     'RunWriter',
     'check_event_count',
+    'check_writable',
     'run_stamp',
 ]
 
@@ -31,6 +39,8 @@ STAMP_FORMAT = '%Y%m%d-%H%M%S'
 _STAMP_RE = re.compile(r'^\d{8}-\d{6}$')
 _TAG_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 _PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+# Run folders of one stamp and tag: <stamp>-<tag>, then -2, -3, ... (two runs in one second).
+_MAX_SUFFIX = 999
 # One file per Platform table (cell-facts §8.1); disk rows carry the table's columns plus `seed`.
 FILES = {
     'episodes': 'episodes.jsonl',
@@ -44,6 +54,79 @@ FILES = {
 def run_stamp(when: datetime) -> str:
     """The run directory stamp for `when` (YYYYmmdd-HHMMSS); the caller owns the clock."""
     return when.strftime(STAMP_FORMAT)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or errno.errorcode.get(exc.errno or 0, '') or str(exc)
+
+
+def _make_folder(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise TelemetryWriteError(
+            f'runs folder {path}: cannot create it (a file of that name exists)'
+        ) from None
+    except OSError as exc:
+        raise TelemetryWriteError(f'runs folder {path}: cannot create it ({_why(exc)})') from None
+
+
+def check_writable(runs_dir: str | os.PathLike[str], min_free_bytes: int) -> Path:
+    """Raise TelemetryWriteError unless runs_dir exists or can be made, takes a file, and has room.
+
+    Creates runs_dir (and its parents) if missing, writes and removes a probe file (as root a
+    permission bit proves nothing; a read-only mount or a full disk does), and compares the free
+    space with min_free_bytes [B]. Returns the absolute folder.
+    """
+    path = Path(runs_dir).expanduser().absolute()
+    _make_folder(path)
+    try:
+        fd, probe = tempfile.mkstemp(prefix='.write-check-', dir=path)
+        try:
+            os.write(fd, b'x')
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise TelemetryWriteError(f'runs folder {path}: not writable ({_why(exc)})') from None
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    if free < int(min_free_bytes):
+        raise TelemetryWriteError(
+            f'runs folder {path}: {free / 1e6:.1f} MB free; telemetry needs at least '
+            f'{int(min_free_bytes) / 1e6:.1f} MB (configs/telemetry.yaml min_free_mb)'
+        )
+    return path
+
+
+def _make_run_dir(runs_dir: Path, stamp: str, tag: str) -> Path:
+    """Create runs_dir/<stamp>-<tag> atomically, else the first free -2, -3, ... of it."""
+    _make_folder(runs_dir)
+    base = f'{stamp}-{tag}'
+    for n in range(1, _MAX_SUFFIX + 1):
+        path = runs_dir / (base if n == 1 else f'{base}-{n}')
+        try:
+            path.mkdir()  # no exist_ok: mkdir is the atomic claim of the name
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise TelemetryWriteError(
+                f'run folder {path}: cannot create it ({_why(exc)})'
+            ) from None
+        return path
+    raise TelemetryWriteError(
+        f'run folder {runs_dir / base}: it and -2 .. -{_MAX_SUFFIX} all exist'
+    )
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a new entry in `path` durable (its directory entry, not only the file's data)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def check_event_count(seed: int, written: int, expected: int) -> None:
@@ -100,9 +183,14 @@ class RunWriter:
     """Writes runs/<stamp>-<tag>/: episodes, events, placements, pallet states and snapshots.
 
     One episode is open at a time: begin(), then rows, then end() or abort(). Within an episode,
-    event `seq`, placement `seq` and pallet-state `after_seq` must each strictly increase. Lines
-    are flushed as they are written and fsynced when an episode closes. close() (and leaving the
-    `with` block) aborts an open episode, so no episode is left open. Not thread-safe.
+    event `seq`, placement `seq` and pallet-state `after_seq` must each strictly increase. Each
+    line is one unbuffered write (a failed write is cut back, so no half line stays) and every
+    file is fsynced when an episode closes. close() (and leaving the `with` block) aborts an open
+    episode, so no episode is left open. Not thread-safe.
+
+    The folder is <stamp>-<tag>, or <stamp>-<tag>-2, -3, ... when that exists: a run never
+    appends to another run. A refused write (disk full, read-only, I/O error) raises
+    TelemetryWriteError; end() and abort() close the episode even then.
     """
 
     def __init__(
@@ -118,17 +206,19 @@ class RunWriter:
             raise TelemetryError(
                 f'run tag = {tag!r}; expected letters, digits, _ . - (not starting with . - _)'
             )
-        self.path = Path(runs_dir) / f'{stamp}-{tag}'
-        try:
-            self.path.mkdir(parents=True, exist_ok=False)
-        except FileExistsError:
-            raise TelemetryError(
-                f'run directory {self.path} exists; a run never appends to another run'
-            ) from None
+        self.path = _make_run_dir(Path(runs_dir).absolute(), str(stamp), str(tag))
         self.info = info or RunInfo()
-        self._files: dict[str, IO[str]] = {
-            k: (self.path / name).open('a', encoding='utf-8') for k, name in FILES.items()
-        }
+        self._files: dict[str, int] = {}
+        try:
+            for key, name in FILES.items():
+                self._files[key] = os.open(
+                    self.path / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                )
+            _fsync_dir(self.path)
+        except OSError as exc:
+            for fd in self._files.values():
+                os.close(fd)
+            raise TelemetryWriteError(f'run folder {self.path}: {_why(exc)}') from None
         self._episode: _Episode | None = None
         self._seeds: set[int] = set()
         self._closed = False
@@ -139,6 +229,11 @@ class RunWriter:
     def open_seed(self) -> int | None:
         """Seed of the open episode, or None."""
         return None if self._episode is None else self._episode.seed
+
+    @property
+    def seeds(self) -> frozenset[int]:
+        """Seeds begun in this run (open, ended or aborted)."""
+        return frozenset(self._seeds)
 
     @property
     def open_events(self) -> int | None:
@@ -168,19 +263,35 @@ class RunWriter:
         return seq
 
     def _write(self, key: str, row: Mapping[str, Any]) -> None:
-        f = self._files[key]
-        f.write(json.dumps(row, separators=(',', ':'), allow_nan=False) + '\n')
-        f.flush()
+        data = (json.dumps(row, separators=(',', ':'), allow_nan=False) + '\n').encode()
+        fd = self._files[key]
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)  # a half line would corrupt the next one
+            except OSError:
+                pass
+            raise TelemetryWriteError(f'{self.path / FILES[key]}: {_why(exc)}') from None
 
     def _sync(self) -> None:
-        for f in self._files.values():
-            f.flush()
-            os.fsync(f.fileno())
+        """fsync every file: the episode's lines survive a crash or power loss from here on."""
+        for key, fd in self._files.items():
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise TelemetryWriteError(f'{self.path / FILES[key]}: {_why(exc)}') from None
 
     # -- episode lifecycle --------------------------------------------------------------------
 
-    def begin(self, seed: int, n_objects: int | None = None) -> None:
-        """Open the episode `seed`; n_objects (cartons to place) may be unknown (None) until end."""
+    def begin(self, seed: int, n_objects: int | None = None, info: RunInfo | None = None) -> None:
+        """Open the episode `seed`; n_objects (cartons to place) may be unknown (None) until end.
+
+        info, when given, replaces the run facts, so an aborted episode's line has them.
+        """
         if self._closed:
             raise TelemetryError(f'begin: the run writer of {self.path} is closed')
         if self._episode is not None:
@@ -196,6 +307,8 @@ class RunWriter:
             raise TelemetryError(f'begin: n_objects = {n_objects!r}; expected an integer >= 0')
         self._episode = _Episode(seed, None if n_objects is None else int(n_objects))
         self._seeds.add(seed)
+        if info is not None:
+            self.info = info
 
     def event(
         self,
@@ -314,9 +427,19 @@ class RunWriter:
             )
         width, height = _png_size(bytes(png))
         folder = self.path / str(ep.seed)
-        folder.mkdir(exist_ok=True)
         path = folder / f'{after_seq:03d}-{v.value}.png'
-        path.write_bytes(bytes(png))
+        try:
+            if not folder.is_dir():
+                folder.mkdir()
+                _fsync_dir(self.path)
+            with path.open('xb') as f:
+                f.write(bytes(png))
+                f.flush()
+                os.fsync(f.fileno())
+            _fsync_dir(folder)
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            raise TelemetryWriteError(f'{path}: {_why(exc)}') from None
         ep.snapshots.add((after_seq, v.value))
         self._write(
             'snapshots',
@@ -356,9 +479,9 @@ class RunWriter:
         if 'mean_planner_score' not in metrics and ep.plan_scores:
             metrics['mean_planner_score'] = round(sum(ep.plan_scores) / len(ep.plan_scores), 4)
         line['metrics'] = json_safe(metrics, 'metrics')
+        self._episode = None  # closed even when the disk refuses the line
         self._write('episodes', line)
         self._sync()
-        self._episode = None
         self.info = RunInfo(
             level=self.info.level if self.info.level is not None else r.level,
             task=self.info.task if self.info.task is not None else r.task,
@@ -391,9 +514,9 @@ class RunWriter:
             'task': self.info.task,
             'metrics': {'aborted': True},
         }
+        self._episode = None  # closed even when the disk refuses the line
         self._write('episodes', line)
         self._sync()
-        self._episode = None
         return ep.n_events
 
     def close(self) -> None:
@@ -404,8 +527,8 @@ class RunWriter:
             self.abort()
         finally:
             self._closed = True
-            for f in self._files.values():
-                f.close()
+            for fd in self._files.values():
+                os.close(fd)
 
     def __enter__(self) -> RunWriter:
         return self

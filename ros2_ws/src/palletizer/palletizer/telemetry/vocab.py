@@ -7,11 +7,22 @@ from enum import Enum
 from palletizer.core.contracts import FailureCause
 from palletizer.core.errors import PalletizerError, close_match
 
-__all__ = ['EventKind', 'SnapshotView', 'TelemetryError', 'TelemetryMode', 'parse_failure']
+__all__ = [
+    'EventKind',
+    'SnapshotView',
+    'TelemetryError',
+    'TelemetryMode',
+    'TelemetryWriteError',
+    'parse_failure',
+]
 
 
 class TelemetryError(PalletizerError):
     """A telemetry row, file or call is invalid; the message names the value and what is allowed."""
+
+
+class TelemetryWriteError(TelemetryError):
+    """The disk refused a write (full, read-only, I/O error); the message names the path."""
 
 
 class _Closed(str, Enum):
