@@ -31,7 +31,7 @@ def run_isolated(
     cwd: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run argv in a fresh network namespace with loopback up; nothing leaves the namespace."""
-    dom = domain_id if domain_id is not None else next(_domains) % 101
+    dom = domain_id if domain_id is not None else next_domain()
     full_env = {
         **os.environ,
         **(env or {}),
@@ -48,3 +48,8 @@ def run_isolated(
         text=True,
         timeout=timeout,
     )
+
+
+def next_domain() -> int:
+    """A ROS_DOMAIN_ID for the next isolated run of this test process."""
+    return next(_domains) % 101

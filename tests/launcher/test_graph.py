@@ -79,6 +79,20 @@ def test_launch_files_pass_exactly_the_description(level):
         assert kw['remappings'] == list(n.remappings)
         assert kw['respawn'] == n.respawn
         assert kw['arguments'] == ['--ros-args', '--log-level', 'warn']
+        assert kw['additional_env'] == dict(n.env)
+
+
+def test_every_node_gets_the_short_lease_dds_profile_unless_one_is_set(monkeypatch):
+    from palletizer.launcher.graph import DDS_PROFILE_ENV, dds_env
+
+    monkeypatch.delenv(DDS_PROFILE_ENV, raising=False)
+    monkeypatch.delenv('FASTDDS_DEFAULT_PROFILES_FILE', raising=False)
+    for n in describe(parse_launch_args([], config=CFG)):
+        profile = Path(n.env[DDS_PROFILE_ENV])
+        assert profile.name == 'fastdds.xml' and profile.is_file()
+        assert '<leaseDuration><sec>2</sec>' in profile.read_text()
+    assert dds_env({DDS_PROFILE_ENV: '/site/profile.xml'}) == {}
+    assert dds_env({'FASTDDS_DEFAULT_PROFILES_FILE': '/site/profile.xml'}) == {}
 
 
 @pytest.mark.parametrize('source', ['table', 'conveyor', 'truck'])

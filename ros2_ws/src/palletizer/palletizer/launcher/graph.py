@@ -8,12 +8,13 @@ ways to launch cannot drift apart.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from palletizer.core.config import SOURCES, Config, load_config, read_yaml
+from palletizer.core.config import SOURCES, Config, config_dir, load_config, read_yaml
 from palletizer.core.errors import ConfigError, GraphError, PalletizerError, close_match
 
 __all__ = [
@@ -105,6 +106,7 @@ class NodeSpec:
     required: bool = False  # the whole graph stops when this node exits
     command: tuple[str, ...] = ()  # explicit argv instead of lib/<package>/<executable>
     params_files: tuple[str, ...] = ()  # extra ROS parameter files, applied after `parameters`
+    env: Mapping[str, str] = field(default_factory=dict)  # environment added to the process's
 
 
 def _as_int(name: str, text: str, lo: int, hi: int | None = None) -> int:
@@ -256,9 +258,23 @@ def parse_launch_args(
     return options_from_mapping(values, source=source, config=config)
 
 
+# Fast DDS reads its default participant profile from this variable (Fast DDS 2.14, Jazzy).
+DDS_PROFILE_ENV = 'FASTRTPS_DEFAULT_PROFILES_FILE'
+
+
+def dds_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every node gets: configs/fastdds.xml (a 2 s participant lease, so a
+    dead node leaves the graph within ~2 s) unless the environment names a profile already."""
+    env = os.environ if environ is None else environ
+    if env.get(DDS_PROFILE_ENV) or env.get('FASTDDS_DEFAULT_PROFILES_FILE'):
+        return {}
+    return {DDS_PROFILE_ENV: str(config_dir() / 'fastdds.xml')}
+
+
 def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
     """The node graph for these options, in start order."""
-    nodes = _nodes(opts)
+    env = dds_env()
+    nodes = tuple(replace(n, env={**env, **n.env}) for n in _nodes(opts))
     if opts.params_file:
         nodes = tuple(replace(n, params_files=(opts.params_file,)) for n in nodes)
     return nodes
@@ -386,6 +402,7 @@ def launch_node_kwargs(
                 'remappings': [tuple(r) for r in n.remappings],
                 'respawn': n.respawn,
                 'respawn_delay': n.respawn_delay,
+                'additional_env': dict(n.env),
                 'output': 'screen',
                 'arguments': ['--ros-args', '--log-level', opts.log_level],
             }

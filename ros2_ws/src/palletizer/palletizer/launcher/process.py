@@ -163,7 +163,7 @@ class GraphRunner:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=self._env,
+            env={**self._env, **spec.env},
             preexec_fn=_die_with_parent,
         )
         readers = [
@@ -234,7 +234,12 @@ class GraphRunner:
                 reported.add(name)
                 self.log('launcher', f'{name} exited with code {code}')
                 if c.spec.required:
-                    self.stop(f'required node {name} exited with code {code}', code)
+                    # Its own code (the director's says how the episodes went); killed by a
+                    # signal (a negative code), the run failed.
+                    self.stop(
+                        f'required node {name} exited with code {code}',
+                        code if code >= 0 else EXIT_FAILED,
+                    )
                     break
                 if not c.spec.respawn:
                     self.stop(

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ from palletizer.nodes.qos import EVENTS
 
 __all__ = [
     'Calls',
+    'Timeouts',
     'RosCell',
     'RosExecutor',
     'RosGauge',
@@ -82,18 +84,83 @@ def stamp_s(t: Time) -> float:
     return t.sec + t.nanosec * 1e-9
 
 
+@dataclass(frozen=True)
+class Timeouts:
+    """How long [s, wall] the director waits for a live node's answer, sized to the work asked.
+
+    A dead node is noticed within the DDS lease instead (Calls). `speed` is the motion speed
+    (0 = fast-forward): motion and simulated time run at 1/speed of real time, so the waits
+    that contain them scale with it.
+    """
+
+    speed: float = 0.0
+    # Bookkeeping answered from memory or one short computation (tare, weigh, telemetry,
+    # parameters, ground truth, detection, fusion, one camera render): milliseconds when
+    # healthy; 30 s leaves room for two loaded cores.
+    quick_s: float = 30.0
+    reset_s: float = 60.0  # the cell rebuilds its MuJoCo model and renderers: ~2-5 s
+    plan_s: float = 60.0  # beam search on a full pallet: ~1-3 s on two cores
+    # One pick or place: 6-8 s of motion at speed 1 (scripts/bench motion: 5.9 s median),
+    # plus planning; 60 s of motion covers the longest reach-fitted moves.
+    motion_s: float = 60.0
+    # The conveyor or truck bringing the next carton: up to ~20 s of simulated time.
+    present_s: float = 60.0
+
+    def scaled(self, sim_s: float) -> float:
+        """A wait that contains sim_s [s] of simulated time: 30 s plus that time at speed."""
+        return 30.0 + (sim_s / self.speed if self.speed > 0 else sim_s)
+
+    @property
+    def motion(self) -> float:
+        return self.scaled(self.motion_s)
+
+    @property
+    def present(self) -> float:
+        return self.scaled(self.present_s)
+
+
+def _node_of(name: str) -> str:
+    """The node behind a service or action name: '/planner/plan' -> 'planner'."""
+    return name.strip('/').split('/')[0] or name
+
+
+class _ServerLost(Exception):
+    """The server vanished from the graph while a request was in flight."""
+
+
 class Calls:
-    """Blocking service and action calls from a worker thread while the executor spins."""
+    """Blocking service and action calls from a worker thread while the executor spins.
+
+    Every wait is bounded twice: by a timeout sized to the call's work (a live server that does
+    not answer), and by the server's presence in the graph, checked every LIVENESS_S. A node
+    that dies leaves the graph within the DDS participant lease (configs/fastdds.xml, set by the
+    launcher). Then a `repeatable` request (read-only, or keyed so that a repeat does no harm)
+    is sent again once the node is back, respawned; any other request, or a node that does not
+    come back within `respawn_s`, aborts the episode with a reason that names the node.
+    """
 
     # After discovery the server's reply writer can lag the client's reply reader: a request
     # sent at once may be answered into the void ("failed to send response"). A short pause
     # before the first call on each client closes that window.
     FIRST_CALL_PAUSE_S = 0.5
+    LIVENESS_S = 0.5  # how often a wait checks that its server is still in the graph [s]
 
-    def __init__(self, node: Node, abort: threading.Event, timeout_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        node: Node,
+        abort: threading.Event,
+        timeouts: Timeouts | None = None,
+        discover_s: float = 30.0,
+        respawn_s: float = 8.0,
+    ) -> None:
         self.node = node
         self.abort = abort
-        self.timeout_s = timeout_s
+        self.t = timeouts or Timeouts()
+        # A node's first appearance: eight processes starting on two shared cores.
+        self.discover_s = discover_s
+        # A respawned node's return: the launcher's 1 s delay plus the node's start (imports,
+        # config, the reach table), 2-4 s on two cores.
+        self.respawn_s = respawn_s
         self.stop_reason = ''  # why the run is being stopped, when the launcher said
         self._ready: set[int] = set()
 
@@ -107,60 +174,137 @@ class Calls:
                 pass  # no reason written: a signal from elsewhere
         self.abort.set()
 
-    def _wait(self, fut, what: str, limit_s: float | None = None) -> Any:
-        """The future's result; None when `limit_s` passed without an answer."""
+    def _wait(
+        self,
+        fut,
+        what: str,
+        timeout_s: float,
+        alive: Callable[[], bool] | None = None,
+        limit_s: float | None = None,
+    ) -> Any:
+        """The future's result; None when `limit_s` passed without an answer.
+
+        Raises _ServerLost when `alive()` turns false, EpisodeAborted on a stop or after
+        timeout_s [s].
+        """
         done = threading.Event()
         fut.add_done_callback(lambda _f: done.set())
-        waited = 0.0
+        t0 = time.monotonic()
+        checked = t0
         while not done.wait(0.1):
-            waited += 0.1
+            now = time.monotonic()
             if self.abort.is_set():
                 why = f' ({self.stop_reason})' if self.stop_reason else ''
                 raise EpisodeAborted(f'stopped while waiting for {what}{why}')
-            if limit_s is not None and waited > limit_s:
+            if alive is not None and now - checked >= self.LIVENESS_S:
+                checked = now
+                if not alive():
+                    raise _ServerLost(what)
+            if limit_s is not None and now - t0 > limit_s:
                 return None
-            if waited > self.timeout_s:
-                raise EpisodeAborted(f'{what} did not answer within {self.timeout_s:.0f} s')
+            if now - t0 > timeout_s:
+                raise EpisodeAborted(f'{what} did not answer within {timeout_s:.0f} s')
         if fut.exception() is not None:
             raise EpisodeAborted(f'{what} failed: {fut.exception()}')
         return fut.result()
 
-    def _discover(self, client, what: str) -> None:
+    def _discover(self, client, ready: Callable[[float], bool], name: str, what: str) -> None:
         if id(client) in self._ready:
             return
-        if not client.wait_for_service(timeout_sec=30.0):
-            raise EpisodeAborted(f'{what}: service {client.srv_name} is not available')
+        if not ready(self.discover_s):
+            raise EpisodeAborted(
+                f'{what}: {name} is not available after {self.discover_s:.0f} s '
+                f'(node {_node_of(name)} not running?)'
+            )
         time.sleep(self.FIRST_CALL_PAUSE_S)
         self._ready.add(id(client))
 
-    def service(self, client, request, what: str, retry_s: float | None = None) -> Any:
-        """Call and wait. With `retry_s` (read-only services only) an unanswered request is
-        sent again every retry_s seconds, up to the overall timeout."""
-        self._discover(client, what)
-        if retry_s is None:
-            return self._wait(client.call_async(request), what)
-        for _ in range(max(1, int(self.timeout_s / retry_s))):
-            res = self._wait(client.call_async(request), what, limit_s=retry_s)
+    def _back(self, ready: Callable[[float], bool], name: str, what: str, repeatable: bool):
+        """After a lost server: return when it is back and the request may be sent again."""
+        node = _node_of(name)
+        if not repeatable:
+            raise EpisodeAborted(
+                f'{what}: node {node} left the graph (died or restarted) while handling a '
+                'request that cannot be repeated'
+            )
+        if not ready(self.respawn_s):
+            raise EpisodeAborted(
+                f'{what}: node {node} left the graph (died) and did not come back within '
+                f'{self.respawn_s:.0f} s'
+            )
+        time.sleep(self.FIRST_CALL_PAUSE_S)
+        print(f'  {what}: node {node} came back (respawned); request sent again', flush=True)
+
+    def service(
+        self,
+        client,
+        request,
+        what: str,
+        timeout_s: float,
+        repeatable: bool = False,
+        retry_s: float | None = None,
+    ) -> Any:
+        """Call and wait up to timeout_s [s] of a live server.
+
+        `repeatable`: the request may be sent again (read-only, or keyed so a repeat does no
+        harm): after the server came back from a restart, and with `retry_s` every retry_s
+        seconds while unanswered (an answer lost right after discovery).
+        """
+
+        def ready(t: float) -> bool:
+            return client.wait_for_service(timeout_sec=t)
+
+        self._discover(client, ready, client.srv_name, what)
+        t0 = time.monotonic()
+        while True:
+            left = timeout_s - (time.monotonic() - t0)
+            try:
+                res = self._wait(
+                    client.call_async(request),
+                    what,
+                    max(left, 0.1),
+                    alive=client.service_is_ready,
+                    limit_s=retry_s if repeatable else None,
+                )
+            except _ServerLost:
+                self._back(ready, client.srv_name, what, repeatable)
+                continue
             if res is not None:
                 return res
-        raise EpisodeAborted(f'{what} did not answer within {self.timeout_s:.0f} s')
+            if time.monotonic() - t0 > timeout_s:
+                raise EpisodeAborted(f'{what} did not answer within {timeout_s:.0f} s')
 
     def action(
         self,
         client: OrderedActionClient,
         goal,
         what: str,
+        timeout_s: float,
         feedback: Callable[[Any], None] | None = None,
     ) -> Any:
-        if id(client) not in self._ready:
-            if not client.wait_for_server(timeout_sec=30.0):
-                raise EpisodeAborted(f'{what}: action server is not available')
-            time.sleep(self.FIRST_CALL_PAUSE_S)
-            self._ready.add(id(client))
-        handle = self._wait(client.send_goal_async(goal, feedback_callback=feedback), what)
-        if not handle.accepted:
-            raise EpisodeAborted(f'{what}: goal rejected')
-        return self._wait(handle.get_result_async(), what).result
+        """Send a goal and wait for its result up to timeout_s [s]; goals are never repeated
+        (the arm may have moved), so a server that leaves the graph aborts the episode."""
+
+        def ready(t: float) -> bool:
+            return client.wait_for_server(timeout_sec=t)
+
+        name = client._action_name
+        self._discover(client, ready, name, what)
+        try:
+            handle = self._wait(
+                client.send_goal_async(goal, feedback_callback=feedback),
+                what,
+                timeout_s,
+                alive=client.server_is_ready,
+            )
+            if not handle.accepted:
+                raise EpisodeAborted(f'{what}: goal rejected')
+            return self._wait(
+                handle.get_result_async(), what, timeout_s, alive=client.server_is_ready
+            ).result
+        except _ServerLost:
+            self._back(ready, name, what, repeatable=False)
+            raise AssertionError('unreachable') from None
 
 
 class RosCell:
@@ -187,7 +331,10 @@ class RosCell:
 
     def reset(self, level: int, seed: int) -> int:
         res = self.calls.service(
-            self.reset_c, ResetCell.Request(level=level, seed=seed), 'cell reset'
+            self.reset_c,
+            ResetCell.Request(level=level, seed=seed),
+            'cell reset',
+            self.calls.t.reset_s,
         )
         if res.error_code != ResetCell.Response.OK:
             raise EpisodeAborted(f'cell reset failed: {res.error_msg}')
@@ -200,7 +347,9 @@ class RosCell:
         return int(res.n_cartons)
 
     def present(self) -> Presented:
-        res = self.calls.service(self.present_c, PresentCarton.Request(), 'cell present')
+        res = self.calls.service(
+            self.present_c, PresentCarton.Request(), 'cell present', self.calls.t.present
+        )
         self._at(res.stamp)
         st = res.state
         extras = json.loads(st.extras_json) if st.extras_json else {}
@@ -215,7 +364,10 @@ class RosCell:
 
     def release(self, package_id: str) -> None:
         res = self.calls.service(
-            self.release_c, ReleaseCarton.Request(package_id=package_id), 'cell release'
+            self.release_c,
+            ReleaseCarton.Request(package_id=package_id),
+            'cell release',
+            self.calls.t.quick_s,
         )
         self._at(res.stamp)
 
@@ -224,7 +376,10 @@ class RosCell:
 
     def hold(self, seconds: float) -> None:
         res = self.calls.service(
-            self.settle_c, Settle.Request(duration=float(seconds)), 'cell settle'
+            self.settle_c,
+            Settle.Request(duration=float(seconds)),
+            'cell settle',
+            self.calls.t.scaled(seconds),
         )
         self._at(res.stamp)
 
@@ -250,7 +405,10 @@ class RosGauge:
     def tare(self) -> None:
         assert self.cell is not None
         req = Tare.Request(min_stamp=self.cell.stamp)
-        res = self.calls.service(self.tare_c, req, 'wrist gauge tare')
+        # The gripper is empty and still: a tare asked again of a restarted gauge is the same.
+        res = self.calls.service(
+            self.tare_c, req, 'wrist gauge tare', self.calls.t.quick_s, repeatable=True
+        )
         if res.error_code != Tare.Response.OK:
             raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
 
@@ -261,6 +419,7 @@ class RosGauge:
             self.weigh_c,
             Weigh.Request(observation=observation_to_msg(observation), min_stamp=self.cell.stamp),
             'wrist gauge weigh',
+            self.calls.t.quick_s,  # not repeatable: a restarted gauge has lost its tare
         )
         if res.error_code != Weigh.Response.OK:
             self.last_error = f'{res.error_code}: {res.error_msg}'
@@ -283,7 +442,14 @@ class RosPerception:
         self.on_heightmap: Callable[[HeightMap], None] | None = None
 
     def detect(self, package_id: str) -> Observation | None:
-        res = self.calls.service(self.detect_c, Detect.Request(), 'detection', retry_s=10.0)
+        res = self.calls.service(
+            self.detect_c,
+            Detect.Request(),
+            'detection',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
         for o in res.observations:
             if o.package_id == package_id:
                 return observation_from_msg(o)
@@ -291,7 +457,12 @@ class RosPerception:
 
     def heightmap(self) -> HeightMap:
         res = self.calls.service(
-            self.fuse_c, FuseHeightMap.Request(), 'height-map fusion', retry_s=10.0
+            self.fuse_c,
+            FuseHeightMap.Request(),
+            'height-map fusion',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
         )
         if res.error_code != FuseHeightMap.Response.OK:
             raise EpisodeAborted(f'height-map fusion failed: {res.error_msg}')
@@ -313,7 +484,9 @@ class RosPlanner:
         self.reset_c = node.create_client(Trigger, f'{prefix}/reset')
 
     def reset(self) -> None:
-        self.calls.service(self.reset_c, Trigger.Request(), 'planner reset')
+        self.calls.service(
+            self.reset_c, Trigger.Request(), 'planner reset', self.calls.t.quick_s, repeatable=True
+        )
 
     def choose(
         self,
@@ -330,7 +503,8 @@ class RosPlanner:
         )
         if pallet is not None:
             req.pallet = pallet_state_to_msg(pallet)
-        res = self.calls.service(self.plan_c, req, 'planner')
+        # Not repeatable yet: a restarted planner has lost the placements it recorded.
+        res = self.calls.service(self.plan_c, req, 'planner', self.calls.t.plan_s)
         if res.error_code == PlanPlacement.Response.INVALID_REQUEST:
             raise EpisodeAborted(f'planner refused the request: {res.error_msg}')
         summary = reject_from_lists(res.reject_reasons, res.reject_counts)
@@ -374,7 +548,7 @@ class RosExecutor:
 
     def park(self) -> MotionOutcome:
         """The photo park (Cartesian, checked); a refusal leaves the arm where it is."""
-        res = self.calls.service(self.park_c, Trigger.Request(), 'park')
+        res = self.calls.service(self.park_c, Trigger.Request(), 'park', self.calls.t.motion)
         self.last_park = res.message
         if res.success:
             return MotionOutcome(True)
@@ -388,7 +562,7 @@ class RosExecutor:
 
     def ready(self) -> MotionOutcome:
         """The empty arm's move to wait above the source; a refusal leaves the arm put."""
-        res = self.calls.service(self.ready_c, Trigger.Request(), 'ready')
+        res = self.calls.service(self.ready_c, Trigger.Request(), 'ready', self.calls.t.motion)
         if res.success:
             return MotionOutcome(True)
         print(f'  ready refused: {res.message}', flush=True)
@@ -396,7 +570,10 @@ class RosExecutor:
 
     def pick(self, observation: Observation) -> MotionOutcome:
         res = self.calls.action(
-            self.pick_c, Pick.Goal(observation=observation_to_msg(observation)), 'pick'
+            self.pick_c,
+            Pick.Goal(observation=observation_to_msg(observation)),
+            'pick',
+            self.calls.t.motion,
         )
         return _outcome(res, holding=False)
 
@@ -404,7 +581,7 @@ class RosExecutor:
         goal = Place.Goal(
             plan=plan_to_msg(plan), spec=spec_to_msg(spec), heightmap=heightmap_to_msg(heightmap)
         )
-        res = self.calls.action(self.place_c, goal, 'place')
+        res = self.calls.action(self.place_c, goal, 'place', self.calls.t.motion)
         replannable = res.error_code in (Place.Result.IK_UNREACHABLE, Place.Result.COLLISION)
         out = _outcome(res, holding=replannable)
         if out.ok:
@@ -432,7 +609,14 @@ class RosReferee:
         self.truth_c = node.create_client(GroundTruth, f'{prefix}/ground_truth')
 
     def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
-        res = self.calls.service(self.truth_c, GroundTruth.Request(), 'referee', retry_s=10.0)
+        res = self.calls.service(
+            self.truth_c,
+            GroundTruth.Request(),
+            'referee',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
         by_id = {c.package_id: c.pose for c in res.cartons}
         out = {}
         for pid in package_ids:
@@ -507,7 +691,9 @@ class RosSink:
         if self.calls is None or not self.photo_views:
             return
         req = Capture.Request(cameras=list(self.photo_views))
-        res = self.calls.service(self.capture_c, req, 'cell capture')
+        res = self.calls.service(
+            self.capture_c, req, 'cell capture', self.calls.t.quick_s, repeatable=True
+        )
         if res.error_code != Capture.Response.OK:
             self.echo(f'  snapshot {after_seq:03d} not taken: {res.error_msg}')
             return

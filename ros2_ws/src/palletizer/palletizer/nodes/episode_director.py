@@ -13,7 +13,7 @@ import threading
 import time
 
 import rclpy
-from palletizer_msgs.srv import EndEpisode
+from palletizer_msgs.srv import BeginEpisode, EndEpisode
 from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -33,13 +33,22 @@ from palletizer.nodes.director_ports import (
     RosPlanner,
     RosReferee,
     RosSink,
+    Timeouts,
 )
 from palletizer.version import git_sha
 
 __all__ = ['EpisodeDirectorNode', 'main', 'summary_line']
 
 # Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class TelemetryRefused(Exception):
+    """Telemetry cannot record the next episode: the run stops before the cell resets."""
+
+    def __init__(self, seed: int, reason: str, bad_input: bool) -> None:
+        super().__init__(reason)
+        self.seed, self.reason, self.bad_input = seed, reason, bad_input
 
 
 def summary_line(r: EpisodeResult) -> str:
@@ -87,7 +96,7 @@ class EpisodeDirectorNode(Node):
         )
         self.task = cfg.level(self.level).source
         self.abort = threading.Event()
-        self.calls = Calls(self, self.abort)
+        self.calls = Calls(self, self.abort, Timeouts(speed=self.speed))
         self.group = ReentrantCallbackGroup()
         self.gauge = RosGauge(self, self.calls, hold)
         self.cell = RosCell(self, self.calls, self.gauge)
@@ -100,6 +109,7 @@ class EpisodeDirectorNode(Node):
         # happens either way, so the episode is the same with and without telemetry.
         views = cfg.telemetry['snapshots']['views'] if self.telemetry != 'off' else ()
         self.sink = RosSink(self, self.run_id, self.say, self.calls, views)
+        self.begin_c = self.create_client(BeginEpisode, '/telemetry/begin_episode')
         self.end_c = self.create_client(EndEpisode, '/telemetry/end_episode')
         self.results: list[EpisodeResult] = []
         self._param_clients: dict[str, object] = {}
@@ -116,7 +126,9 @@ class EpisodeDirectorNode(Node):
                 GetParameters, f'/{node}/get_parameters'
             )
         req = GetParameters.Request(names=[name])
-        res = self.calls.service(cli, req, f'{node} parameters', retry_s=5.0)
+        res = self.calls.service(
+            cli, req, f'{node} parameters', self.calls.t.quick_s, repeatable=True, retry_s=5.0
+        )
         return res.values[0].string_value if res.values else None
 
     def run(self) -> None:
@@ -138,6 +150,7 @@ class EpisodeDirectorNode(Node):
             sha = git_sha()
             for k in range(self.episodes):
                 seed = self.seed + k
+                self._open(seed, oracle, sha)
                 self.sink.begin(seed)
                 self.planner.reset()
                 self.motion.set_heightmap(None)
@@ -164,6 +177,9 @@ class EpisodeDirectorNode(Node):
             ok = sum(r.success for r in self.results)
             self.say(f'{ok}/{len(self.results)} episodes succeeded')
             self.exit_code = EXIT_OK if ok == len(self.results) == self.episodes else EXIT_FAILED
+        except TelemetryRefused as exc:
+            self.say(f'run stopped before seed {exc.seed}: {exc.reason}')
+            self.exit_code = EXIT_BAD_INPUT if exc.bad_input else EXIT_FAILED
         except EpisodeAborted as exc:
             self.say(f'run aborted: {exc.reason}')
             self.exit_code = EXIT_FAILED
@@ -173,6 +189,25 @@ class EpisodeDirectorNode(Node):
             raise
         finally:
             rclpy.try_shutdown()
+
+    def _open(self, seed: int, oracle: bool, sha: str) -> None:
+        """Have telemetry open the episode before the cell resets; a refusal stops the run.
+
+        The run facts go with it, so that even an episode aborted before its first event has
+        its level, task and oracle flag on disk.
+        """
+        if self.telemetry == 'off':
+            return
+        info = {'level': self.level, 'task': self.task, 'oracle': oracle, 'git_sha': sha}
+        req = BeginEpisode.Request(seed=seed, run_id=self.run_id, info_json=json.dumps(info))
+        res = self.calls.service(
+            self.begin_c, req, 'telemetry begin_episode', self.calls.t.quick_s
+        )
+        if res.error_code != BeginEpisode.Response.OK:
+            bad = res.error_code == BeginEpisode.Response.CANNOT_WRITE
+            raise TelemetryRefused(seed, f'telemetry: {res.error_msg}', bad)
+        if res.run_dir and seed == self.seed:
+            self.say(f'telemetry writes {res.run_dir}')
 
     def _close(self, result: EpisodeResult) -> None:
         """Have telemetry write the episode line and confirm the event count (mismatch = error)."""
@@ -184,7 +219,9 @@ class EpisodeDirectorNode(Node):
             expected_events=self.sink.count,
         )
         try:
-            res = self.calls.service(self.end_c, req, 'telemetry end_episode')
+            res = self.calls.service(
+                self.end_c, req, 'telemetry end_episode', self.calls.t.quick_s
+            )
         except EpisodeAborted as exc:
             raise EpisodeAborted(
                 f'telemetry could not close seed {result.seed}: {exc.reason}'
