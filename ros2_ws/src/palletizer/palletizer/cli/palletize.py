@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from palletizer.core.config import SOURCES, load_config
 from palletizer.core.errors import GraphError, PalletizerError
+from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import (
     PLANNERS,
     ROBOTS,
@@ -151,10 +152,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PalletizerError as exc:
             print(f'palletize: error: {exc}', file=sys.stderr)
             return 2
-    runner = GraphRunner(describe(opts), log_level=opts.log_level)
-    runner.stop_on_signals()
-    runner.start()
-    return runner.run()
+    try:  # the run's own DDS domain, held while it runs (README "Runs are isolated")
+        domain = claim_domain(robot=opts.robot)
+    except PalletizerError as exc:
+        print(f'palletize: error: {exc}', file=sys.stderr)
+        return 2
+    with domain:
+        runner = GraphRunner(describe(opts), log_level=opts.log_level, env=domain.env)
+        runner.stop_on_signals()
+        runner.log('launcher', domain.banner())
+        runner.start()
+        return runner.run()
 
 
 if __name__ == '__main__':

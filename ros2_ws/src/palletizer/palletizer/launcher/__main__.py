@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from palletizer.core.errors import PalletizerError
+from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import LAUNCH_ARGUMENTS, describe, parse_launch_args
 from palletizer.launcher.process import GraphRunner
 
@@ -39,12 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = None if first == 'level' else first
     try:
         opts = parse_launch_args(args, source=source)
-        runner = GraphRunner(describe(opts), log_level=opts.log_level)
+        domain = claim_domain(robot=opts.robot)  # the run's own DDS domain, held until exit
+        runner = GraphRunner(describe(opts), log_level=opts.log_level, env=domain.env)
     except PalletizerError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
 
     runner.stop_on_signals()
+    runner.log('launcher', domain.banner())
     runner.log(
         'launcher',
         f'level {opts.level} ({opts.source}), seed {opts.seed}, '
