@@ -243,12 +243,15 @@ class Calls:
         timeout_s: float,
         repeatable: bool = False,
         retry_s: float | None = None,
+        again: Callable[[], Any] | None = None,
     ) -> Any:
         """Call and wait up to timeout_s [s] of a live server.
 
         `repeatable`: the request may be sent again (read-only, or keyed so a repeat does no
         harm): after the server came back from a restart, and with `retry_s` every retry_s
-        seconds while unanswered (an answer lost right after discovery).
+        seconds while unanswered (an answer lost right after discovery). `again` builds the
+        request to send after a restart instead (e.g. after holding the arm still again, so a
+        restarted gauge sees samples of its own).
         """
 
         def ready(t: float) -> bool:
@@ -268,6 +271,8 @@ class Calls:
                 )
             except _ServerLost:
                 self._back(ready, client.srv_name, what, repeatable)
+                if again is not None:
+                    request = again()
                 continue
             if res is not None:
                 return res
@@ -401,25 +406,57 @@ class RosGauge:
         self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
         self.cell: RosCell | None = None
         self.last_error = ''
+        self.tare_wrench: list[float] | None = None  # [N, N m] the episode's tare
+
+    def _held(self, build: Callable[[Time], Any]) -> Callable[[], Any]:
+        """A request built after holding the arm still again (a restarted gauge has not seen
+        the samples of the previous hold)."""
+
+        def again() -> Any:
+            assert self.cell is not None
+            self.cell.hold(self.hold_s)
+            return build(self.cell.stamp)
+
+        return again
 
     def tare(self) -> None:
         assert self.cell is not None
-        req = Tare.Request(min_stamp=self.cell.stamp)
+
+        def build(stamp: Time) -> Tare.Request:
+            return Tare.Request(min_stamp=stamp)
+
         # The gripper is empty and still: a tare asked again of a restarted gauge is the same.
         res = self.calls.service(
-            self.tare_c, req, 'wrist gauge tare', self.calls.t.quick_s, repeatable=True
+            self.tare_c,
+            build(self.cell.stamp),
+            'wrist gauge tare',
+            self.calls.t.quick_s,
+            repeatable=True,
+            again=self._held(build),
         )
         if res.error_code != Tare.Response.OK:
             raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
+        self.tare_wrench = [float(v) for v in res.wrench]
 
     def weigh(self, observation: Observation) -> PackageSpec | None:
         assert self.cell is not None
         self.cell.hold(self.hold_s)
+
+        def build(stamp: Time) -> Weigh.Request:
+            return Weigh.Request(
+                observation=observation_to_msg(observation),
+                min_stamp=stamp,
+                tare=self.tare_wrench or [0.0] * 6,
+                has_tare=self.tare_wrench is not None,
+            )
+
         res = self.calls.service(
             self.weigh_c,
-            Weigh.Request(observation=observation_to_msg(observation), min_stamp=self.cell.stamp),
+            build(self.cell.stamp),
             'wrist gauge weigh',
-            self.calls.t.quick_s,  # not repeatable: a restarted gauge has lost its tare
+            self.calls.t.quick_s,
+            repeatable=True,  # it carries the tare: a restarted gauge weighs the same
+            again=self._held(build),
         )
         if res.error_code != Weigh.Response.OK:
             self.last_error = f'{res.error_code}: {res.error_msg}'
@@ -482,8 +519,13 @@ class RosPlanner:
         self.kind = PlannerKind(kind)
         self.plan_c = node.create_client(PlanPlacement, f'{prefix}/plan')
         self.reset_c = node.create_client(Trigger, f'{prefix}/reset')
+        # The episode's placements and the specs weighed for them: every plan request carries
+        # them, so it can be asked again of a restarted planner.
+        self.placements: list[Placement] = []
+        self.specs: dict[str, PackageSpec] = {}
 
     def reset(self) -> None:
+        self.placements, self.specs = [], {}
         self.calls.service(
             self.reset_c, Trigger.Request(), 'planner reset', self.calls.t.quick_s, repeatable=True
         )
@@ -500,18 +542,22 @@ class RosPlanner:
             heightmap=heightmap_to_msg(heightmap),
             has_pallet=pallet is not None,
             excluded_slots=list(excluded_slots),
+            placements=[placement_to_msg(p) for p in self.placements],
+            placed_specs=[spec_to_msg(s) for s in self.specs.values()],
         )
+        self.specs[spec.package_id] = spec
         if pallet is not None:
             req.pallet = pallet_state_to_msg(pallet)
-        # Not repeatable yet: a restarted planner has lost the placements it recorded.
-        res = self.calls.service(self.plan_c, req, 'planner', self.calls.t.plan_s)
+        # Repeatable: the request carries the stack, so a restarted planner answers the same.
+        res = self.calls.service(self.plan_c, req, 'planner', self.calls.t.plan_s, repeatable=True)
         if res.error_code == PlanPlacement.Response.INVALID_REQUEST:
             raise EpisodeAborted(f'planner refused the request: {res.error_msg}')
         summary = reject_from_lists(res.reject_reasons, res.reject_counts)
         return PlanResult(plan_from_msg(res.plan) if res.has_plan else None, summary)
 
     def record(self, placement: Placement) -> None:
-        """The planner node records it from the placements topic the sink publishes."""
+        """The next plan request carries it to the planner node."""
+        self.placements.append(placement)
 
     def set_forecast(self, specs: Sequence[PackageSpec]) -> None:
         """No forecast over ROS in this version: only an oracle gauge could weigh ahead."""

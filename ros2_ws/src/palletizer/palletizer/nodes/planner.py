@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from palletizer_msgs.msg import Placement as PlacementMsg
 from palletizer_msgs.srv import PlanPlacement
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
@@ -20,6 +19,7 @@ from palletizer.core.planning import (
     GridPlanner,
     HeuristicParams,
     Planner,
+    RecordedPlanner,
     ScorePlanner,
 )
 from palletizer.nodes.convert import (
@@ -30,7 +30,6 @@ from palletizer.nodes.convert import (
     reject_to_lists,
     spec_from_msg,
 )
-from palletizer.nodes.qos import EVENTS
 from palletizer.nodes.spin import run_node
 
 __all__ = ['PlannerNode', 'build_planner', 'main']
@@ -60,7 +59,8 @@ def build_planner(kind: str) -> Planner:
 
 
 class PlannerNode(Node):
-    """Serves ~/plan; learns measured placements from /palletizer/placements."""
+    """Serves ~/plan. Each request carries the episode's placements so far: the node records
+    what it has not yet, so a plan asked again of a restarted planner gets the same answer."""
 
     def __init__(self) -> None:
         super().__init__('planner')
@@ -70,12 +70,11 @@ class PlannerNode(Node):
             ParameterDescriptor(description='placement planner: heuristic | beam | grid'),
         ).value
         self.kind = kind
-        self.planner = build_planner(kind)
+        self.record = RecordedPlanner(lambda: build_planner(kind))
         self.create_service(PlanPlacement, '~/plan', self.on_plan)
         self.create_service(Trigger, '~/reset', self.on_reset)
-        self.create_subscription(PlacementMsg, 'placements', self.on_placement, EVENTS)
         self.add_on_set_parameters_callback(self.on_set_parameters)
-        self.get_logger().info(f'planner ready: {kind} (oracle={self.planner.oracle})')
+        self.get_logger().info(f'planner ready: {kind} (oracle={self.record.planner.oracle})')
 
     def on_set_parameters(self, params) -> SetParametersResult:
         for p in params:
@@ -88,23 +87,23 @@ class PlannerNode(Node):
 
     def on_reset(self, req: Trigger.Request, res: Trigger.Response):
         """Forget the recorded stack: a new episode starts on an empty pallet."""
-        self.planner = build_planner(self.kind)
+        self.record.reset()
         res.success, res.message = True, f'{self.kind} planner reset'
         return res
-
-    def on_placement(self, msg: PlacementMsg) -> None:
-        self.planner.record(placement_from_msg(msg))
 
     def on_plan(self, req: PlanPlacement.Request, res: PlanPlacement.Response):
         try:
             spec = spec_from_msg(req.spec)
             heightmap = heightmap_from_msg(req.heightmap)
+            placements = [placement_from_msg(p) for p in req.placements]
+            specs = [spec_from_msg(s) for s in req.placed_specs]
         except (PalletizerError, ValueError) as exc:
             res.error_code = PlanPlacement.Response.INVALID_REQUEST
             res.error_msg = str(exc)
             return res
         pallet = pallet_state_from_msg(req.pallet) if req.has_pallet else None
-        result = self.planner.choose(spec, heightmap, pallet, tuple(req.excluded_slots))
+        self.record.sync(placements, specs)
+        result = self.record.planner.choose(spec, heightmap, pallet, tuple(req.excluded_slots))
         res.reject_reasons, res.reject_counts = reject_to_lists(result.reject_summary)
         if result.plan is None:
             res.error_code = PlanPlacement.Response.NO_CANDIDATE

@@ -148,7 +148,8 @@ class WristGaugeNode(Node):
         return res
 
     def on_weigh(self, req: Weigh.Request, res: Weigh.Response):
-        if self.tare is None:
+        tare = np.array(req.tare, dtype=float) if req.has_tare else self.tare
+        if tare is None:
             res.error_code, res.error_msg = (
                 Weigh.Response.NO_TARE,
                 'weigh before tare: call ~/tare with the gripper empty',
@@ -162,7 +163,7 @@ class WristGaugeNode(Node):
         tool_yaw = yaw_of(self.kin.fk(self.q)) if self.q is not None else 0.0
         try:
             reading = weigh(
-                self.tare,
+                tare,
                 r,
                 package_id=obs.package_id,
                 type_name=type_from_label(obs.package_id),

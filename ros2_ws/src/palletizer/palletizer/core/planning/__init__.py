@@ -15,6 +15,7 @@ from palletizer.core.planning.params import (
     HeuristicParams,
 )
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.record import RecordedPlanner
 
 __all__ = [
     'BEAM_TERMS',
@@ -32,6 +33,7 @@ __all__ = [
     'Planner',
     'PlannerKind',
     'ReachOracle',
+    'RecordedPlanner',
     'ScorePlanner',
     'build_planner',
 ]
