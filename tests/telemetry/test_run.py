@@ -347,3 +347,15 @@ def test_event_count_confirmation():
         PalletizerError, match=r'episode seed 3: 11 events written, the director published 12'
     ):
         check_event_count(3, 11, 12)
+
+
+def test_placement_rows_keep_the_reference_support_next_to_the_as_held_one(tmp_path):
+    import dataclasses
+
+    with RunWriter(tmp_path, '20260101-000000') as run:
+        run.begin(1)
+        held = dataclasses.replace(placement(0), support_ratio=1.0, support_ratio_layer=0.0)
+        row = run.placement(held)
+    assert row['support_ratio'] == 1.0 and row['support_ratio_layer'] == 0.0
+    line = json.loads((run.path / 'placements.jsonl').read_text().splitlines()[0])
+    assert line['support_ratio'] == 1.0 and line['support_ratio_layer'] == 0.0

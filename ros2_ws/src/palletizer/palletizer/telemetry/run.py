@@ -382,6 +382,7 @@ class RunWriter:
             'error_xy_m': round(p.error_xy_m, 5),
             'error_yaw_rad': round(p.error_yaw_rad, 5),
             'support_ratio': p.support_ratio,
+            'support_ratio_layer': p.support_ratio_layer,  # the reference's rule, for comparison
             'overhang_m': p.overhang_m,
             'placed': p.placed,
         }
