@@ -124,6 +124,7 @@ def test_a_node_killed_mid_episode_recovers_or_fails_fast_naming_it(victim, tmp_
         )
         assert report is not None, text[-4000:]
         t, line = report
+        print(f'{victim}: failure reported {t - killed_at:.2f} s after the kill')
         assert t - killed_at <= BOUND_S, f'{t - killed_at:.1f} s after the kill: {line}'
         named = [ln for _, ln in lines if victim in ln and ('ABORTED' in ln or 'stopping' in ln)]
         assert named, f'no failure line names {victim}:\n{text[-4000:]}'
