@@ -41,6 +41,11 @@ BENCHMARKS = {
         'bench_reference',
         'the reference protocol: 3 planners x 2 motion modes, levels 11-33 and 14-17',
     ),
+    'graph': (
+        'palletizer.cli.bench_graph',
+        'bench_graph',
+        'the reference protocol through the real node graph, compared with the in-process loop',
+    ),
 }
 
 
