@@ -10,7 +10,11 @@ pytest.importorskip('trajectory_msgs', reason='interfaces not built: run scripts
 from palletizer.core.errors import PalletizerError  # noqa: E402
 from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory, MotionPlanner  # noqa: E402
 from palletizer.execution import (  # noqa: E402
+    ExecResult,
+    Outcome,
     duration_to_s,
+    exec_result_from_msg,
+    motion_outcome,
     trajectory_from_msg,
     trajectory_to_msg,
 )
@@ -94,3 +98,36 @@ def test_wrong_joint_count_and_names_are_refused():
     msg = trajectory_to_msg(_planned(), NAMES)
     with pytest.raises(PalletizerError, match='expected each of'):
         trajectory_from_msg(msg, (*NAMES[:5], 'wrist_4_joint'))
+
+
+def _as_node_reports(kind, out: ExecResult):
+    """The Pick / Place result the trajectory_executor node builds from an ExecResult."""
+    res = kind.Result(error_code=getattr(kind.Result, out.outcome.name))
+    res.cause = out.cause
+    res.error_msg = '' if out.ok else out.message
+    if hasattr(res, 'active_cups'):
+        res.active_cups, res.grip_capacity_ratio = out.active_cups, out.grip_capacity_ratio
+    else:
+        res.failing_waypoint, res.reach_residual_m = out.failing_waypoint, out.reach_residual_m
+    return res
+
+
+@pytest.mark.parametrize('outcome', list(Outcome))
+def test_action_results_read_back_as_the_exec_result_the_node_reported(outcome):
+    from palletizer_msgs.action import Pick, Place
+
+    cause = '' if outcome is Outcome.OK else 'collision'
+    msg = '' if outcome is Outcome.OK else 'why'
+    place = ExecResult(outcome, msg, cause, failing_waypoint=2, reach_residual_m=0.004)
+    back = exec_result_from_msg(_as_node_reports(Place, place))
+    assert back == place
+    assert motion_outcome(back, placing=True) == motion_outcome(place, placing=True)
+    pick = ExecResult(outcome, msg, cause, active_cups=12, grip_capacity_ratio=3.5)
+    assert exec_result_from_msg(_as_node_reports(Pick, pick)) == pick
+
+
+def test_an_unknown_action_error_code_is_refused_with_the_valid_ones():
+    from palletizer_msgs.action import Place
+
+    with pytest.raises(PalletizerError, match=r'error_code = 7; expected one of 0 \(OK\), 311'):
+        exec_result_from_msg(Place.Result(error_code=7))

@@ -1,13 +1,14 @@
 """palletizer.execution: pick and place over FollowJointTrajectory and SetIO, checked and verified.
 
-ROS-free except `messages` (trajectory_msgs conversion), which loads on first use so the rest
-imports without the interfaces.
+ROS-free except `messages` (trajectory_msgs and Pick / Place result conversion), which loads on
+first use so the rest imports without the interfaces.
 """
 
 from __future__ import annotations
 
 from palletizer.execution.layout import ready_pose, static_boxes
 from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
+from palletizer.execution.port import SequencerExecutor, motion_outcome, return_request
 from palletizer.execution.sequencer import (
     ArmPort,
     ExecResult,
@@ -36,17 +37,21 @@ __all__ = [
     'ParkPose',
     'Parked',
     'PickPlaceSequencer',
+    'SequencerExecutor',
     'Verdict',
     'VerifyParams',
     'WrenchMark',
     'WrenchWindow',
     'controller_cause',
     'duration_to_s',
+    'exec_result_from_msg',
+    'motion_outcome',
     'park_waypoints',
     'arrival_timeline',
     'plan_park',
     'plan_unpark',
     'ready_pose',
+    'return_request',
     'static_boxes',
     'trajectory_from_msg',
     'trajectory_to_msg',
@@ -54,7 +59,7 @@ __all__ = [
     'verify_release',
 ]
 
-_LAZY = {'duration_to_s', 'trajectory_from_msg', 'trajectory_to_msg'}
+_LAZY = {'duration_to_s', 'exec_result_from_msg', 'trajectory_from_msg', 'trajectory_to_msg'}
 
 
 def __getattr__(name: str) -> object:

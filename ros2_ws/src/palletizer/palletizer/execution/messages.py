@@ -1,8 +1,13 @@
-"""Joint trajectories to trajectory_msgs/JointTrajectory and back (message types only, no rclpy)."""
+"""Message conversions of the executor: joint trajectories, Pick and Place action results.
+
+Message types only, no rclpy: trajectory_msgs/JointTrajectory both ways, and a Pick or Place
+result back to the sequencer's ExecResult.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Duration
@@ -11,8 +16,9 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory
+from palletizer.execution.sequencer import ExecResult, Outcome
 
-__all__ = ['duration_to_s', 'trajectory_from_msg', 'trajectory_to_msg']
+__all__ = ['duration_to_s', 'exec_result_from_msg', 'trajectory_from_msg', 'trajectory_to_msg']
 
 _NS = 1_000_000_000
 
@@ -95,3 +101,29 @@ def trajectory_from_msg(
         if len(p.accelerations):
             qdd[i] = np.asarray(p.accelerations, dtype=float)[order]
     return JointTrajectory(t, q, qd, qdd)
+
+
+def exec_result_from_msg(result: Any) -> ExecResult:
+    """A palletizer_msgs Pick or Place action result back to the ExecResult it reports.
+
+    The outcome is the Outcome whose name is the result constant equal to error_code; fields
+    one action does not carry (a pick's failing waypoint, a place's cups) keep their defaults.
+    With execution.motion_outcome this is the director's view of the trajectory executor.
+    """
+    kind = type(result)
+    by_code = {getattr(kind, o.name): o for o in Outcome if hasattr(kind, o.name)}
+    outcome = by_code.get(result.error_code)
+    if outcome is None:
+        raise PalletizerError(
+            f'{kind.__name__}.error_code = {result.error_code}; expected one of '
+            + ', '.join(f'{code} ({o.name})' for code, o in sorted(by_code.items()))
+        )
+    return ExecResult(
+        outcome,
+        result.error_msg,
+        result.cause,
+        failing_waypoint=int(getattr(result, 'failing_waypoint', -1)),
+        active_cups=int(getattr(result, 'active_cups', 0)),
+        grip_capacity_ratio=float(getattr(result, 'grip_capacity_ratio', 0.0)),
+        reach_residual_m=float(getattr(result, 'reach_residual_m', 0.0)),
+    )

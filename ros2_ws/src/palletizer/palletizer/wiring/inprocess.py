@@ -1,7 +1,8 @@
 """In-process wiring: the episode loop calling the cell, oracles, planner and executor directly.
 
 This is what fast batch runs and benchmarks use; the ROS graph wires the same ports through
-services and actions.
+services and actions. The executor is the trajectory_executor node's PickPlaceSequencer over
+the cell's arm (wiring.arm.CellArm) instead of the UR driver's interfaces.
 """
 
 from __future__ import annotations
@@ -12,34 +13,29 @@ from typing import Any
 
 from palletizer.bridge.stream import steps_per_sample
 from palletizer.core.config import Config, load_config
-from palletizer.core.contracts import (
-    EpisodeResult,
-    FailureCause,
-    HeightMap,
-    Observation,
-    PackageSpec,
-    PalletState,
-    Placement,
-    PlacementPlan,
-)
-from palletizer.core.episode import EpisodeSettings, MotionOutcome, Presented, run_episode
+from palletizer.core.contracts import EpisodeResult, PalletState, Placement
+from palletizer.core.episode import EpisodeSettings, Presented, run_episode
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.measure import Tolerances
-from palletizer.core.motion import CarriedLoad, MotionError, MotionParams, MotionPlanner
+from palletizer.core.motion import MotionParams, MotionPlanner
 from palletizer.core.planning import Planner
-from palletizer.execution.layout import ready_pose, static_boxes
-from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
+from palletizer.execution import (
+    PickPlaceSequencer,
+    SequencerExecutor,
+    VerifyParams,
+    ready_pose,
+    static_boxes,
+)
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.telemetry.png import encode_png
-from palletizer.wiring.executor import SimExecutor
+from palletizer.wiring.arm import CellArm
 from palletizer.wiring.gauge import WristGauge
 from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
 
 __all__ = [
     'CellPortAdapter',
     'MemorySink',
-    'ParkingExecutor',
     'PhotoMemorySink',
     'PhotoSink',
     'RunSetup',
@@ -116,121 +112,6 @@ class MemorySink:
 
     def pallet_state(self, state: PalletState) -> None:
         self.states.append(state)
-
-
-class ParkingExecutor(SimExecutor):
-    """SimExecutor with the photo park: the trajectory_executor's ~/park, in process.
-
-    Same rules as the node's sequencer: the checked tool-down Cartesian move of
-    execution.park against the last perceived height map (the node's latched one), carrying the
-    held carton (the observed dims until a place names the weighed ones); the next motion first
-    leaves the park to above the pallet.
-    """
-
-    def __init__(
-        self,
-        *args: Any,
-        park_pose: ParkPose | None = None,
-        ready_pose: tuple[float, float, float, float] | None = None,
-        **kw: Any,
-    ) -> None:
-        super().__init__(*args, **kw)
-        self.park_pose = park_pose or ParkPose()
-        self.ready_pose = ready_pose
-        self.last_heightmap: HeightMap | None = None
-        self.held_dims: tuple[float, float, float] | None = None
-        self.parked: Parked | None = None
-        self.parks = 0  # park moves executed
-
-    def _load(self) -> CarriedLoad | None:
-        if self.grasp is None or self.held_dims is None:
-            return None
-        return CarriedLoad(self.held_dims, self.grasp.offset)
-
-    def _hm(self) -> HeightMap:
-        return self.last_heightmap if self.last_heightmap is not None else HeightMap.flat()
-
-    def _unpark(self) -> MotionOutcome | None:
-        """Out of the park when still parked; an outcome only when that failed."""
-        parked, self.parked = self.parked, None
-        holding = self.grasp is not None
-        try:
-            world = self._world(self._hm())
-            plan = plan_unpark(
-                self.motion, self.cell.q, parked, self.park_pose, world, self._load()
-            )
-        except MotionError as exc:
-            return MotionOutcome(False, FailureCause.ik_unreachable, str(exc), holding=holding)
-        if plan is None:
-            return None
-        if not plan.ok:
-            return self._refused(plan, holding=holding)
-        self._run(plan.trajectory)
-        return None
-
-    def pick(self, observation: Observation) -> MotionOutcome:
-        out = self._unpark() or super().pick(observation)
-        if out.ok:
-            self.held_dims = tuple(float(v) for v in observation.dims_guess)  # type: ignore[assignment]
-        return out
-
-    def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
-        failed = self._unpark()
-        if failed is not None:
-            return failed
-        self.held_dims = tuple(float(v) for v in spec.dims_m)  # type: ignore[assignment]
-        out = super().place(plan, spec, heightmap)
-        if self.grasp is None:
-            self.held_dims = None
-        return out
-
-    def return_to_source(self, observation: Observation) -> MotionOutcome:
-        out = self._unpark() or super().return_to_source(observation)
-        if self.grasp is None:
-            self.held_dims = None
-        return out
-
-    def ready(self) -> MotionOutcome:
-        """Empty arm to hover above the source station (ready_pose), the sequencer's hover."""
-        if self.ready_pose is None:
-            return MotionOutcome(True)
-        if self.grasp is not None:
-            return MotionOutcome(
-                False, FailureCause.grasp_slip, 'hover refused: a carton is held', holding=True
-            )
-        try:
-            x, y, z, yaw = self.ready_pose
-            plan = self.motion.plan_hover(self.cell.q, x, y, z, self._world(self._hm()), yaw)
-        except MotionError as exc:
-            return MotionOutcome(False, FailureCause.ik_unreachable, str(exc))
-        if not plan.ok:
-            return self._refused(plan, holding=False)
-        if plan.trajectory is not None:
-
-            def move() -> MotionOutcome:
-                self._run(plan.trajectory)
-                return MotionOutcome(True)
-
-            out = self._guarded(move)
-            if not out.ok:
-                return out
-            self.parked = None
-        return MotionOutcome(True)
-
-    def park(self) -> MotionOutcome:
-        q = self.cell.q.copy()
-        try:
-            world = self._world(self._hm())
-            plan, parked = plan_park(self.motion, q, self.park_pose, world, self._load())
-        except MotionError as exc:
-            return MotionOutcome(False, FailureCause.ik_unreachable, str(exc))
-        if not plan.ok:
-            return self._refused(plan, holding=self.grasp is not None)
-        if plan.trajectory is not None:
-            self._run(plan.trajectory)
-            self.parked = parked
-            self.parks += 1
-        return MotionOutcome(True)
 
 
 class PhotoSink:
@@ -326,14 +207,18 @@ def run_inprocess(
             if gauge == 'wrench'
             else oracle_gauge
         )
-        executor = ParkingExecutor(
-            cell,
-            MotionPlanner(params=MotionParams.from_config(cfg.cell)),
-            hmap.heightmap,
-            static_boxes(cfg, lv.source),
-            speed=speed,
-            ready_pose=ready_pose(cfg, lv.source),
+        # The trajectory_executor node's sequencer, over the cell instead of the UR driver's
+        # interfaces. Hold and release are judged by the vacuum sensor in both motion modes
+        # (the node does so in fast-forward and reads the wrench when interpolated): an arm
+        # without a still dwell at the end of each goal gives no static wrench reading.
+        sequencer = PickPlaceSequencer(
+            CellArm(cell, speed=speed),
+            planner=MotionPlanner(params=MotionParams.from_config(cfg.cell)),
+            static_boxes=static_boxes(cfg, lv.source),
+            verify=VerifyParams(noise_force_n=float(cfg.cell['wrench']['noise_force_n'])),
+            use_wrench=False,
         )
+        executor = SequencerExecutor(sequencer, ready_pose=ready_pose(cfg, lv.source))
 
         class _Perception:
             oracle = detector.oracle or hmap.oracle
@@ -342,11 +227,11 @@ def run_inprocess(
                 return detector.detect(package_id)
 
             def heightmap(self):
-                # The executor parks against the last perceived map, as the node does
+                # The executor moves against the last perceived map, as the node does
                 # against the latched one.
-                executor.last_heightmap = hmap.heightmap()
-                executor.placed = []
-                return executor.last_heightmap
+                hm = hmap.heightmap()
+                executor.heightmap_updated(hm)
+                return hm
 
         oracle = oracle_flag(detector, gauge, hmap, planner)
         setup = RunSetup(

@@ -1,0 +1,95 @@
+"""The executor port over the sequencer: one mapping of ExecResult to the episode's MotionOutcome."""
+
+from __future__ import annotations
+
+import pytest
+from palletizer.core.contracts import FailureCause, HeightMap
+from palletizer.execution import (
+    ExecResult,
+    Outcome,
+    PickPlaceSequencer,
+    SequencerExecutor,
+    motion_outcome,
+    return_request,
+)
+
+from tests.execution.test_sequencer import RecordingArm, _obs, _place_args
+
+
+def test_a_pick_reports_its_cups_and_the_capacity_ratio_only_when_known():
+    out = motion_outcome(ExecResult(Outcome.OK, 'holding', active_cups=16))
+    assert out.ok and out.details == {'active_cups': 16}
+    out = motion_outcome(ExecResult(Outcome.OK, active_cups=9, grip_capacity_ratio=17.834))
+    assert out.details == {'active_cups': 9, 'grip_capacity_ratio': 17.83}
+
+
+def test_a_place_reports_its_reach_residual():
+    out = motion_outcome(ExecResult(Outcome.OK, reach_residual_m=0.002), placing=True)
+    assert out.ok and out.details == {'reach_residual_m': 0.002}
+
+
+@pytest.mark.parametrize(
+    'outcome, cause, placing, holding',
+    [
+        (Outcome.IK_UNREACHABLE, 'ik_unreachable', True, True),
+        (Outcome.COLLISION, 'collision', True, True),
+        (Outcome.GRASP_SLIP, 'grasp_slip', True, False),
+        (Outcome.CONTROLLER_FAILED, 'collision', True, False),  # a path tolerance abort
+        (Outcome.CONTROLLER_FAILED, 'timeout', True, False),
+        (Outcome.IK_UNREACHABLE, 'ik_unreachable', False, False),
+    ],
+)
+def test_only_a_place_refused_before_moving_still_holds_the_carton(
+    outcome, cause, placing, holding
+):
+    res = ExecResult(outcome, 'why', cause, failing_waypoint=3)
+    out = motion_outcome(res, placing=placing)
+    assert not out.ok and out.cause is FailureCause(cause) and out.reason == 'why'
+    assert out.holding is holding and out.details == {'failing_waypoint': 3}
+
+
+def test_a_failure_without_a_cause_reads_as_a_grasp_slip():
+    out = motion_outcome(ExecResult(Outcome.CONTROLLER_FAILED, 'vacuum off refused'))
+    assert out.cause is FailureCause.grasp_slip
+
+
+def test_the_return_is_a_place_at_the_observed_pose_on_layer_1():
+    obs = _obs()
+    plan, spec = return_request(obs)
+    assert plan.position == obs.position and plan.yaw == obs.yaw
+    assert (plan.layer, plan.slot) == (1, 'return')
+    assert spec.package_id == obs.package_id and spec.dims_m == obs.dims_guess
+
+
+def test_the_port_picks_places_and_forgets_placed_cartons_with_each_new_map():
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    port = SequencerExecutor(seq)
+    picked = port.pick(_obs())
+    assert picked.ok and picked.details == {'active_cups': 16}
+    placed = port.place(*_place_args())
+    assert placed.ok and arm.io == [True, False] and len(seq.placed) == 1
+    port.heightmap_updated(HeightMap.flat())
+    assert seq.placed == [] and port.heightmap is not None
+
+
+def test_a_refused_place_keeps_the_carton_and_the_port_returns_it_to_the_source():
+    arm = RecordingArm()
+    port = SequencerExecutor(PickPlaceSequencer(arm))
+    assert port.pick(_obs()).ok
+    refused = port.place(*_place_args(z_stack=0.6))
+    assert not refused.ok and refused.holding and refused.cause is FailureCause.collision
+    back = port.return_to_source(_obs())
+    assert back.ok and arm.io == [True, False] and not arm.holding
+    assert port.return_to_source(_obs()).ok  # nothing held: nothing to do
+    assert arm.io == [True, False]
+
+
+def test_ready_without_a_pose_stays_put_and_a_held_carton_refuses_the_hover():
+    arm = RecordingArm()
+    assert SequencerExecutor(PickPlaceSequencer(arm)).ready().ok and arm.goals == []
+    port = SequencerExecutor(PickPlaceSequencer(arm), ready_pose=(-0.2, -0.8, 1.06, 0.0))
+    assert port.pick(_obs()).ok
+    sent = len(arm.goals)
+    out = port.ready()
+    assert not out.ok and 'a carton is held' in out.reason and len(arm.goals) == sent
