@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog='scripts/bench', description='Run a benchmark.')
     p.add_argument('name', nargs='?', help=f'one of {", ".join(BENCHMARKS)}')
     p.add_argument('--list', action='store_true', help='list the benchmarks')
-    ns = p.parse_args(argv)
+    ns, extra = p.parse_known_args(argv)
     if ns.list or not ns.name:
         for name, (_, _, what) in BENCHMARKS.items():
             print(f'{name:16s} {what}')
@@ -71,9 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ImportError, AttributeError) as exc:
         print(f'bench: {ns.name} is not available in this version ({exc})', file=sys.stderr)
         return 3
+    options = getattr(sys.modules[module], 'parse_options', None)
+    if extra and options is None:
+        p.error(f'unrecognized arguments: {" ".join(extra)} ({ns.name} takes no options)')
+    kwargs = options(extra, prog=f'scripts/bench {ns.name}') if options else {}
     print(f'[bench] {ns.name}: {what}', file=sys.stderr)
     t0 = time.perf_counter()
-    result = dict(fn())
+    result = dict(fn(**kwargs))
     result.setdefault('benchmark', ns.name)
     result['wall_s'] = round(time.perf_counter() - t0, 3)
     result['machine'] = {'python': platform.python_version(), 'cpu': platform.machine()}
