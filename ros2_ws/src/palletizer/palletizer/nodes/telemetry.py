@@ -75,8 +75,15 @@ class TelemetryNode(Node):
                 'min_free_mb', float(cfg['min_free_mb']), '[MB] free space the runs folder needs'
             )
         )
+        # The wait ends as soon as everything is in; its length matters only under load, when
+        # the last photo's two frames (~1 MB each) reached this node more than 2 s after the
+        # director's end_episode (level 31 -n 3 on two busy cores lost a final photo at 2 s).
         self.end_wait_s = float(
-            param('end_wait_s', 2.0, '[s] how long end_episode waits for events still in flight')
+            param(
+                'end_wait_s',
+                10.0,
+                '[s] how long end_episode waits for events and photo frames still in flight',
+            )
         )
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.mode = mode
@@ -125,6 +132,7 @@ class TelemetryNode(Node):
         self.views = tuple(cfg['snapshots']['views'])
         self._frames: dict[tuple[str, int], Image] = {}
         self._marks: list[tuple[int, int, tuple[str, ...], int]] = []
+        self._late: set[tuple[str, int]] = set()  # frames of marks dropped at an episode end
         self.create_subscription(
             EpisodeEvent,
             '/palletizer/snapshot_marks',
@@ -259,8 +267,12 @@ class TelemetryNode(Node):
             self._pair()
 
     def on_frame(self, view: str, msg: Image) -> None:
+        key = (view, _stamp_ns(msg.header.stamp))
         with self._lock:
-            self._frames[(view, _stamp_ns(msg.header.stamp))] = msg
+            if key in self._late:  # its episode has ended without it
+                self._late.discard(key)
+                return
+            self._frames[key] = msg
             while len(self._frames) > _MAX_FRAMES:
                 self._frames.pop(next(iter(self._frames)))
             self._pair()
@@ -343,11 +355,16 @@ class TelemetryNode(Node):
                 ),
                 self.end_wait_s,
             )
-            for seed, after_seq, views, _ in self._marks:
+            for seed, after_seq, views, stamp in self._marks:
                 if seed == req.seed:
                     self.get_logger().error(
                         f'snapshot {after_seq} of seed {seed}: frames {views} never came'
                     )
+                    # Frames still on their way must not pair with a later mark of the same
+                    # sim time (the next episode's clock starts at zero again).
+                    for v in views:
+                        if self._frames.pop((v, stamp), None) is None:
+                            self._late.add((v, stamp))
             self._marks = [m for m in self._marks if m[0] != req.seed]
             if run.open_seed != req.seed or result.seed != req.seed:
                 res.error_code = EndEpisode.Response.NO_OPEN_EPISODE
