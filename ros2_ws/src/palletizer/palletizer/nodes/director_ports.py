@@ -50,6 +50,7 @@ from palletizer.core.contracts import (
 from palletizer.core.episode import STOP_REASON_ENV, EpisodeAborted, MotionOutcome, Presented
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
+from palletizer.execution import exec_result_from_msg, motion_outcome, return_request
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
@@ -563,19 +564,6 @@ class RosPlanner:
         """No forecast over ROS in this version: only an oracle gauge could weigh ahead."""
 
 
-def _outcome(res, holding: bool) -> MotionOutcome:
-    if res.error_code == 0:
-        return MotionOutcome(True, details={'active_cups': int(getattr(res, 'active_cups', 0))})
-    cause = FailureCause(res.cause) if res.cause else FailureCause.grasp_slip
-    return MotionOutcome(
-        False,
-        cause,
-        res.error_msg,
-        holding=holding,
-        details={'failing_waypoint': int(getattr(res, 'failing_waypoint', -1))},
-    )
-
-
 class RosExecutor:
     """ExecutorPort over the trajectory executor's pick and place actions."""
 
@@ -621,18 +609,14 @@ class RosExecutor:
             'pick',
             self.calls.t.motion,
         )
-        return _outcome(res, holding=False)
+        return motion_outcome(exec_result_from_msg(res))
 
     def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
         goal = Place.Goal(
             plan=plan_to_msg(plan), spec=spec_to_msg(spec), heightmap=heightmap_to_msg(heightmap)
         )
         res = self.calls.action(self.place_c, goal, 'place', self.calls.t.motion)
-        replannable = res.error_code in (Place.Result.IK_UNREACHABLE, Place.Result.COLLISION)
-        out = _outcome(res, holding=replannable)
-        if out.ok:
-            out = MotionOutcome(True, details={'reach_residual_m': float(res.reach_residual_m)})
-        return out
+        return motion_outcome(exec_result_from_msg(res), placing=True)
 
     def return_to_source(self, observation: Observation) -> MotionOutcome:
         """Put the held carton back where it was observed (the planner found no slot).
@@ -640,10 +624,7 @@ class RosExecutor:
         A place at the observed pose: the plan's layer is the source's floor (1), its slot
         'return'; the collision world is the newest height map the director fetched.
         """
-        x, y, z = observation.position
-        L, W, H = observation.dims_guess
-        plan = PlacementPlan((x, y, z), observation.yaw, 1, 'return', 0.0, 0.0, {})
-        spec = PackageSpec(observation.package_id, 'unknown', (L, W, H), 1.0)
+        plan, spec = return_request(observation)
         return self.place(plan, spec, self.heightmap or HeightMap.flat())
 
 
