@@ -134,7 +134,7 @@ def test_options_are_checked_before_anything_runs():
     with pytest.raises(ConfigError, match=r"--planner 'bean'.*did you mean 'beam'"):
         bg.check_options(planner='bean')
     with pytest.raises(SystemExit) as exc:  # refused before any graph starts
-        bg.main(['--levels', '11', '--seeds', '101'])
+        bg.parse_options(['--levels', '11', '--seeds', '101'], prog='scripts/bench graph')
     assert exc.value.code == 2
     assert bg.parse_options(['--levels', '11', '21', '--skip-interpolated']) == {
         'levels': [11, 21],

@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import subprocess
 from collections.abc import Sequence
+
+from palletizer.cli.bench_graph import can_isolate
+
+__all__ = ['can_isolate', 'next_domain', 'run_isolated']
 
 _domains = itertools.count(
     int(os.environ.get('PALLETIZER_TEST_DOMAIN_BASE', '40')) + os.getpid() % 50
 )
-
-
-def can_isolate() -> str:
-    """Empty string when isolation works here, else the reason it cannot."""
-    if os.geteuid() != 0:
-        return 'network namespaces need root (unshare -n)'
-    for tool in ('unshare', 'ip'):
-        if shutil.which(tool) is None:
-            return f'{tool} not found (Debian packages util-linux and iproute2)'
-    return ''
 
 
 def run_isolated(

@@ -15,7 +15,7 @@ Its runs/*/episodes.jsonl and runs/*/placements.jsonl are compared with the in-p
 A graph run that times out, crashes (a Traceback in its output) or exits with another code than
 its episodes call for (0 when all succeed, else 1) is a mismatch, reported with its last lines.
 Runs go one after another (the graph alone fills two cores). Options:
-`python -m palletizer.cli.bench_graph --help`.
+`scripts/bench graph --help`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -51,7 +50,6 @@ __all__ = [
     'compare_episode',
     'compare_outcome',
     'compare_placements',
-    'main',
     'parse_options',
     'summarise',
 ]
@@ -608,22 +606,3 @@ def parse_options(argv: Sequence[str] | None = None, prog: str = 'scripts/bench 
     except ConfigError as exc:
         p.error(str(exc))
     return kwargs
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse options, run, print one JSON object (with wall_s and machine) as the last line."""
-    kwargs = parse_options(argv, prog='python -m palletizer.cli.bench_graph')
-    t0 = time.perf_counter()
-    try:
-        result = bench_graph(**kwargs)
-    except (ConfigError, GraphError) as exc:
-        print(f'bench graph: error: {exc}', file=sys.stderr)
-        return 2
-    result['wall_s'] = round(time.perf_counter() - t0, 3)
-    result['machine'] = {'python': platform.python_version(), 'cpu': platform.machine()}
-    print(json.dumps(result, sort_keys=True))
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
