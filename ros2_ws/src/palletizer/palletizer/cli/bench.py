@@ -50,10 +50,20 @@ BENCHMARKS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog='scripts/bench', description='Run a benchmark.')
+    p = argparse.ArgumentParser(
+        prog='scripts/bench',
+        description='Run a benchmark (scripts/bench NAME --help: its options).',
+        add_help=False,
+    )
     p.add_argument('name', nargs='?', help=f'one of {", ".join(BENCHMARKS)}')
     p.add_argument('--list', action='store_true', help='list the benchmarks')
+    p.add_argument('-h', '--help', action='store_true', help='show this help')
     ns, extra = p.parse_known_args(argv)
+    if ns.help and not ns.name:
+        p.print_help()
+        return 0
+    if ns.help:
+        extra.append('--help')  # the benchmark's own options, when it has any
     if ns.list or not ns.name:
         for name, (_, _, what) in BENCHMARKS.items():
             print(f'{name:16s} {what}')
@@ -72,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'bench: {ns.name} is not available in this version ({exc})', file=sys.stderr)
         return 3
     options = getattr(sys.modules[module], 'parse_options', None)
+    if ns.help and options is None:
+        print(f'scripts/bench {ns.name}: {what}; it takes no options')
+        return 0
     if extra and options is None:
         p.error(f'unrecognized arguments: {" ".join(extra)} ({ns.name} takes no options)')
     kwargs = options(extra, prog=f'scripts/bench {ns.name}') if options else {}
