@@ -204,7 +204,7 @@ class Calls:
             if limit_s is not None and now - t0 > limit_s:
                 return None
             if now - t0 > timeout_s:
-                raise EpisodeAborted(f'{what} did not answer within {timeout_s:.0f} s')
+                raise EpisodeAborted(f'{what} did not answer within {timeout_s:g} s')
         if fut.exception() is not None:
             raise EpisodeAborted(f'{what} failed: {fut.exception()}')
         return fut.result()
@@ -220,14 +220,18 @@ class Calls:
         time.sleep(self.FIRST_CALL_PAUSE_S)
         self._ready.add(id(client))
 
+    @staticmethod
+    def _gone(name: str, what: str) -> EpisodeAborted:
+        return EpisodeAborted(
+            f'{what}: node {_node_of(name)} left the graph (died or restarted) while handling '
+            'a request that cannot be repeated'
+        )
+
     def _back(self, ready: Callable[[float], bool], name: str, what: str, repeatable: bool):
         """After a lost server: return when it is back and the request may be sent again."""
         node = _node_of(name)
         if not repeatable:
-            raise EpisodeAborted(
-                f'{what}: node {node} left the graph (died or restarted) while handling a '
-                'request that cannot be repeated'
-            )
+            raise self._gone(name, what)
         if not ready(self.respawn_s):
             raise EpisodeAborted(
                 f'{what}: node {node} left the graph (died) and did not come back within '
@@ -278,7 +282,7 @@ class Calls:
             if res is not None:
                 return res
             if time.monotonic() - t0 > timeout_s:
-                raise EpisodeAborted(f'{what} did not answer within {timeout_s:.0f} s')
+                raise EpisodeAborted(f'{what} did not answer within {timeout_s:g} s')
 
     def action(
         self,
@@ -309,8 +313,7 @@ class Calls:
                 handle.get_result_async(), what, timeout_s, alive=client.server_is_ready
             ).result
         except _ServerLost:
-            self._back(ready, name, what, repeatable=False)
-            raise AssertionError('unreachable') from None
+            raise self._gone(name, what) from None
 
 
 class RosCell:
