@@ -20,6 +20,7 @@ from std_srvs.srv import Trigger
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
+from palletizer.core.contracts import HeightMap
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory, MotionParams, MotionPlanner
 from palletizer.core.streams import rewound
@@ -34,6 +35,7 @@ from palletizer.execution import (
     trajectory_to_msg,
 )
 from palletizer.execution.layout import ready_pose, static_boxes
+from palletizer.execution.maps import CurrentMap
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
@@ -135,7 +137,7 @@ class TrajectoryExecutorNode(Node):
         self._epoch = 0  # sim-time rewinds seen on the joint states (cell resets)
         self._goal_epoch = 0  # the epoch of the last pick or place
         self._hm_epoch = 0  # the epoch in which the height map arrived
-        self._heightmap = None
+        self._map = CurrentMap()  # the newest fused map
         self._sealed: bool | None = None
         self.window = WrenchWindow()
         self._last: tuple = (self.window.mark(), 0.0, 0.0, -np.inf)
@@ -214,9 +216,22 @@ class TrajectoryExecutorNode(Node):
         except (PalletizerError, ValueError) as exc:
             self.get_logger().warn(f'height map ignored: {exc}')
             return
+        self._adopt(hm)
+
+    def _adopt(self, hm: HeightMap) -> None:
+        """Make `hm` the current map, unless it is the current one already.
+
+        The fused map reaches this node twice, on the latched topic and in the place goal, in
+        either order. Only a new map shows the cartons placed since the last one, so only a new
+        map clears them from the sequencer's obstacles; the second copy changes nothing (the
+        copy on the topic used to clear the carton the place had just put down, when it came
+        late: the next pick then planned in another world than the in-process loop's).
+        """
         with self._q_lock:
-            self._heightmap, self._hm_epoch = hm, self._epoch
-        self.seq.heightmap_updated()
+            if not self._map.offer(hm):
+                return
+            self._hm_epoch = self._epoch
+            self.seq.heightmap_updated()
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -311,7 +326,7 @@ class TrajectoryExecutorNode(Node):
         if epoch != self._goal_epoch:
             self._goal_epoch = epoch
             if self._hm_epoch != epoch:
-                self._heightmap = None  # the previous episode's stack
+                self._map.clear()  # the previous episode's stack
             self.seq.new_episode()
             self.get_logger().info('sim time rewound: new episode, held state cleared')
 
@@ -327,7 +342,7 @@ class TrajectoryExecutorNode(Node):
             obs = observation_from_msg(handle.request.observation)
         except (PalletizerError, ValueError) as exc:
             return self._invalid(handle, Pick, exc)
-        res, out = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._heightmap, fb))
+        res, out = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._map.map, fb))
         res.active_cups = out.active_cups
         res.grip_capacity_ratio = out.grip_capacity_ratio
         return res
@@ -341,7 +356,12 @@ class TrajectoryExecutorNode(Node):
             res = self._invalid(handle, Place, exc)
             res.failing_waypoint = -1
             return res
-        res, out = self._run(handle, Place, lambda fb: self.seq.place(plan, spec, hm, fb))
+
+        def place(fb):
+            self._adopt(hm)
+            return self.seq.place(plan, spec, hm, fb)
+
+        res, out = self._run(handle, Place, place)
         res.failing_waypoint = out.failing_waypoint
         res.reach_residual_m = out.reach_residual_m
         return res
@@ -349,7 +369,7 @@ class TrajectoryExecutorNode(Node):
     def on_park(self, _req: Trigger.Request, res: Trigger.Response):
         """Tool-down Cartesian move to the photo park pose; success False names the cause."""
         return self._service_move(
-            res, 'park', lambda: self.seq.park(self._heightmap, self.park_pose)
+            res, 'park', lambda: self.seq.park(self._map.map, self.park_pose)
         )
 
     def on_ready(self, _req: Trigger.Request, res: Trigger.Response):
@@ -358,7 +378,7 @@ class TrajectoryExecutorNode(Node):
             res.success, res.message = True, 'no ready pose for this source: staying put'
             return res
         return self._service_move(
-            res, 'ready', lambda: self.seq.hover(self._heightmap, self.ready_pose)
+            res, 'ready', lambda: self.seq.hover(self._map.map, self.ready_pose)
         )
 
     def _service_move(self, res: Trigger.Response, what: str, move) -> Trigger.Response:
