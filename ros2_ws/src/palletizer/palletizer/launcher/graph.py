@@ -328,7 +328,6 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             name='planner',
             executable='planner',
             parameters={**common, 'kind': opts.planner},
-            remappings=(('placements', '/palletizer/placements'),),
             respawn=True,
         ),
         NodeSpec(

@@ -514,7 +514,7 @@ class RosPerception:
 
 
 class RosPlanner:
-    """Planner protocol over the planner node; it learns placements from the placements topic."""
+    """Planner protocol over the planner node; each plan request carries the stack so far."""
 
     oracle = False
 
