@@ -164,6 +164,7 @@ class Calls:
         self.respawn_s = respawn_s
         self.stop_reason = ''  # why the run is being stopped, when the launcher said
         self._ready: set[int] = set()
+        self._known: dict[int, frozenset[bytes]] = {}  # each client's servers at its last answer
 
     def stop(self) -> None:
         """Abort the call in progress; the reason is the launcher's, when it wrote one."""
@@ -209,6 +210,12 @@ class Calls:
             raise EpisodeAborted(f'{what} failed: {fut.exception()}')
         return fut.result()
 
+    def _servers(self, client) -> frozenset[bytes]:
+        """The GIDs of a service's servers (their reply writers): a restarted node has new ones,
+        even when it is back before the old one's lease has expired."""
+        infos = self.node.get_publishers_info_by_topic(f'rr{client.srv_name}Reply', no_mangle=True)
+        return frozenset(bytes(i.endpoint_gid) for i in infos)
+
     def _discover(self, client, ready: Callable[[float], bool], name: str, what: str) -> None:
         if id(client) in self._ready:
             return
@@ -227,8 +234,15 @@ class Calls:
             'a request that cannot be repeated'
         )
 
-    def _back(self, ready: Callable[[float], bool], name: str, what: str, repeatable: bool):
-        """After a lost server: return when it is back and the request may be sent again."""
+    def _back(
+        self,
+        ready: Callable[[float], bool],
+        name: str,
+        what: str,
+        repeatable: bool,
+        first: bool = False,
+    ) -> None:
+        """After a lost server: return when it is back and the request may be sent (again)."""
         node = _node_of(name)
         if not repeatable:
             raise self._gone(name, what)
@@ -238,7 +252,8 @@ class Calls:
                 f'{self.respawn_s:.0f} s'
             )
         time.sleep(self.FIRST_CALL_PAUSE_S)
-        print(f'  {what}: node {node} came back (respawned); request sent again', flush=True)
+        sent = 'request sent to the new one' if first else 'request sent again'
+        print(f'  {what}: node {node} came back (respawned); {sent}', flush=True)
 
     def service(
         self,
@@ -263,23 +278,40 @@ class Calls:
             return client.wait_for_service(timeout_sec=t)
 
         self._discover(client, ready, client.srv_name, what)
+        servers = self._servers(client)
+        known = self._known.get(id(client))
+        if known is not None and servers != known:
+            # The server was replaced since the last call (a restart faster than its lease):
+            # give the new one's reply writer time to match, and rebuild the request for it.
+            self._back(ready, client.srv_name, what, repeatable=True, first=True)
+            if again is not None:
+                request = again()
+            servers = self._servers(client)
         t0 = time.monotonic()
         while True:
             left = timeout_s - (time.monotonic() - t0)
+
+            def alive(sent=servers) -> bool:
+                # Gone, or replaced while the request was out: its answer will not come.
+                now = self._servers(client)
+                return bool(now) and now <= sent and client.service_is_ready()
+
             try:
                 res = self._wait(
                     client.call_async(request),
                     what,
                     max(left, 0.1),
-                    alive=client.service_is_ready,
+                    alive=alive,
                     limit_s=retry_s if repeatable else None,
                 )
             except _ServerLost:
                 self._back(ready, client.srv_name, what, repeatable)
                 if again is not None:
                     request = again()
+                servers = self._servers(client)
                 continue
             if res is not None:
+                self._known[id(client)] = servers
                 return res
             if time.monotonic() - t0 > timeout_s:
                 raise EpisodeAborted(f'{what} did not answer within {timeout_s:g} s')
