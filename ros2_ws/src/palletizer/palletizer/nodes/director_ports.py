@@ -183,6 +183,7 @@ class Calls:
         timeout_s: float,
         alive: Callable[[], bool] | None = None,
         limit_s: float | None = None,
+        budget_s: float | None = None,
     ) -> Any:
         """The future's result; None when `limit_s` passed without an answer.
 
@@ -205,7 +206,8 @@ class Calls:
             if limit_s is not None and now - t0 > limit_s:
                 return None
             if now - t0 > timeout_s:
-                raise EpisodeAborted(f'{what} did not answer within {timeout_s:g} s')
+                said = timeout_s if budget_s is None else budget_s  # the whole call's budget
+                raise EpisodeAborted(f'{what} did not answer within {said:g} s')
         if fut.exception() is not None:
             raise EpisodeAborted(f'{what} failed: {fut.exception()}')
         return fut.result()
@@ -303,6 +305,7 @@ class Calls:
                     max(left, 0.1),
                     alive=alive,
                     limit_s=retry_s if repeatable else None,
+                    budget_s=timeout_s,
                 )
             except _ServerLost:
                 self._back(ready, client.srv_name, what, repeatable)
@@ -602,8 +605,21 @@ class RosPlanner:
 class RosExecutor:
     """ExecutorPort over the trajectory executor's pick and place actions."""
 
-    def __init__(self, node: Node, calls: Calls, prefix: str = '/trajectory_executor') -> None:
+    def __init__(
+        self,
+        node: Node,
+        calls: Calls,
+        prefix: str = '/trajectory_executor',
+        stamp: Callable[[], Time] = Time,
+        refresh: Callable[[], None] | None = None,
+    ) -> None:
         self.calls = calls
+        # Sim time of the director's last cell call: a goal's arm state is at least this recent
+        # (the executor waits for it, so the first goal after a reset plans from the reset arm).
+        # `refresh` brings that time up to date after the executor's own moves (park, ready),
+        # which advance sim time without a cell call of the director's.
+        self.stamp = stamp
+        self.refresh = refresh
         self.pick_c = OrderedActionClient(node, Pick, f'{prefix}/pick')
         self.place_c = OrderedActionClient(node, Place, f'{prefix}/place')
         self.park_c = node.create_client(Trigger, f'{prefix}/park')
@@ -618,6 +634,8 @@ class RosExecutor:
     def park(self) -> MotionOutcome:
         """The photo park (Cartesian, checked); a refusal leaves the arm where it is."""
         res = self.calls.service(self.park_c, Trigger.Request(), 'park', self.calls.t.motion)
+        if self.refresh is not None:
+            self.refresh()
         self.last_park = res.message
         if res.success:
             return MotionOutcome(True)
@@ -632,6 +650,8 @@ class RosExecutor:
     def ready(self) -> MotionOutcome:
         """The empty arm's move to wait above the source; a refusal leaves the arm put."""
         res = self.calls.service(self.ready_c, Trigger.Request(), 'ready', self.calls.t.motion)
+        if self.refresh is not None:
+            self.refresh()
         if res.success:
             return MotionOutcome(True)
         print(f'  ready refused: {res.message}', flush=True)
@@ -640,7 +660,7 @@ class RosExecutor:
     def pick(self, observation: Observation) -> MotionOutcome:
         res = self.calls.action(
             self.pick_c,
-            Pick.Goal(observation=observation_to_msg(observation)),
+            Pick.Goal(observation=observation_to_msg(observation), min_stamp=self.stamp()),
             'pick',
             self.calls.t.motion,
         )
@@ -648,7 +668,10 @@ class RosExecutor:
 
     def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
         goal = Place.Goal(
-            plan=plan_to_msg(plan), spec=spec_to_msg(spec), heightmap=heightmap_to_msg(heightmap)
+            plan=plan_to_msg(plan),
+            spec=spec_to_msg(spec),
+            heightmap=heightmap_to_msg(heightmap),
+            min_stamp=self.stamp(),
         )
         res = self.calls.action(self.place_c, goal, 'place', self.calls.t.motion)
         return motion_outcome(exec_result_from_msg(res), placing=True)

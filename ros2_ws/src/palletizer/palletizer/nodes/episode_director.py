@@ -102,7 +102,12 @@ class EpisodeDirectorNode(Node):
         self.cell = RosCell(self, self.calls, self.gauge)
         self.gauge.cell = self.cell
         self.planner = RosPlanner(self, self.calls, self.planner_kind)
-        self.motion = RosExecutor(self, self.calls)
+        self.motion = RosExecutor(
+            self,
+            self.calls,
+            stamp=lambda: self.cell.stamp,
+            refresh=lambda: self.cell.hold(0.0),  # a cell call that only reads the time
+        )
         self.referee = RosReferee(self, self.calls)
         self.run_id = time.strftime('%Y%m%d-%H%M%S')
         # Photos only when telemetry writes them; the park before each is the executor's and

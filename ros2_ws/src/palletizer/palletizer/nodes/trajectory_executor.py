@@ -28,10 +28,12 @@ from palletizer.execution import (
     ExecResult,
     FollowResult,
     ForceReading,
+    Outcome,
     ParkPose,
     PickPlaceSequencer,
     VerifyParams,
     WrenchWindow,
+    controller_cause,
     trajectory_to_msg,
 )
 from palletizer.execution.layout import ready_pose, static_boxes
@@ -306,8 +308,14 @@ class TrajectoryExecutorNode(Node):
 
         t0 = time.monotonic()
         with self.busy:
-            self._episode_boundary()
-            out: ExecResult = work(feedback)
+            stale = self._wait_state(_s(handle.request.min_stamp))
+            if stale:
+                out: ExecResult = ExecResult(
+                    Outcome.CONTROLLER_FAILED, stale, controller_cause(None)
+                )
+            else:
+                self._episode_boundary()
+                out = work(feedback)
         res = kind.Result(error_code=getattr(kind.Result, out.outcome.name))
         res.cause = out.cause
         res.error_msg = '' if out.ok else out.message
@@ -317,6 +325,30 @@ class TrajectoryExecutorNode(Node):
             f'{time.monotonic() - t0:.2f} s wall, {out.motion_s:.2f} s of motion'
         )
         return res, out
+
+    # A joint state stamped this far past the goal's min_stamp is from another epoch (the
+    # previous episode, whose rewind has not arrived): in lockstep the newest joint state is at
+    # the director's last cell call, so a goal's min_stamp is the newest stamp, not older.
+    STALE_S = 1.0
+
+    def _wait_state(self, want: float) -> str:
+        """Wait for a joint state of the goal's epoch at or after `want` [s] of sim time (zero:
+        no wait), so that a first goal after a reset plans from the reset arm and the episode
+        boundary is seen; an error message on timeout, else ''."""
+        if want <= 0.0:
+            return ''
+        end = time.monotonic() + self.server_timeout
+        while True:
+            with self._q_lock:
+                newest = self._q_stamp
+            if want - 1e-6 <= newest <= want + self.STALE_S:
+                return ''
+            if time.monotonic() >= end:
+                return (
+                    f'no joint state at sim time {want:.3f} s within {self.server_timeout:.0f} s '
+                    f'(newest {newest:.3f} s)'
+                )
+            time.sleep(0.005)
 
     def _episode_boundary(self) -> None:
         """Forget the previous episode's grasp, park and placed cartons once the cell's clock
