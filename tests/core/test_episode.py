@@ -225,3 +225,58 @@ def test_same_inputs_give_identical_event_streams(seed):
     _run(a)
     _run(b)
     assert a.events == b.events
+
+
+class _Recording(ScorePlanner):
+    """A planner that keeps what the loop tells it about the stack."""
+
+    def __init__(self):
+        super().__init__()
+        self.recorded = []
+        self.states = []
+
+    def record(self, placement):
+        self.recorded.append(placement)
+        super().record(placement)
+
+    def choose(self, spec, heightmap, pallet, excluded_slots=()):
+        self.states.append(pallet)
+        return super().choose(spec, heightmap, pallet, excluded_slots)
+
+
+def test_the_planner_builds_on_its_plans_never_on_the_referees_measurements():
+    w = World(n=3)
+    w.nudge = {0: (0.012, -0.009)}  # carton 0 lands 15 mm off: still placed, but not as planned
+    planner = _Recording()
+    result = _run(w, planner)
+    assert result.success
+    first = planner.recorded[0]
+    assert first.error_xy_m == 0.0  # the planned pose, not the referee's
+    assert w.placements[0].error_xy_m == pytest.approx(0.015, abs=1e-6)  # the referee saw it
+    assert first.actual_pose == first.planned_pose == w.placements[0].planned_pose
+    # The stack state the next plan sees is built on the planned pose too.
+    state = planner.states[1]
+    assert state is not None
+    assert state.cog[:2] == pytest.approx(first.actual_pose[:2], abs=1e-9)
+
+
+class _Blind(World):
+    def __init__(self, misses, **kw):
+        super().__init__(**kw)
+        self.misses = misses
+        self.calls = 0
+
+    def detect(self, package_id):
+        self.calls += 1
+        return None if self.calls <= self.misses else super().detect(package_id)
+
+
+def test_an_empty_detection_is_tried_again_then_ends_with_no_detection():
+    w = _Blind(misses=2, n=1)
+    assert _run(w).success
+    assert [e[3]['tries'] for e in w.events if e[1] == 'perceive'] == [3]
+    t_blind = _Blind(misses=99, n=1)
+    result = _run(t_blind)
+    assert result.failure is FailureCause.no_detection and t_blind.calls == 3
+    fail = [e for e in t_blind.events if e[1] == 'fail'][0]
+    assert 'in 3 tries' in fail[3]['reason']

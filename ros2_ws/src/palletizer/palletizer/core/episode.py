@@ -149,6 +149,22 @@ class EpisodeSettings:
     place_retries: int = 2
     tolerances: Tolerances = field(default_factory=Tolerances)
     pallet: PalletGeometry = field(default_factory=PalletGeometry)
+    detect_retries: int = 2  # further detections after an empty one, each on fresh frames
+    detect_retry_wait_s: float = 0.2  # [s sim] held between two detections
+
+    @classmethod
+    def from_config(cls, cell: Mapping[str, Any]) -> EpisodeSettings:
+        """From configs/cell.yaml (Config.cell): the `episode` block and the settle time."""
+        ep = cell['episode']
+        tol = ep['tolerance']
+        return cls(
+            max_duration_s=float(ep['max_duration_s']),
+            settle_s=float(cell['physics']['settle_after_release_s']),
+            place_retries=int(ep['place_retries']),
+            tolerances=Tolerances(tol['xy'], tol['yaw'], tol['overhang']),
+            detect_retries=int(ep.get('detect_retries', 2)),
+            detect_retry_wait_s=float(ep.get('detect_retry_wait_s', 0.2)),
+        )
 
 
 @dataclass
@@ -186,6 +202,9 @@ class _Loop:
         self.seq = 0
         self.attempts: list[_Attempt] = []
         self.measured: list[Placement] = []
+        # What the player believes it stacked: each completed place at its planned pose. The
+        # planner builds on these; the referee's measurements only score (ARCHITECTURE §5).
+        self.believed: list[Placement] = []
         self.scores: list[Mapping[str, float]] = []
         self.plan_scores: list[float] = []
         self.max_drift = 0.0
@@ -222,6 +241,22 @@ class _Loop:
                 )
             )
         return out
+
+    def believe(self, attempt: _Attempt) -> Placement:
+        """The completed place as the player knows it: the carton where it was planned, with
+        the weighed spec, on the stack it believes (no simulator truth)."""
+        assert attempt.plan is not None
+        planned = world_to_pallet((*attempt.plan.position, attempt.plan.yaw), self.s.pallet)
+        return measure_placement(
+            attempt.seq,
+            attempt.spec,
+            attempt.plan.layer,
+            planned,
+            planned,
+            self.believed,
+            pallet=self.s.pallet,
+            tolerances=self.s.tolerances,
+        )
 
     def stack_state(self, placements: Sequence[Placement], after_seq: int) -> PalletState:
         offsets = {a.spec.package_id: a.spec.cog_offset_m for a in self.attempts}
@@ -282,14 +317,26 @@ class _Loop:
             return FailureCause.timeout
         pid = shown.package_id
         obs = self.perception.detect(pid)
+        tries = 1
+        # An empty or ambiguous view is tried again on fresh frames (new sensor noise) before
+        # the episode ends with no_detection.
+        while obs is None and tries <= self.s.detect_retries:
+            self.cell.settle(self.s.detect_retry_wait_s)
+            obs = self.perception.detect(pid)
+            tries += 1
         self.emit(
             'perceive',
             seen=0 if obs is None else 1,
             confidence=0.0 if obs is None else _r(obs.confidence, 3),
+            tries=tries,
             **state,
         )
         if obs is None:
-            self.emit('fail', cause=FailureCause.no_detection.value)
+            self.emit(
+                'fail',
+                cause=FailureCause.no_detection.value,
+                reason=f'no confident detection of the presented carton in {tries} tries',
+            )
             return FailureCause.no_detection
         picked = self.executor.pick(obs)
         if not picked.ok:
@@ -317,7 +364,7 @@ class _Loop:
         attempt = _Attempt(self.seq, spec, None)
         self.attempts.append(attempt)
         heightmap = self.perception.heightmap()
-        pallet = self.stack_state(self.measured, attempt.seq) if self.measured else None
+        pallet = self.stack_state(self.believed, attempt.seq) if self.believed else None
         excluded: list[str] = []
         placed_out: MotionOutcome | None = None
         for retry in range(self.s.place_retries + 1):
@@ -396,8 +443,8 @@ class _Loop:
         self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000))
         self.sink.placement(newest)
         self.sink.pallet_state(self.stack_state(self.measured, newest.seq))
-        if newest.placed:
-            self.planner.record(newest)
+        self.believed.append(self.believe(attempt))
+        self.planner.record(self.believed[-1])
         collapsed = [
             p.package_id for p in self.measured if previous.get(p.package_id) and not p.placed
         ]
