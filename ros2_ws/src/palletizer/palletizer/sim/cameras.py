@@ -1,8 +1,8 @@
-"""Cell cameras: three pallet cameras and a pick-station camera; RGB and planar depth frames."""
+"""Cell cameras: the pallet rig, the pick-station camera and photo views; RGB and planar depth frames."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     'CameraSpec',
     'Frame',
     'Intrinsics',
+    'camera_specs',
     'cameras_xml',
     'look_at_quat',
 ]
@@ -39,15 +40,33 @@ class CameraSpec:
     role: str = 'pallet'  # pallet | pick | photo
 
 
-# cell-facts §3.7 / configs/cell.yaml `cameras`. The top camera uses up = +Y so that its image
-# is not turned 90 deg against the UI; diag_a is the reference's unmeasured start position.
-CAMERAS: tuple[CameraSpec, ...] = (
-    CameraSpec('top', (0.60, 0.00, 2.40), (0.60, 0.00, 0.144), 45.0, (0.0, 1.0, 0.0)),
-    CameraSpec('diag_a', (-0.36, -0.76, 1.90), (0.60, 0.00, 0.144), 75.0),
-    CameraSpec('diag_b', (1.56, 0.76, 1.90), (0.60, 0.00, 0.144), 75.0),
-    CameraSpec('station', (-0.20, -1.85, 1.55), (-0.20, -0.76, 0.60), 50.0, role='pick'),
-    CameraSpec('side', (0.60, -2.30, 0.80), (0.60, 0.00, 0.45), 45.0, role='photo'),
-)
+def camera_specs(cameras: Mapping[str, Mapping[str, Any]]) -> tuple[CameraSpec, ...]:
+    """CameraSpecs from configs/cell.yaml `cameras` (Config.cell['cameras']), in file order."""
+    return tuple(
+        CameraSpec(
+            str(name),
+            tuple(float(v) for v in c['pos']),  # type: ignore[arg-type]
+            tuple(float(v) for v in c['look_at']),  # type: ignore[arg-type]
+            float(c['fovy_deg']),
+            tuple(float(v) for v in (c.get('up') or (0.0, 0.0, 1.0))),  # type: ignore[arg-type]
+            str(c.get('role', 'pallet')),
+        )
+        for name, c in cameras.items()
+    )
+
+
+def _configured() -> tuple[CameraSpec, ...]:
+    # Only the cameras block: importing the simulator must not depend on the other sections
+    # (load_config validates the whole file wherever a run starts).
+    from palletizer.core.config import config_dir, read_yaml
+
+    return camera_specs(read_yaml(config_dir() / 'cell.yaml')['cameras'])
+
+
+# The cameras of configs/cell.yaml (cell-facts §3.7 started it; the file says why each pallet
+# camera sits where it does). The top camera uses up = +Y so that its image is not turned
+# 90 deg against the UI.
+CAMERAS: tuple[CameraSpec, ...] = _configured()
 
 
 def _look_at_matrix(spec: CameraSpec) -> np.ndarray:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from palletizer.core.errors import PalletizerError
-from palletizer.sim.cameras import CameraRig, Frame
+from palletizer.sim.cameras import CameraRig, Frame, camera_specs
+from palletizer.sim.depth_noise import DepthNoise, apply_depth_noise, noise_key
 from palletizer.sim.pallet import PALLET_JOINTS
 from palletizer.sim.robot import ARM_JOINTS
 from palletizer.sim.scene import (
@@ -33,16 +34,23 @@ class CellError(PalletizerError):
 
 @dataclass(frozen=True)
 class CellOptions:
-    """Everything about the cell that is not the level: scene, servo gains, wrench noise."""
+    """Everything about the cell that is not the level: scene, servo gains, sensor noise.
+
+    depth_noise: the depth sensor model of each camera by name; a camera not listed (and every
+    camera when None) returns the rendered depth unchanged. The ideal default is for unit
+    tests; from_config turns the configured sensors on.
+    """
 
     scene: SceneOptions = SceneOptions()
     gains: ServoGains = ServoGains()
     wrench_noise: WrenchNoise = WrenchNoise()
     control_dt: float = 0.02  # 50 Hz controller tick (cell-facts §3.9)
+    depth_noise: Mapping[str, DepthNoise] | None = None
 
     @classmethod
     def from_config(cls, cell: Mapping[str, Any], *, sleep: bool | None = None) -> CellOptions:
-        """From configs/cell.yaml (palletizer.core.config.Config.cell): physics and wrench noise.
+        """From configs/cell.yaml (palletizer.core.config.Config.cell): physics, cameras and
+        their depth sensors, wrench noise.
 
         `sleep` overrides physics.sleep (island sleeping) when given.
         """
@@ -56,7 +64,19 @@ class CellOptions:
             gravity=tuple(float(v) for v in phys.get('gravity', (0.0, 0.0, -9.81))),
             sleep=sleep,
         )
-        return cls(scene=scene, wrench_noise=WrenchNoise.from_config(cell.get('wrench', {})))
+        cams = cell.get('cameras')
+        noise: dict[str, DepthNoise] = {}
+        if cams:
+            scene = replace(scene, cameras=camera_specs(cams))
+            for name, cam in cams.items():
+                model = DepthNoise.from_config(cam.get('depth_noise'))
+                if model is not None:
+                    noise[str(name)] = model
+        return cls(
+            scene=scene,
+            wrench_noise=WrenchNoise.from_config(cell.get('wrench', {})),
+            depth_noise=noise or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -334,11 +354,26 @@ class Cell:
         rgb: bool = True,
         depth: bool = True,
     ) -> dict[str, Frame]:
-        """RGB and planar depth [m] of the named cameras, with intrinsics and pose."""
+        """RGB and planar depth [m] of the named cameras, with intrinsics and pose.
+
+        Depth is what each camera's sensor model (CellOptions.depth_noise) makes of the
+        render: 0 marks a lost return. The noise is keyed by (seed, physics step, camera), so
+        the bridge and an in-process run capturing at the same instant get the same image.
+        """
         if self._rig is None:
             self._rig = CameraRig(self._model)
         mujoco.mj_kinematics(self._model, self._data)
-        return self._rig.capture(self._data, cameras, width, height, rgb=rgb, depth=depth)
+        frames = self._rig.capture(self._data, cameras, width, height, rgb=rgb, depth=depth)
+        models = self.options.depth_noise or {}
+        step = int(round(self.time / self.dt))
+        for name, f in frames.items():
+            model = models.get(name)
+            if model is None or f.depth is None:
+                continue
+            rng = np.random.default_rng(noise_key(self.seed, step, name))
+            noisy = apply_depth_noise(f.depth, model, f.intrinsics.K, rng)
+            frames[name] = replace(f, depth=noisy)
+        return frames
 
     # Pallet ----------------------------------------------------------------------------------
     @property

@@ -1,0 +1,427 @@
+"""The pallet height map fused from depth cameras: unproject, self-filter the robot, robust per cell.
+
+ROS- and MuJoCo-free (numpy and cv2). Input: CameraView (planar depth, K, T_world_optical);
+output: the HeightMap contract (heights above the deck, observed mask, 1 cm grid over the
+pallet) and the kept points in the world frame.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from palletizer.core.contracts import HeightMap, PalletGeometry
+from palletizer.core.errors import PalletizerError
+
+__all__ = [
+    'FusionError',
+    'FusionParams',
+    'FusionResult',
+    'RobotBody',
+    'fuse_heightmap',
+    'map_errors',
+]
+
+
+class FusionError(PalletizerError):
+    """Unusable fusion settings or inputs."""
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """Height-map fusion settings (configs/perception.yaml `heightmap`).
+
+    cell: grid cell edge [m]. min_upward_nz: smallest |n_z| of a kept surface (lids and deck;
+    box sides dropped). depth_range: valid planar depth [m]. z_range: band of heights kept,
+    relative to the deck [m] (below zero: the deck's own noise). normal_px: half-width [px] of the
+    stencil the normals are taken over, on the depth median-filtered over 5 x 5 pixels.
+    bin: height histogram bin [m] of the per-cell mode; band: half-width [m] around the mode whose
+    points are averaged. min_points: points a cell needs to count as observed. fill_neighbours,
+    fill_tol: an unobserved cell is filled when at least this many of its 8 neighbours are
+    observed and span at most fill_tol [m]. robot_margin: inflation of the robot body [m].
+    """
+
+    cameras: tuple[str, ...] = ('top', 'diag_a', 'diag_b')
+    cell: float = 0.010
+    min_upward_nz: float = 0.8
+    depth_range: tuple[float, float] = (0.05, 8.0)
+    z_range: tuple[float, float] = (-0.03, 2.0)
+    normal_px: int = 2
+    edge_px: int = 2
+    edge_jump: float = 0.02
+    bin: float = 0.01
+    band: float = 0.012
+    min_points: int = 2
+    fill_neighbours: int = 5
+    fill_tol: float = 0.004
+    robot_margin: float = 0.04
+
+    def __post_init__(self) -> None:
+        if not self.cell > 0 or not self.bin > 0 or not self.band > 0:
+            raise FusionError(
+                f'heightmap: cell {self.cell!r}, bin {self.bin!r}, band {self.band!r} must be > 0'
+            )
+        if not self.depth_range[0] < self.depth_range[1] or not self.z_range[0] < self.z_range[1]:
+            raise FusionError(
+                f'heightmap: depth_range {self.depth_range!r} and z_range {self.z_range!r} must '
+                'be (low, high) with low < high'
+            )
+        if not 1 <= self.normal_px <= 10 or not 1 <= self.fill_neighbours <= 8:
+            raise FusionError(
+                f'heightmap: normal_px {self.normal_px!r} in 1..10 and fill_neighbours '
+                f'{self.fill_neighbours!r} in 1..8'
+            )
+
+    @classmethod
+    def from_config(cls, hm: Mapping[str, Any]) -> FusionParams:
+        """From configs/perception.yaml `heightmap` (Config.perception['heightmap'])."""
+        d = cls()
+
+        def get(key: str, default: Any) -> Any:
+            return hm.get(key, default) if hm.get(key) is not None else default
+
+        return cls(
+            cameras=tuple(str(c) for c in get('cameras', d.cameras)),
+            cell=float(get('cell', d.cell)),
+            min_upward_nz=float(get('min_upward_nz', d.min_upward_nz)),
+            depth_range=tuple(float(v) for v in get('depth_range', d.depth_range)),  # type: ignore[arg-type]
+            z_range=tuple(float(v) for v in get('z_range', d.z_range)),  # type: ignore[arg-type]
+            normal_px=int(get('normal_px', d.normal_px)),
+            edge_px=int(get('edge_px', d.edge_px)),
+            edge_jump=float(get('edge_jump', d.edge_jump)),
+            bin=float(get('bin', d.bin)),
+            band=float(get('band', d.band)),
+            min_points=int(get('min_points', d.min_points)),
+            fill_neighbours=int(get('fill_neighbours', d.fill_neighbours)),
+            fill_tol=float(get('fill_tol', d.fill_tol)),
+            robot_margin=float(get('robot_margin', d.robot_margin)),
+        )
+
+
+# UR10e link shapes along the DH chain (radius [m]; offsets [m] along the parallel joint 2-4
+# axes). Offsets and radii: Menagerie's ur10e collision capsules (mujoco-notes "UR10e"):
+# upper arm 0.176 out from the DH line, forearm 0.176 - 0.137 = 0.039, wrist 1 up to d4.
+_SHOULDER_OFF = 0.176
+_FOREARM_OFF = 0.039
+
+
+@dataclass(frozen=True)
+class RobotBody:
+    """The UR10e, its gripper and a held carton as capsules and boxes posed by DH kinematics.
+
+    base_pos (3,) [m] and base_quat (w, x, y, z) of the MuJoCo base (turned 180 deg about Z from
+    the DH base, sim/robot.py T_world_dhbase); dh: d1 a2 a3 d4 d5 d6 [m]; gripper: body
+    L x W x flange-to-cup [m] in the flange frame (L along flange x); margin: inflation [m].
+    """
+
+    base_pos: tuple[float, float, float] = (0.60, -0.72, 0.48)
+    base_quat: tuple[float, float, float, float] = (0.0, 0.0, 0.0, -1.0)
+    dh: tuple[float, ...] = (0.1807, -0.6127, -0.57155, 0.17415, 0.11985, 0.11655)
+    gripper: tuple[float, float, float] = (0.264, 0.184, 0.092)
+    margin: float = 0.04
+
+    @classmethod
+    def from_config(cls, cell: Mapping[str, Any], margin: float = 0.04) -> RobotBody:
+        """From configs/cell.yaml (Config.cell): robot base pose, DH, gripper body."""
+        r, g = cell['robot'], cell['gripper']
+        dh = r['dh']
+        return cls(
+            base_pos=tuple(float(v) for v in r['base_pos']),  # type: ignore[arg-type]
+            base_quat=tuple(float(v) for v in r['base_quat']),  # type: ignore[arg-type]
+            dh=tuple(float(dh[k]) for k in ('d1', 'a2', 'a3', 'd4', 'd5', 'd6')),
+            gripper=(float(g['body'][0]), float(g['body'][1]), float(g['tcp_offset'])),
+            margin=float(margin),
+        )
+
+    def T_world_dhbase(self) -> np.ndarray:
+        """(4, 4) pose of the DH base frame in the world."""
+        w, x, y, z = np.asarray(self.base_quat, dtype=float) / np.linalg.norm(self.base_quat)
+        R = np.array(
+            [
+                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+            ]
+        )
+        T = np.eye(4)
+        T[:3, :3] = R @ np.diag([-1.0, -1.0, 1.0])
+        T[:3, 3] = self.base_pos
+        return T
+
+    def frames(self, q: np.ndarray) -> np.ndarray:
+        """World poses (7, 4, 4) of DH frames 0..6 (6 = flange) at joint positions q (6,) [rad]."""
+        d1, a2, a3, d4, d5, d6 = self.dh
+        a = (0.0, a2, a3, 0.0, 0.0, 0.0)
+        d = (d1, 0.0, 0.0, d4, d5, d6)
+        alpha = (math.pi / 2, 0.0, 0.0, math.pi / 2, -math.pi / 2, 0.0)
+        out = np.empty((7, 4, 4))
+        T = self.T_world_dhbase()
+        out[0] = T
+        for i in range(6):
+            ct, st = math.cos(float(q[i])), math.sin(float(q[i]))
+            ca, sa = math.cos(alpha[i]), math.sin(alpha[i])
+            A = np.array(
+                [
+                    [ct, -st * ca, st * sa, a[i] * ct],
+                    [st, ct * ca, -ct * sa, a[i] * st],
+                    [0.0, sa, ca, d[i]],
+                    [0.0, 0.0, 0.0, 1.0],
+                ]
+            )
+            T = T @ A
+            out[i + 1] = T
+        return out
+
+    def shapes(
+        self, q: np.ndarray, held_dims: Sequence[float] | None = None
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray, float]], list[tuple[np.ndarray, np.ndarray]]]:
+        """Capsules [(a (3,), b (3,), radius)] and boxes [(T_world_box (4, 4), half (3,))],
+        not inflated. The held carton hangs below the cups; its footprint is taken square
+        (its longer side both ways) so its yaw on the cups does not matter."""
+        F = self.frames(np.asarray(q, dtype=float))
+        o = F[:, :3, 3]
+        ax = F[1, :3, 2]  # joint 2..4 axes (parallel)
+        caps = [
+            (o[0] - np.array([0.0, 0.0, 0.05]), o[1], 0.095),
+            (o[1], o[1] + _SHOULDER_OFF * ax, 0.078),
+            (o[1] + _SHOULDER_OFF * ax, o[2] + _SHOULDER_OFF * ax, 0.078),
+            (o[2] + _SHOULDER_OFF * ax, o[2] + _FOREARM_OFF * ax, 0.065),
+            (o[2] + _FOREARM_OFF * ax, o[3] + _FOREARM_OFF * ax, 0.058),
+            (o[3] + _FOREARM_OFF * ax, o[4] + 0.03 * F[3, :3, 2], 0.05),
+            (o[4] - 0.03 * F[4, :3, 2], o[5], 0.046),
+            (o[5] - 0.03 * F[5, :3, 2], o[6], 0.046),
+        ]
+        L, W, H = self.gripper
+        Tf = F[6]
+        boxes = []
+        Tg = Tf.copy()
+        Tg[:3, 3] = Tf[:3, 3] + Tf[:3, 2] * (H / 2)
+        boxes.append((Tg, np.array([L / 2, W / 2, H / 2])))
+        if held_dims is not None:
+            l, w, h = (float(v) for v in held_dims)
+            s = max(l, w) / 2
+            Tc = Tf.copy()
+            Tc[:3, 3] = Tf[:3, 3] + Tf[:3, 2] * (H + h / 2)
+            boxes.append((Tc, np.array([s, s, h / 2])))
+        return caps, boxes
+
+    def contains(
+        self,
+        points: np.ndarray,
+        q: np.ndarray,
+        held_dims: Sequence[float] | None = None,
+        margin: float | None = None,
+    ) -> np.ndarray:
+        """(N,) True where points (N, 3) [m, world] lie inside the inflated robot body."""
+        pts = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+        m = self.margin if margin is None else float(margin)
+        caps, boxes = self.shapes(q, held_dims)
+        out = np.zeros(len(pts), dtype=bool)
+        # Cull with the body's bounding box first: the arm usually covers little of the view.
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for a, b, r in caps:
+            lo = np.minimum(lo, np.minimum(a, b) - r - m)
+            hi = np.maximum(hi, np.maximum(a, b) + r + m)
+        for T, half in boxes:
+            ext = np.abs(T[:3, :3]) @ (half + m)
+            lo = np.minimum(lo, T[:3, 3] - ext)
+            hi = np.maximum(hi, T[:3, 3] + ext)
+        near = np.flatnonzero(np.all((pts >= lo) & (pts <= hi), axis=1))
+        if near.size == 0:
+            return out
+        P = pts[near].astype(np.float64)
+        hit = np.zeros(len(P), dtype=bool)
+        for a, b, r in caps:
+            ab = b - a
+            t = np.clip(((P - a) @ ab) / max(float(ab @ ab), 1e-12), 0.0, 1.0)
+            dvec = P - a - t[:, None] * ab
+            hit |= np.einsum('ij,ij->i', dvec, dvec) <= (r + m) ** 2
+        for T, half in boxes:
+            local = (P - T[:3, 3]) @ T[:3, :3]
+            hit |= np.all(np.abs(local) <= half + m, axis=1)
+        out[near] = hit
+        return out
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    """The fused map, the points it was made of (N, 3) float32 [m, world] and how many points
+    the robot self-filter removed."""
+
+    heightmap: HeightMap
+    points: np.ndarray
+    dropped_robot: int
+
+
+def _view_points(
+    view: Any, params: FusionParams, R_keep: tuple[float, float, float, float, float, float]
+) -> np.ndarray:
+    """World points (N, 3) float32 of a view's valid, upward-facing pixels inside the box
+    R_keep = (x0, x1, y0, y1, z0, z1) [m]."""
+    depth = np.asarray(view.depth, dtype=np.float32)
+    K = np.asarray(view.K, dtype=np.float64)
+    T = np.asarray(view.T_world_optical, dtype=np.float64)
+    h, w = depth.shape
+    fx, fy, cx, cy = K[0, 0], K[1, 1], K[0, 2], K[1, 2]
+    z = np.nan_to_num(depth, nan=0.0, posinf=0.0, neginf=0.0)
+    valid = (z > params.depth_range[0]) & (z < params.depth_range[1])
+    a = ((np.arange(w) - cx) / fx).astype(np.float32)[None, :]
+    b = ((np.arange(h) - cy) / fy).astype(np.float32)[:, None]
+    R = T[:3, :3].astype(np.float32)
+    t = T[:3, 3].astype(np.float32)
+    # World x, y, z of every pixel: p_world = R (a z, b z, z) + t.
+    ra = R[:, 0:1, None] * a  # (3, 1, W)
+    rb = R[:, 1:2, None] * b  # (3, H, 1)
+    # The sensor's 1 mm depth unit makes a uint16 image of it exact, and cv2's 5 x 5 median is
+    # fast on it. The median keeps edges where they are and cuts the per-pixel noise about
+    # 2.5 x; that matters beyond the height: noise moves a point along its ray, so an oblique
+    # view spills lid points over the carton edge by about the depth error.
+    zmm = np.round(z * 1000.0).clip(0, 65535).astype(np.uint16)
+    zmm[~valid] = 0
+    zmed = cv2.medianBlur(zmm, 5)
+    zs = zmed.astype(np.float32) * 0.001
+    # Pixels near a depth discontinuity are dropped: carton sides seen edge-on, flying pixels,
+    # and edge cells that would otherwise take points of both surfaces.
+    kern = np.ones((2 * params.edge_px + 1,) * 2, np.uint8)
+    span = cv2.dilate(zmed, kern).astype(np.int32) - cv2.erode(zmed, kern).astype(np.int32)
+    x0, x1, y0, y1, z0, z1 = R_keep
+    Wz = (ra[2] + rb[2] + R[2, 2]) * zs + t[2]
+    keep = valid & (zs > 0) & (span <= int(params.edge_jump * 1000.0)) & (Wz >= z0) & (Wz <= z1)
+    Wx = (ra[0] + rb[0] + R[0, 2]) * zs + t[0]
+    keep &= (Wx >= x0) & (Wx < x1)
+    Wy = (ra[1] + rb[1] + R[1, 2]) * zs + t[1]
+    keep &= (Wy >= y0) & (Wy < y1)
+    # Normals over +-k pixels of the filtered depth; |n_z| in the world.
+    k = params.normal_px
+    Xs, Ys = zs * a, zs * b
+    du = [M[k:-k, 2 * k :] - M[k:-k, : -2 * k] for M in (Xs, Ys, zs)]
+    dv = [M[2 * k :, k:-k] - M[: -2 * k, k:-k] for M in (Xs, Ys, zs)]
+    n0 = du[1] * dv[2] - du[2] * dv[1]
+    n1 = du[2] * dv[0] - du[0] * dv[2]
+    n2 = du[0] * dv[1] - du[1] * dv[0]
+    nzw = R[2, 0] * n0 + R[2, 1] * n1 + R[2, 2] * n2
+    up = np.zeros((h, w), dtype=bool)
+    up[k:-k, k:-k] = nzw * nzw >= (params.min_upward_nz**2) * (n0 * n0 + n1 * n1 + n2 * n2)
+    keep &= up
+    return np.stack([Wx[keep], Wy[keep], Wz[keep]], axis=1)
+
+
+def _fill_holes(cells: np.ndarray, obs: np.ndarray, need: int, tol: float) -> None:
+    """Fill unobserved cells in place where >= need of 8 neighbours are observed within tol."""
+    ny, nx = cells.shape
+    H = np.pad(cells, 1)
+    O = np.pad(obs, 1)
+    shifts = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
+    hs = np.stack([H[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in shifts])
+    os_ = np.stack([O[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in shifts])
+    n = os_.sum(axis=0)
+    hi = np.where(os_, hs, -np.inf).max(axis=0)
+    lo = np.where(os_, hs, np.inf).min(axis=0)
+    fill = ~obs & (n >= need) & (hi - lo <= tol)
+    if fill.any():
+        mean = np.where(os_, hs, 0.0).sum(axis=0) / np.maximum(n, 1)
+        cells[fill] = mean[fill]
+        obs[fill] = True
+
+
+def _robust_cells(
+    c: np.ndarray, z: np.ndarray, ncell: int, nb: int, zlo: float, params: FusionParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell height (ncell,) [m] and point count (ncell,): the mean of the points within
+    `band` of the most populated 3-bin height window, refined once around that mean."""
+    zb = np.clip(((z - zlo) / params.bin).astype(np.int64), 0, nb - 1)
+    hist = np.bincount(c * nb + zb, minlength=ncell * nb).reshape(ncell, nb)
+    win = hist[:, :-2] + hist[:, 1:-1] + hist[:, 2:]
+    est = zlo + (np.argmax(win, axis=1) + 1.5) * params.bin
+    cnt = np.zeros(ncell, dtype=np.int64)
+    for _ in range(2):
+        sel = np.abs(z - est[c]) <= params.band
+        cnt = np.bincount(c[sel], minlength=ncell)
+        tot = np.bincount(c[sel], weights=z[sel], minlength=ncell)
+        est = np.where(cnt > 0, tot / np.maximum(cnt, 1), est)
+    return est, cnt
+
+
+def fuse_heightmap(
+    views: Sequence[Any],
+    params: FusionParams,
+    pallet: PalletGeometry | None = None,
+    body: RobotBody | None = None,
+    q: np.ndarray | None = None,
+    held_dims: Sequence[float] | None = None,
+) -> FusionResult:
+    """One height map from the depth views (CameraView: depth (H, W) [m], K, T_world_optical).
+
+    Points of upward-facing surfaces inside the pallet footprint and the height band are kept;
+    with a body and joint positions q (6,) [rad], points inside the inflated arm, gripper and
+    held carton (held_dims L x W x H [m]) are dropped. Per cell the estimate is the mean of the
+    points within `band` of the cell's most populated height (a mode, robust against flying
+    pixels and the noise that biases a maximum upward); cells with fewer than min_points stay
+    unobserved (height 0), then small holes are filled where the neighbours agree.
+    """
+    p = pallet or PalletGeometry()
+    cs = params.cell
+    ox, oy = p.origin_xy
+    nx, ny = round(p.size_xy[0] / cs), round(p.size_xy[1] / cs)
+    deck = p.deck_z
+    zlo, zhi = deck + params.z_range[0], deck + params.z_range[1]
+    box = (ox, ox + nx * cs, oy, oy + ny * cs, zlo, zhi)
+    # Steepest view first: a cell takes the estimate of the most downward-looking camera that
+    # observed it. A near-vertical ray puts the depth error into the height only, and shows
+    # little of the carton sides; an oblique one moves points across carton edges by about
+    # the depth error (lid points spill onto the deck beyond), so it only fills what the
+    # steeper views could not see.
+    order = sorted(views, key=lambda v: float(np.asarray(v.T_world_optical)[2, 2]))
+    parts = [_view_points(v, params, box) for v in order]
+    sizes = [len(q_) for q_ in parts]
+    pts = np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
+    src = np.repeat(np.arange(len(parts)), sizes)
+    dropped = 0
+    if body is not None and q is not None and len(pts):
+        inside = body.contains(pts, np.asarray(q, float), held_dims, params.robot_margin)
+        dropped = int(inside.sum())
+        if dropped:
+            pts, src = pts[~inside], src[~inside]
+    ncell = nx * ny
+    ix = np.minimum(((pts[:, 0] - ox) / cs).astype(np.int64), nx - 1)
+    iy = np.minimum(((pts[:, 1] - oy) / cs).astype(np.int64), ny - 1)
+    cell_of = iy * nx + ix
+    nb = int(math.ceil((zhi - zlo) / params.bin)) + 2
+    fused = np.zeros(ncell)
+    seen = np.zeros(ncell, dtype=bool)
+    for k in range(len(parts)):
+        mine = src == k
+        c, z = cell_of[mine], pts[mine, 2]
+        if c.size == 0:
+            continue
+        est, cnt = _robust_cells(c, z, ncell, nb, zlo, params)
+        new = ~seen & (cnt >= params.min_points)
+        fused[new] = est[new]
+        seen |= new
+    obs = seen.reshape(ny, nx)
+    cells = np.where(obs, np.maximum(fused.reshape(ny, nx) - deck, 0.0), 0.0)
+    _fill_holes(cells, obs, params.fill_neighbours, params.fill_tol)
+    hm = HeightMap(cells, obs, (ox, oy), cs)
+    return FusionResult(hm, np.ascontiguousarray(pts, dtype=np.float32), dropped)
+
+
+def map_errors(fused: HeightMap, truth: HeightMap) -> dict[str, Any]:
+    """Errors of a fused map against the true one: coverage_pct (observed share of the grid
+    [%]), errors (absolute height errors [m] over the fused map's observed cells), and their
+    median_mm and p99_mm."""
+    if fused.shape != truth.shape:
+        raise FusionError(f'map shapes differ: fused {fused.shape}, truth {truth.shape}')
+    obs = np.asarray(fused.observed)
+    err = np.abs(np.asarray(fused.cells)[obs] - np.asarray(truth.cells)[obs])
+    return {
+        'coverage_pct': 100.0 * float(obs.mean()),
+        'errors': err,
+        'median_mm': 1000.0 * float(np.median(err)) if err.size else 0.0,
+        'p99_mm': 1000.0 * float(np.percentile(err, 99)) if err.size else 0.0,
+    }
