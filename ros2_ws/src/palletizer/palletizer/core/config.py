@@ -351,7 +351,20 @@ _PERCEPTION = {
         'fill_neighbours': _Opt(_num(1, 8, integer=True), 5),
         'fill_tol': _Opt(_num(0.0, 0.1), 0.004),
     },
-    'detector': {'camera': _text, 'min_confidence': _num(0.0, 1.0)},
+    'detector': {
+        'camera': _text,
+        'truck_cameras': _Opt(_list_of(_text, 1)),
+        'min_confidence': _num(0.0, 1.0),
+        **{
+            k: _Opt(_num(0.0, 100.0))
+            for k in (
+                'station_radius', 'pick_radius', 'min_height', 'flat_tol', 'min_area_m2',
+                'min_side', 'edge_search_px', 'edge_min_grad', 'max_residual_mm',
+                'colour_tol', 'square_tol', 'tie_tol',
+            )
+        },
+        'envelope': _Opt(_vec(2, 0.0, 10.0)),
+    },
     'gauge': {
         'samples': _num(1, 10000, integer=True),
         'settle_s': _num(0.0, 10.0),

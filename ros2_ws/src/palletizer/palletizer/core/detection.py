@@ -1,0 +1,653 @@
+"""Carton detection at the pick: lids segmented in depth, rectangles refined on colour edges.
+
+A lid is a flat patch of depth standing above the surface it rests on. Its rectangle starts as
+cv2.minAreaRect of the patch's outline (projected onto the lid plane) and is refined by fitting
+a line to the colour-image edge found along each side, to a fraction of a pixel. The
+confidence multiplies four scores in [0, 1]: how much of each side showed an edge, the line-fit
+residual, how well the patch fills its rectangle, and whether the colour segment of the lid has
+the same rectangle as the depth one (a touching neighbour of the same colour does not). A lid
+outside the catalogue envelope (two touching cartons read as one) scores 0.
+
+Conventions: world frame, Z up, metres and radians. yaw is the direction of the longer side
+(length), wrapped to (-pi/2, pi/2]: a rectangle is symmetric under a half turn, and catalogue
+cartons have length >= width along their x axis, so the yaw equals the carton's own yaw modulo
+pi. Near-square lids (length - width below `square_tol`) leave the quarter turn open.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import cv2
+import numpy as np
+
+from palletizer.core.contracts import Observation
+from palletizer.core.errors import PalletizerError, close_match
+from palletizer.core.views import CameraView
+
+__all__ = [
+    'DetectResult',
+    'Detection',
+    'DetectionError',
+    'DetectorParams',
+    'detect_station',
+    'detect_truck',
+    'detection_errors',
+]
+
+
+class DetectionError(PalletizerError):
+    """A detector setting or input the detector cannot use."""
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One carton lid.
+
+    x, y: lid centre [m]; top_z: lid height [m]; yaw: direction of the length [rad] in
+    (-pi/2, pi/2]; length >= width: lid sides [m]; height: top_z minus what the carton stands on
+    [m]; confidence in [0, 1]; residual_mm: RMS distance of the edge points to their side lines
+    [mm]; edge_completeness: fraction of side samples that found an edge; colour_agreement: IoU of
+    the colour segment's rectangle and the depth one; fill: patch area / rectangle area.
+    """
+
+    x: float
+    y: float
+    top_z: float
+    yaw: float
+    length: float
+    width: float
+    height: float
+    confidence: float
+    residual_mm: float
+    edge_completeness: float
+    colour_agreement: float
+    fill: float = 1.0
+
+    def observation(self, package_id: str) -> Observation:
+        """The pick contract: geometric centre (top_z - height / 2) and dims (L, W, H)."""
+        return Observation(
+            package_id,
+            (self.x, self.y, self.top_z - self.height / 2.0),
+            self.yaw,
+            (self.length, self.width, self.height),
+            self.confidence,
+        )
+
+
+@dataclass(frozen=True)
+class DetectResult:
+    """Every lid seen, the one to pick (None when there is no confident one), and why."""
+
+    detections: tuple[Detection, ...]
+    chosen: Detection | None
+    ambiguous: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class DetectorParams:
+    """configs/perception.yaml `detector`. Lengths [m], angles [deg] where named so."""
+
+    camera: str = 'station'
+    truck_cameras: tuple[str, ...] = ('station',)
+    min_confidence: float = 0.5
+    station_radius: float = 0.45  # [m] lids farther from the station point are not looked at
+    pick_radius: float = 0.20  # [m] the chosen lid's centre lies this close to the station point
+    min_height: float = 0.03  # [m] above the surface to count as a carton
+    flat_tol: float = 0.012  # [m] depth band around a lid height that belongs to the lid
+    min_area_m2: float = 0.008  # smallest lid (catalogue pouch_xs: 0.14 x 0.11 = 0.015)
+    envelope: tuple[float, float] = (0.56, 0.41)  # [m] largest length, width (catalogue + 1 cm)
+    min_side: float = 0.09  # [m]
+    edge_search_px: float = 6.0  # [px] either side of the depth outline
+    edge_min_grad: float = 12.0  # [grey levels / px] weakest step counted as an edge
+    max_residual_mm: float = 2.5  # [mm] residual score falls to 0 here
+    colour_tol: float = 28.0  # [Lab units] colour distance from the lid's median
+    square_tol: float = 0.01  # [m] length - width below this: yaw open by a quarter turn
+    tie_tol: float = 0.01  # [m] truck: lids this close in height are equally high
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> DetectorParams:
+        """From the `detector` mapping; unknown keys are errors naming the valid ones."""
+        names = [f.name for f in fields(cls)]
+        kw: dict[str, Any] = {}
+        for key, value in cfg.items():
+            if key not in names:
+                raise DetectionError(
+                    f'detector.{key}: unknown key; expected one of {", ".join(names)}'
+                    f'{close_match(str(key), names)}'
+                )
+            if value is None:  # an optional key left out of the file: the default
+                continue
+            if key == 'truck_cameras':
+                kw[key] = tuple(str(v) for v in value)
+            elif key == 'envelope':
+                kw[key] = (float(value[0]), float(value[1]))
+            elif key == 'camera':
+                kw[key] = str(value)
+            else:
+                kw[key] = float(value)
+        return cls(**kw)
+
+
+def detection_errors(
+    det: Detection,
+    true_pos: Sequence[float],
+    true_yaw: float,
+    true_dims: Sequence[float],
+) -> dict[str, float]:
+    """Errors of a detection against truth: centre (3,) [m], yaw [rad], dims (L, W, H) [m].
+
+    pos_mm: XY distance of the lid centres; z_mm: centre height; yaw_deg: modulo a half turn,
+    or a quarter turn when the true footprint is square within 1 cm; dims_mm: worst of L, W, H
+    with the true sides sorted (length >= width).
+    """
+    tp = np.asarray(true_pos, dtype=float)
+    L, W = sorted((float(true_dims[0]), float(true_dims[1])), reverse=True)
+    H = float(true_dims[2])
+    period = math.pi / 2 if L - W < 0.01 else math.pi
+    dyaw = (det.yaw - true_yaw + period / 2) % period - period / 2
+    dims = (abs(det.length - L), abs(det.width - W), abs(det.height - H))
+    return {
+        'pos_mm': 1000.0 * math.hypot(det.x - tp[0], det.y - tp[1]),
+        'z_mm': 1000.0 * abs(det.top_z - det.height / 2 - tp[2]),
+        'yaw_deg': abs(math.degrees(dyaw)),
+        'dims_mm': 1000.0 * max(dims),
+        'lw_mm': 1000.0 * max(dims[:2]),
+        'h_mm': 1000.0 * dims[2],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Geometry of one view.
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """Per-pixel rays and unprojected points of one view (all (H, W) float32 unless noted)."""
+
+    R: np.ndarray  # (3, 3) R_world_optical
+    c: np.ndarray  # (3,) camera centre [m]
+    K: np.ndarray
+    X: np.ndarray  # world x [m]
+    Y: np.ndarray
+    Z: np.ndarray
+    valid: np.ndarray  # bool
+
+    def to_plane(self, uv: np.ndarray, z0: float) -> np.ndarray:
+        """World XY (N, 2) [m] where pixel rays uv (N, 2) [px] meet the plane z = z0."""
+        K = self.K
+        d = np.stack(
+            [(uv[:, 0] - K[0, 2]) / K[0, 0], (uv[:, 1] - K[1, 2]) / K[1, 1], np.ones(len(uv))]
+        )
+        r = self.R @ d
+        t = (z0 - self.c[2]) / r[2]
+        return (self.c[:2, None] + r[:2] * t).T
+
+    def project(self, xy: np.ndarray, z0: float) -> np.ndarray:
+        """Pixels (N, 2) of world points (N, 2) on the plane z = z0."""
+        P = np.column_stack([xy, np.full(len(xy), z0)]) - self.c
+        p = P @ self.R  # R^T (P - c), row-wise
+        K = self.K
+        return np.column_stack(
+            [K[0, 0] * p[:, 0] / p[:, 2] + K[0, 2], K[1, 1] * p[:, 1] / p[:, 2] + K[1, 2]]
+        )
+
+
+def _geometry(view: CameraView) -> _Geometry:
+    depth = np.asarray(view.depth, dtype=np.float32)
+    depth = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32)
+    # 5 x 5 median: sensor noise down, lost returns (0) filled from their neighbours.
+    med = cv2.medianBlur(depth, 5)
+    d = np.where(depth > 0, med, 0.0).astype(np.float32)
+    d = np.where((d == 0) & (med > 0), med, d)
+    h, w = d.shape
+    K = np.asarray(view.K, dtype=float)
+    T = np.asarray(view.T_world_optical, dtype=float)
+    R, c = T[:3, :3], T[:3, 3]
+    a = ((np.arange(w, dtype=np.float32) - K[0, 2]) / K[0, 0])[None, :]
+    b = ((np.arange(h, dtype=np.float32) - K[1, 2]) / K[1, 1])[:, None]
+    xc, yc = d * a, d * b
+    Rf = R.astype(np.float32)
+    X = Rf[0, 0] * xc + Rf[0, 1] * yc + Rf[0, 2] * d + np.float32(c[0])
+    Y = Rf[1, 0] * xc + Rf[1, 1] * yc + Rf[1, 2] * d + np.float32(c[1])
+    Z = Rf[2, 0] * xc + Rf[2, 1] * yc + Rf[2, 2] * d + np.float32(c[2])
+    return _Geometry(R, c, K, X, Y, Z, d > 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lids.
+
+
+def _lid_patches(
+    g: _Geometry, region: np.ndarray, floor_z: float, p: DetectorParams, px_area: float
+) -> list[tuple[np.ndarray, float]]:
+    """Flat patches (mask, height [m]) standing above floor_z inside region, highest first."""
+    above = region & g.valid & (g.Z > floor_z + p.min_height)
+    zs = g.Z[above]
+    if zs.size == 0:
+        return []
+    step = p.flat_tol / 2.0
+    lo = float(zs.min())
+    bins = np.floor((zs - lo) / step).astype(np.int64)
+    counts = np.bincount(bins)
+    min_px = p.min_area_m2 / px_area * 0.5
+    # Smooth over three bins: a lid's noise spreads it over neighbouring bins.
+    sm = np.convolve(np.pad(counts, 1), np.ones(3), mode='valid')
+    peaks = [
+        i
+        for i in range(len(sm))
+        if sm[i] >= min_px
+        and sm[i] >= (sm[i - 1] if i > 0 else 0)
+        and sm[i] > (sm[i + 1] if i + 1 < len(sm) else 0)
+    ]
+    taken = np.zeros_like(above)
+    out: list[tuple[np.ndarray, float]] = []
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
+    for i in sorted(peaks, reverse=True):
+        z0 = lo + (i + 0.5) * step
+        band = above & ~taken & (np.abs(g.Z - z0) < p.flat_tol)
+        band = cv2.morphologyEx(band.astype(np.uint8), cv2.MORPH_OPEN, kernel)
+        n, lab, stats, _ = cv2.connectedComponentsWithStats(band, connectivity=4)
+        for k in range(1, n):
+            if stats[k, cv2.CC_STAT_AREA] < min_px:
+                continue
+            m = lab == k
+            zk = float(np.median(g.Z[m]))
+            taken |= m
+            out.append((m, zk))
+    out.sort(key=lambda t: -t[1])
+    return out
+
+
+def _split_on_edges(mask: np.ndarray, edges: np.ndarray, min_px: float) -> list[np.ndarray]:
+    """A patch cut along the colour edges inside it (a seam between touching lids)."""
+    inner = cv2.erode(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    seam = edges & inner
+    if seam.sum() < 20:
+        return [mask]
+    seam = cv2.dilate(seam.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    n, lab, stats, _ = cv2.connectedComponentsWithStats((mask & ~seam).astype(np.uint8), 4)
+    parts = [lab == k for k in range(1, n) if stats[k, cv2.CC_STAT_AREA] >= min_px]
+    if len(parts) <= 1:
+        return [mask]
+    # Give the seam pixels back to the nearest part so each keeps its full outline.
+    grown = []
+    for m in parts:
+        grown.append(cv2.dilate(m.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool) & mask)
+    return grown
+
+
+def _sample(img: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """Bilinear samples of a float32 image at pixels uv (..., 2)."""
+    shape = uv.shape[:-1]
+    m = uv.reshape(-1, 1, 2).astype(np.float32)
+    out = cv2.remap(img, m[..., 0], m[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return out.reshape(shape)
+
+
+def _fit_line(pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Total least-squares line through pts (N, 2): point, unit direction, RMS residual."""
+    c = pts.mean(axis=0)
+    _, s, vt = np.linalg.svd(pts - c, full_matrices=False)
+    return c, vt[0], float(s[1] / math.sqrt(len(pts)))
+
+
+def _intersect(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarray) -> np.ndarray:
+    A = np.column_stack([d1, -d2])
+    t = np.linalg.solve(A, p2 - p1)
+    return p1 + t[0] * d1
+
+
+@dataclass(frozen=True)
+class _Rect:
+    corners: np.ndarray  # (4, 2) world XY, in order round the rectangle
+    residual: float  # [m]
+    completeness: float
+
+
+def _refine(
+    g: _Geometry, grey: np.ndarray, corners: np.ndarray, z0: float, p: DetectorParams
+) -> _Rect:
+    """Fit a line to the colour edge along each side of the rectangle (world corners (4, 2))."""
+    h, w = grey.shape
+    gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3) / 8.0
+    gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3) / 8.0
+    centre = corners.mean(axis=0)
+    lines = []
+    found = total = 0
+    res2 = []
+    for k in range(4):
+        a, b = corners[k], corners[(k + 1) % 4]
+        n_s = max(8, int(np.linalg.norm(b - a) / 0.004))
+        t = np.linspace(0.08, 0.92, n_s)
+        pts = a + t[:, None] * (b - a)
+        uv = g.project(pts, z0)
+        # Image normal of the side, pointing out of the lid.
+        uvc = g.project(centre[None, :], z0)[0]
+        e = uv[-1] - uv[0]
+        nrm = np.array([-e[1], e[0]]) / (np.linalg.norm(e) + 1e-12)
+        if np.dot(uv.mean(axis=0) - uvc, nrm) < 0:
+            nrm = -nrm
+        offs = np.arange(-p.edge_search_px, p.edge_search_px + 0.5, 0.5)
+        prof_uv = uv[:, None, :] + offs[None, :, None] * nrm
+        inside = (
+            (prof_uv[..., 0] >= 1)
+            & (prof_uv[..., 0] <= w - 2)
+            & (prof_uv[..., 1] >= 1)
+            & (prof_uv[..., 1] <= h - 2)
+        ).all(axis=1)
+        gn = np.abs(_sample(gx, prof_uv) * nrm[0] + _sample(gy, prof_uv) * nrm[1])
+        j = np.argmax(gn, axis=1)
+        peak = gn[np.arange(len(j)), j]
+        ok = inside & (peak >= p.edge_min_grad) & (j > 0) & (j < len(offs) - 1)
+        total += len(j)
+        if ok.sum() < 4:
+            lines.append(None)
+            continue
+        jj = j[ok]
+        y0, y1, y2 = gn[ok, jj - 1], gn[ok, jj], gn[ok, jj + 1]
+        den = y0 - 2 * y1 + y2
+        sub = np.where(np.abs(den) > 1e-6, 0.5 * (y0 - y2) / np.where(den == 0, 1, den), 0.0)
+        off = offs[jj] + np.clip(sub, -0.5, 0.5) * 0.5
+        edge_uv = uv[ok] + off[:, None] * nrm
+        xy = g.to_plane(edge_uv, z0)
+        # One pass of outlier rejection: a corner of a neighbour or a stray edge.
+        c0, d0, _ = _fit_line(xy)
+        dist = np.abs((xy - c0) @ np.array([-d0[1], d0[0]]))
+        keep = dist < max(3.0 * np.median(dist) * 1.4826, 0.0015)
+        if keep.sum() < 4:
+            lines.append(None)
+            continue
+        found += int(keep.sum())
+        c1, d1, _ = _fit_line(xy[keep])
+        nd = np.array([-d1[1], d1[0]])
+        res2.append(((xy[keep] - c1) @ nd) ** 2)
+        lines.append((c1, d1))
+    completeness = found / max(total, 1)
+    if any(ln is None for ln in lines):
+        return _Rect(corners, math.inf, completeness)
+    out = np.array(
+        [_intersect(*lines[(k - 1) % 4], *lines[k]) for k in range(4)]  # type: ignore[misc]
+    )
+    rms = float(math.sqrt(np.concatenate(res2).mean())) if res2 else math.inf
+    return _Rect(out, rms, completeness)
+
+
+def _rect_pose(corners: np.ndarray) -> tuple[float, float, float, float, float]:
+    """(x, y, yaw, length, width) of a quadrilateral (4, 2) taken as a rectangle."""
+    s = [corners[(k + 1) % 4] - corners[k] for k in range(4)]
+    da, db = s[0] - s[2], s[1] - s[3]  # opposite sides run opposite ways round the loop
+    la, lb = 0.5 * np.linalg.norm(da), 0.5 * np.linalg.norm(db)
+    if la < lb:
+        da, db, la, lb = db, da, lb, la
+    # The short pair turned a quarter, on the long pair's side, averages both directions.
+    perp = np.array([db[1], -db[0]])
+    if np.dot(perp, da) < 0:
+        perp = -perp
+    d = da / max(la, 1e-12) + perp / max(lb, 1e-12)
+    yaw = (math.atan2(d[1], d[0]) + math.pi / 2) % math.pi - math.pi / 2
+    if yaw <= -math.pi / 2 + 1e-12:
+        yaw += math.pi
+    cx, cy = corners.mean(axis=0)
+    return float(cx), float(cy), float(yaw), float(la), float(lb)
+
+
+def _ramp(v: float, lo: float, hi: float) -> float:
+    return float(min(1.0, max(0.0, (v - lo) / (hi - lo))))
+
+
+def _colour_agreement(
+    lab: np.ndarray, lid: np.ndarray, poly_uv: np.ndarray, tol: float
+) -> float:
+    """IoU of the rectangle of the lid's colour segment with the rectangle poly_uv (4, 2) [px]."""
+    h, w = lid.shape
+    x0, y0, bw, bh = cv2.boundingRect(poly_uv.astype(np.float32))
+    m = max(bw, bh) // 4 + 4
+    xa, ya = max(0, x0 - m), max(0, y0 - m)
+    xb, yb = min(w, x0 + bw + m), min(h, y0 + bh + m)
+    sub = lab[ya:yb, xa:xb].astype(np.float32)
+    core = cv2.erode(lid[ya:yb, xa:xb].astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
+    if core.sum() < 20:
+        return 0.0
+    ref = np.median(sub[core], axis=0)
+    same = (np.linalg.norm(sub - ref, axis=2) < tol).astype(np.uint8)
+    same = cv2.morphologyEx(same, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(same, connectivity=4)
+    if n <= 1:
+        return 0.0
+    ids, cnt = np.unique(labels[core & (labels > 0)], return_counts=True)
+    if ids.size == 0:
+        return 0.0
+    seg = labels == ids[np.argmax(cnt)]
+    pts = cv2.findNonZero(seg.astype(np.uint8))
+    box = cv2.boxPoints(cv2.minAreaRect(pts))
+    a = np.zeros_like(same)
+    b = np.zeros_like(same)
+    cv2.fillConvexPoly(a, np.round(box).astype(np.int32), 1)
+    cv2.fillConvexPoly(b, np.round(poly_uv - [xa, ya]).astype(np.int32), 1)
+    inter = float(np.count_nonzero(a & b))
+    union = float(np.count_nonzero(a | b))
+    return inter / union if union > 0 else 0.0
+
+
+def _support_z(g: _Geometry, corners: np.ndarray, top: float, floor_z: float) -> float:
+    """Height [m] of what a lid stands on: the highest flat level in a ring round it, else floor."""
+    c = corners.mean(axis=0)
+    ring = []
+    for grow in (0.02, 0.035, 0.05):
+        for k in range(4):
+            a, b = corners[k], corners[(k + 1) % 4]
+            t = np.linspace(0.1, 0.9, 12)
+            pts = a + t[:, None] * (b - a)
+            out = pts - c
+            out /= np.linalg.norm(out, axis=1, keepdims=True)
+            ring.append(pts + grow * out)
+    pts = np.concatenate(ring)
+    uv = g.project(pts, top)
+    h, w = g.Z.shape
+    ok = (uv[:, 0] >= 0) & (uv[:, 0] < w - 1) & (uv[:, 1] >= 0) & (uv[:, 1] < h - 1)
+    if not ok.any():
+        return floor_z
+    iu = np.round(uv[ok]).astype(int)
+    z = g.Z[iu[:, 1], iu[:, 0]]
+    z = z[(z > floor_z + 0.005) & (z < top - 0.03)]
+    if z.size < 6:
+        return floor_z
+    hist, edges = np.histogram(z, bins=np.arange(floor_z, top, 0.01))
+    best = [i for i in range(len(hist)) if hist[i] >= 6]
+    if not best:
+        return floor_z
+    i = max(best)
+    sel = z[(z >= edges[i] - 0.01) & (z < edges[i + 1] + 0.01)]
+    return float(np.median(sel))
+
+
+def _detect(
+    g: _Geometry,
+    view: CameraView,
+    region: np.ndarray,
+    floor_z: float,
+    p: DetectorParams,
+    known_surface: bool,
+) -> list[Detection]:
+    K = g.K
+    dist = float(np.median(np.abs(g.c[2] - g.Z[region & g.valid]))) if region.any() else 1.5
+    px_area = (dist / K[0, 0]) * (dist / K[1, 1])
+    patches = _lid_patches(g, region, floor_z, p, px_area)
+    if not patches:
+        return []
+    rgb = view.rgb
+    if rgb is None:
+        rgb = np.zeros((*g.Z.shape, 3), np.uint8)
+    grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    lab = cv2.cvtColor(rgb, cv2.COLOR_RGB2LAB)
+    edges = cv2.Canny(cv2.GaussianBlur(rgb, (3, 3), 0), 30, 80) > 0
+    min_px = p.min_area_m2 / px_area * 0.5
+    out: list[Detection] = []
+    for mask, z0 in patches:
+        for part in _split_on_edges(mask, edges, min_px):
+            det = _one_lid(g, grey, lab, part, z0, floor_z, p, known_surface)
+            if det is not None:
+                out.append(det)
+    return out
+
+
+def _one_lid(
+    g: _Geometry,
+    grey: np.ndarray,
+    lab: np.ndarray,
+    mask: np.ndarray,
+    z0: float,
+    floor_z: float,
+    p: DetectorParams,
+    known_surface: bool,
+) -> Detection | None:
+    cnts, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    if not cnts:
+        return None
+    cnt = max(cnts, key=cv2.contourArea)
+    uv = cnt.reshape(-1, 2).astype(float)
+    xy = g.to_plane(uv, z0).astype(np.float32)
+    rect = cv2.minAreaRect(xy)
+    corners0 = cv2.boxPoints(rect).astype(float)
+    (rw, rh) = rect[1]
+    # Patch area on the lid plane vs its rectangle (a pixel's footprint grows with distance).
+    patch_area = abs(cv2.contourArea(xy))
+    fill = patch_area / max(rw * rh, 1e-9)
+    hgt, wid = grey.shape
+    touches_border = bool(
+        (uv[:, 0] <= 1).any()
+        or (uv[:, 1] <= 1).any()
+        or (uv[:, 0] >= wid - 2).any()
+        or (uv[:, 1] >= hgt - 2).any()
+    )
+    ref = _refine(g, grey, corners0, z0, p)
+    corners = ref.corners if math.isfinite(ref.residual) else corners0
+    x, y, yaw, length, width = _rect_pose(corners)
+    # Lines more than a few px off the outline mean the fit latched on something else.
+    shift = float(np.max(np.linalg.norm(corners - _match(corners0, corners), axis=1)))
+    if known_surface:
+        support = floor_z
+    else:
+        support = _support_z(g, corners, z0, floor_z)
+    height = z0 - support
+    poly_uv = g.project(corners, z0)
+    colour = _colour_agreement(lab, mask, poly_uv, p.colour_tol)
+    plausible = (
+        p.min_side <= width <= length <= p.envelope[0]
+        and width <= p.envelope[1]
+        and not touches_border
+        and shift < 0.02
+    )
+    res_mm = 1000.0 * ref.residual
+    conf = (
+        _ramp(ref.completeness, 0.5, 0.85)
+        * _ramp(p.max_residual_mm - res_mm, 0.0, 0.5 * p.max_residual_mm)
+        * _ramp(fill, 0.85, 0.95)
+        * _ramp(colour, 0.75, 0.9)
+        * (1.0 if plausible else 0.0)
+    )
+    return Detection(
+        x,
+        y,
+        z0,
+        yaw,
+        length,
+        width,
+        height,
+        float(conf),
+        res_mm if math.isfinite(res_mm) else 1e9,
+        float(ref.completeness),
+        float(colour),
+        float(fill),
+    )
+
+
+def _match(ref: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """ref's corners reordered to lie nearest pts' corners (same cyclic order, any start)."""
+    best, best_d = ref, math.inf
+    for s in range(4):
+        for r in (ref, ref[::-1]):
+            cand = np.roll(r, s, axis=0)
+            d = float(np.sum(np.linalg.norm(cand - pts, axis=1)))
+            if d < best_d:
+                best, best_d = cand, d
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points.
+
+
+def detect_station(
+    view: CameraView,
+    params: DetectorParams,
+    surface_z: float,
+    station_xy: tuple[float, float],
+) -> DetectResult:
+    """Lids on a table or conveyor top at surface_z [m]; chosen: the confident lid nearest the
+    station point station_xy [m] within pick_radius. None (ambiguous) when the nearest lid there
+    is not confident."""
+    g = _geometry(view)
+    sx, sy = station_xy
+    region = (np.abs(g.X - sx) < params.station_radius) & (
+        np.abs(g.Y - sy) < params.station_radius
+    )
+    dets = _detect(g, view, region, surface_z, params, known_surface=True)
+    dets.sort(key=lambda d: math.hypot(d.x - sx, d.y - sy))
+    near = [d for d in dets if math.hypot(d.x - sx, d.y - sy) < params.pick_radius]
+    if not near:
+        return DetectResult(tuple(dets), None, False, 'no carton at the station')
+    best = near[0]
+    if best.confidence < params.min_confidence:
+        return DetectResult(
+            tuple(dets),
+            None,
+            True,
+            f'the lid at the station is not one clear rectangle (confidence {best.confidence:.2f})',
+        )
+    return DetectResult(tuple(dets), best, False, 'ok')
+
+
+def detect_truck(
+    views: Sequence[CameraView],
+    params: DetectorParams,
+    bay: Mapping[str, Any],
+) -> DetectResult:
+    """The highest lid in the trailer bay (configs/cell.yaml `truck`: origin, size, floor [m]).
+
+    Of several views the first with a confident highest lid wins. Lids within tie_tol of the
+    highest are reported; the most confident of them is chosen. None (ambiguous) when the
+    highest lid is not confident: a lower one may be under it.
+    """
+    if not views:
+        raise DetectionError('detect_truck: no views; expected at least one camera view')
+    x0, y0 = (float(v) for v in bay['origin'])
+    sx, sy = (float(v) for v in bay['size'])
+    floor = float(bay.get('floor', 0.02))
+    last = DetectResult((), None, False, 'no carton in the trailer')
+    for view in views:
+        g = _geometry(view)
+        region = (g.X > x0) & (g.X < x0 + sx) & (g.Y > y0) & (g.Y < y0 + sy)
+        dets = _detect(g, view, region, floor, params, known_surface=False)
+        if not dets:
+            continue
+        dets.sort(key=lambda d: -d.top_z)
+        top = dets[0].top_z
+        tied = [d for d in dets if d.top_z > top - params.tie_tol]
+        best = max(tied, key=lambda d: d.confidence)
+        if best.confidence < params.min_confidence:
+            last = DetectResult(
+                tuple(dets),
+                None,
+                True,
+                f'the highest lid is not one clear rectangle (confidence {best.confidence:.2f})',
+            )
+            continue
+        reason = 'ok' if len(tied) == 1 else f'{len(tied)} lids equally high'
+        return DetectResult(tuple(dets), best, False, reason)
+    return last
