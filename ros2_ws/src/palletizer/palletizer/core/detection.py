@@ -312,10 +312,18 @@ class _Rect:
 def _refine(
     g: _Geometry, grey: np.ndarray, corners: np.ndarray, z0: float, p: DetectorParams
 ) -> _Rect:
-    """Fit a line to the colour edge along each side of the rectangle (world corners (4, 2))."""
+    """Fit a line to the colour edge along each side of the rectangle (world corners (4, 2)).
+
+    A side whose colour edge is faint (a lower lid of the same colour next to it) falls back to
+    the depth step, scaled so that a min_height step reads as a strong edge.
+    """
     h, w = grey.shape
     gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3) / 8.0
     gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3) / 8.0
+    step = np.clip((g.Z - (z0 - p.min_height)) / p.min_height, 0.0, 1.0) * 255.0
+    step = np.where(g.valid, step, 0.0).astype(np.float32)
+    hx = cv2.Sobel(step, cv2.CV_32F, 1, 0, ksize=3) / 8.0
+    hy = cv2.Sobel(step, cv2.CV_32F, 0, 1, ksize=3) / 8.0
     centre = corners.mean(axis=0)
     lines = []
     found = total = 0
@@ -340,10 +348,14 @@ def _refine(
             & (prof_uv[..., 1] >= 1)
             & (prof_uv[..., 1] <= h - 2)
         ).all(axis=1)
-        gn = np.abs(_sample(gx, prof_uv) * nrm[0] + _sample(gy, prof_uv) * nrm[1])
-        j = np.argmax(gn, axis=1)
-        peak = gn[np.arange(len(j)), j]
-        ok = inside & (peak >= p.edge_min_grad) & (j > 0) & (j < len(offs) - 1)
+        ok = np.zeros(len(uv), bool)
+        for ix, iy in ((gx, gy), (hx, hy)):
+            gn = np.abs(_sample(ix, prof_uv) * nrm[0] + _sample(iy, prof_uv) * nrm[1])
+            j = np.argmax(gn, axis=1)
+            peak = gn[np.arange(len(j)), j]
+            ok = inside & (peak >= p.edge_min_grad) & (j > 0) & (j < len(offs) - 1)
+            if ok.sum() >= 0.5 * len(ok):
+                break
         total += len(j)
         if ok.sum() < 4:
             lines.append(None)
@@ -401,7 +413,7 @@ def _ramp(v: float, lo: float, hi: float) -> float:
 
 
 def _colour_agreement(
-    lab: np.ndarray, lid: np.ndarray, poly_uv: np.ndarray, tol: float
+    lab: np.ndarray, lid: np.ndarray, level: np.ndarray, poly_uv: np.ndarray, tol: float
 ) -> float:
     """IoU of the rectangle of the lid's colour segment with the rectangle poly_uv (4, 2) [px]."""
     h, w = lid.shape
@@ -414,7 +426,7 @@ def _colour_agreement(
     if core.sum() < 20:
         return 0.0
     ref = np.median(sub[core], axis=0)
-    same = (np.linalg.norm(sub - ref, axis=2) < tol).astype(np.uint8)
+    same = ((np.linalg.norm(sub - ref, axis=2) < tol) & level[ya:yb, xa:xb]).astype(np.uint8)
     same = cv2.morphologyEx(same, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(same, connectivity=4)
     if n <= 1:
@@ -536,7 +548,9 @@ def _one_lid(
         support = _support_z(g, corners, z0, floor_z)
     height = z0 - support
     poly_uv = g.project(corners, z0)
-    colour = _colour_agreement(lab, mask, poly_uv, p.colour_tol)
+    # Pixels clearly below the lid are told apart by depth already: colour judges the rest.
+    level = ~g.valid | (g.Z > z0 - 2.0 * p.flat_tol)
+    colour = _colour_agreement(lab, mask, level, poly_uv, p.colour_tol)
     plausible = (
         p.min_side <= width <= length <= p.envelope[0]
         and width <= p.envelope[1]
