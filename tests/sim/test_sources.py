@@ -215,7 +215,7 @@ def test_truck_always_presents_the_highest_carton(seed):
         assert got is not None
         tops = {i: src._handles[i].top(world.data) for i in src._pending_ids()}
         others = [t for i, t in tops.items() if i != got.index]
-        assert tops[got.index] >= max(others, default=0.0) - src.p.tie_tol
+        assert tops[got.index] >= max(others, default=0.0) - src.p.tie_band
         assert src.forecast()[0] == got.package_id
         assert sorted(ahead) == sorted(src.forecast())
         assert src.state().extras['load_drift_mm'] < 2.0

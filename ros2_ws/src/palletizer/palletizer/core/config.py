@@ -258,6 +258,8 @@ _CELL = {
         'max_slide': _num(0.0, 1.0),
         'loader_jitter': {'pos': _num(0.0, 0.1), 'yaw_deg': _num(0.0, 45.0)},
         'friction': _FRICTION,
+        'tie_band': _Opt(_num(0.0, 0.5), 0.030),
+        'tie_point': _Opt(_vec(2), (0.60, -0.72)),
     },
     'cameras': _map_of(_record(_CAMERA)),
     'physics': {
@@ -354,13 +356,15 @@ _PERCEPTION = {
     'detector': {
         'camera': _text,
         'truck_cameras': _Opt(_list_of(_text, 1)),
+        'held_cameras': _Opt(_list_of(_text, 1)),
         'min_confidence': _num(0.0, 1.0),
         **{
             k: _Opt(_num(0.0, 100.0))
             for k in (
                 'station_radius', 'pick_radius', 'min_height', 'flat_tol', 'min_area_m2',
                 'min_side', 'edge_search_px', 'edge_min_grad', 'max_residual_mm',
-                'colour_tol', 'square_tol', 'tie_tol',
+                'colour_tol', 'square_tol', 'tie_margin', 'tie_near', 'bay_margin',
+                'held_margin', 'held_gap', 'held_pct',
             )
         },
         'envelope': _Opt(_vec(2, 0.0, 10.0)),

@@ -26,6 +26,7 @@ import numpy as np
 
 from palletizer.core.contracts import Observation
 from palletizer.core.errors import PalletizerError, close_match
+from palletizer.core.heightmap_fusion import RobotBody
 from palletizer.core.views import CameraView
 
 __all__ = [
@@ -33,9 +34,13 @@ __all__ = [
     'Detection',
     'DetectionError',
     'DetectorParams',
+    'HeldMeasure',
     'detect_station',
     'detect_truck',
     'detection_errors',
+    'held_height',
+    'held_top_z',
+    'measure_held_height',
 ]
 
 
@@ -107,7 +112,15 @@ class DetectorParams:
     max_residual_mm: float = 2.5  # [mm] residual score falls to 0 here
     colour_tol: float = 28.0  # [Lab units] colour distance from the lid's median
     square_tol: float = 0.01  # [m] length - width below this: yaw open by a quarter turn
-    tie_tol: float = 0.01  # [m] truck: lids this close in height are equally high
+    # Truck ties (cell.yaml truck.tie_band and tie_point set the rule, shared with the source).
+    tie_margin: float = 0.004  # [m] a top this close to the band's edge is too close to call
+    tie_near: float = 0.01  # [m] two band lids this close in distance to tie_point: too close
+    bay_margin: float = 0.012  # [m] bay strip along the walls not looked at (the load keeps 0.02)
+    # In-hand height (measure_held_height).
+    held_cameras: tuple[str, ...] = ('truck_side',)
+    held_margin: float = 0.004  # [m] footprint grown by this on each side
+    held_gap: float = 0.03  # [m] air this tall below the carton ends it
+    held_pct: float = 1.0  # [%] the bottom is this low percentile of the carton's points
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> DetectorParams:
@@ -122,7 +135,7 @@ class DetectorParams:
                 )
             if value is None:  # an optional key left out of the file: the default
                 continue
-            if key == 'truck_cameras':
+            if key in ('truck_cameras', 'held_cameras'):
                 kw[key] = tuple(str(v) for v in value)
             elif key == 'envelope':
                 kw[key] = (float(value[0]), float(value[1]))
@@ -485,7 +498,10 @@ def _detect(
     floor_z: float,
     p: DetectorParams,
     known_surface: bool,
+    depth_below_top: float | None = None,
 ) -> list[Detection]:
+    """Lids in region, highest first. With depth_below_top [m], patches lower than that under
+    the highest lid of a carton's shape are not looked at (the truck picks from the top)."""
     K = g.K
     dist = float(np.median(np.abs(g.c[2] - g.Z[region & g.valid]))) if region.any() else 1.5
     px_area = (dist / K[0, 0]) * (dist / K[1, 1])
@@ -500,12 +516,22 @@ def _detect(
     edges = cv2.Canny(cv2.GaussianBlur(rgb, (3, 3), 0), 30, 80) > 0
     min_px = p.min_area_m2 / px_area * 0.5
     out: list[Detection] = []
+    top = math.inf
     for mask, z0 in patches:
+        if depth_below_top is not None and top < math.inf and z0 < top - depth_below_top:
+            break
         for part in _split_on_edges(mask, edges, min_px):
             det = _one_lid(g, grey, lab, part, z0, floor_z, p, known_surface)
             if det is not None:
                 out.append(det)
+                if top == math.inf and _carton_shaped(det, p):
+                    top = det.top_z
     return out
+
+
+def _carton_shaped(det: Detection, p: DetectorParams) -> bool:
+    """A lid whose sides could be a catalogue carton's (not a wall top or a sliver)."""
+    return p.min_side * 0.8 <= det.width and det.length <= p.envelope[0] * 1.2
 
 
 def _one_lid(
@@ -632,36 +658,201 @@ def detect_truck(
     params: DetectorParams,
     bay: Mapping[str, Any],
 ) -> DetectResult:
-    """The highest lid in the trailer bay (configs/cell.yaml `truck`: origin, size, floor [m]).
+    """The carton the truck source presents (configs/cell.yaml `truck`: origin, size, floor,
+    tie_band, tie_point [m]).
 
-    Of several views the first with a confident highest lid wins. Lids within tie_tol of the
-    highest are reported; the most confident of them is chosen. None (ambiguous) when the
-    highest lid is not confident: a lower one may be under it.
+    The rule is the source's: the highest lid, and of the lids within tie_band of it, the one
+    whose centre is nearest tie_point. Ambiguous (nothing chosen) when a lid's top lies within
+    tie_margin of the band's edge, when the two nearest band lids are within tie_near of each
+    other in distance, or when the chosen lid is not confident. Of several views the first that
+    sees a lid decides.
     """
     if not views:
         raise DetectionError('detect_truck: no views; expected at least one camera view')
     x0, y0 = (float(v) for v in bay['origin'])
     sx, sy = (float(v) for v in bay['size'])
     floor = float(bay.get('floor', 0.02))
+    band = float(bay.get('tie_band', 0.030))
+    tx, ty = (float(v) for v in bay.get('tie_point', (0.60, -0.72)))
+    m = params.bay_margin
     last = DetectResult((), None, False, 'no carton in the trailer')
     for view in views:
         g = _geometry(view)
-        region = (g.X > x0) & (g.X < x0 + sx) & (g.Y > y0) & (g.Y < y0 + sy)
-        dets = _detect(g, view, region, floor, params, known_surface=False)
-        if not dets:
+        region = (g.X > x0 + m) & (g.X < x0 + sx - m) & (g.Y > y0 + m) & (g.Y < y0 + sy - m)
+        dets = _detect(
+            g, view, region, floor, params, False, depth_below_top=band + 2 * params.tie_margin
+        )
+        lids = sorted((d for d in dets if _carton_shaped(d, params)), key=lambda d: -d.top_z)
+        if not lids:
             continue
-        dets.sort(key=lambda d: -d.top_z)
-        top = dets[0].top_z
-        tied = [d for d in dets if d.top_z > top - params.tie_tol]
-        best = max(tied, key=lambda d: d.confidence)
-        if best.confidence < params.min_confidence:
-            last = DetectResult(
-                tuple(dets),
-                None,
-                True,
-                f'the highest lid is not one clear rectangle (confidence {best.confidence:.2f})',
-            )
-            continue
-        reason = 'ok' if len(tied) == 1 else f'{len(tied)} lids equally high'
-        return DetectResult(tuple(dets), best, False, reason)
+        return _truck_choice(tuple(dets), lids, params, band, (tx, ty))
     return last
+
+
+def _truck_choice(
+    dets: tuple[Detection, ...],
+    lids: list[Detection],
+    p: DetectorParams,
+    band: float,
+    tie_point: tuple[float, float],
+) -> DetectResult:
+    """The tie rule on lids sorted highest first (see detect_truck)."""
+    edge = lids[0].top_z - band
+    close = [d for d in lids[1:] if abs(d.top_z - edge) < p.tie_margin]
+    if close:
+        return DetectResult(
+            dets,
+            None,
+            True,
+            f'a lid {1000 * (lids[0].top_z - close[0].top_z):.1f} mm below the highest: too '
+            f'close to the {1000 * band:.0f} mm tie band to call',
+        )
+    tied = [d for d in lids if d.top_z >= edge]
+
+    def dist(d: Detection) -> float:
+        return math.hypot(d.x - tie_point[0], d.y - tie_point[1])
+
+    tied.sort(key=lambda d: (dist(d), d.x))
+    best = tied[0]
+    if len(tied) > 1 and dist(tied[1]) - dist(best) < p.tie_near:
+        return DetectResult(
+            dets,
+            None,
+            True,
+            f'{len(tied)} lids equally high and within {1000 * p.tie_near:.0f} mm equally near '
+            'the robot',
+        )
+    if best.confidence < p.min_confidence:
+        return DetectResult(
+            dets,
+            None,
+            True,
+            f'the lid to pick is not one clear rectangle (confidence {best.confidence:.2f})',
+        )
+    reason = 'ok' if len(tied) == 1 else f'{len(tied)} lids equally high: the nearest the robot'
+    return DetectResult(dets, best, False, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# The held carton's height.
+
+
+@dataclass(frozen=True)
+class HeldMeasure:
+    """The height of a carton in the cups [m] (0 when not measured), confidence in [0, 1], why;
+    bottom: the carton's bottom [m, world z]; points: how many carton points were seen."""
+
+    height: float
+    confidence: float
+    reason: str
+    bottom: float = 0.0
+    points: int = 0
+
+
+def held_top_z(body: RobotBody, q: np.ndarray, cup_gap: float) -> float:
+    """The held lid's height [m]: the TCP (the cup faces, body.gripper[2] along the flange z
+    from the flange) less the cup gap at sealing."""
+    F = body.frames(np.asarray(q, dtype=float))[-1]
+    return float(F[2, 3] + F[2, 2] * body.gripper[2] - cup_gap)
+
+
+def measure_held_height(
+    views: Sequence[CameraView],
+    params: DetectorParams,
+    body: RobotBody,
+    q: np.ndarray,
+    lid_dims: tuple[float, float],
+    carton_yaw: float,
+    top_z: float,
+    centre_xy: tuple[float, float] | None = None,
+) -> HeldMeasure:
+    """Height of the carton hanging in the cups, from cameras that see it from the side.
+
+    Points inside the vertical prism of the lid (lid_dims L x W [m] at carton_yaw [rad],
+    grown by held_margin, centred on centre_xy [m], default the TCP) and below the lid at top_z
+    [m] are kept, the arm's (body.contains at q) dropped; from the lid down they run to the
+    first air gap of held_gap (the lift leaves the column below at least 0.18 m clear); the
+    bottom is their held_pct low percentile. q (6,) [rad] is the arm at the capture.
+    """
+    if not views:
+        raise DetectionError('measure_held_height: no views; expected at least one camera view')
+    q = np.asarray(q, dtype=float)
+    if centre_xy is None:
+        F = body.frames(q)[-1]
+        tcp = F[:3, 3] + F[:3, 2] * body.gripper[2]
+        centre_xy = (float(tcp[0]), float(tcp[1]))
+    cx, cy = centre_xy
+    c, s = math.cos(carton_yaw), math.sin(carton_yaw)
+    hl = lid_dims[0] / 2 + params.held_margin
+    hw = lid_dims[1] / 2 + params.held_margin
+    deepest = top_z - 1.5 * params.envelope[0]  # no carton is taller than its longest side x 1.5
+    zs = []
+    for view in views:
+        d = np.asarray(view.depth, dtype=np.float32)
+        d = np.where(np.isfinite(d), d, 0.0).astype(np.float32)
+        valid = d > 0
+        K = np.asarray(view.K, dtype=float)
+        T = np.asarray(view.T_world_optical, dtype=float)
+        v, u = np.nonzero(valid)
+        z = d[v, u].astype(float)
+        pc = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=1)
+        P = pc @ T[:3, :3].T + T[:3, 3]
+        dx, dy = P[:, 0] - cx, P[:, 1] - cy
+        inside = (
+            (np.abs(c * dx + s * dy) <= hl)
+            & (np.abs(-s * dx + c * dy) <= hw)
+            & (P[:, 2] < top_z - 0.002)
+            & (P[:, 2] > deepest)
+        )
+        P = P[inside]
+        if len(P):
+            P = P[~body.contains(P, q, None)]
+        zs.append(P[:, 2])
+    z = np.sort(np.concatenate(zs))[::-1] if zs else np.zeros(0)
+    if z.size < 20:
+        return HeldMeasure(0.0, 0.0, f'{z.size} points of the held carton seen; expected 20')
+    # From the lid down to the first air gap.
+    gaps = np.flatnonzero(-np.diff(z) > params.held_gap)
+    seg = z[: gaps[0] + 1] if gaps.size else z
+    if seg.size < 20:
+        return HeldMeasure(0.0, 0.0, f'{seg.size} points below the lid before an air gap')
+    if top_z - seg[0] > 0.08:
+        return HeldMeasure(
+            0.0, 0.0, f'nothing within 80 mm under the lid (first point {top_z - seg[0]:.3f} m)'
+        )
+    bottom = float(np.percentile(seg, params.held_pct))
+    height = top_z - bottom
+    # How densely the lowest 2 cm are seen: a carton whose lower part is hidden reads short.
+    low = int(np.count_nonzero(seg < bottom + 0.02))
+    conf = _ramp(float(low), 5.0, 40.0) * _ramp(float(seg.size), 20.0, 200.0)
+    return HeldMeasure(float(height), float(conf), 'ok', bottom, int(seg.size))
+
+
+def held_height(
+    views: Sequence[CameraView],
+    params: DetectorParams,
+    body: RobotBody,
+    q: np.ndarray,
+    observation: Observation,
+    tcp_offset: float,
+    cup_gap: float,
+) -> HeldMeasure:
+    """measure_held_height for a picked observation: its lid sides and yaw, centred on its
+    x, y (the lift is straight up), the lid at the TCP (tcp_offset [m] past the flange) less
+    cup_gap [m]."""
+    if abs(tcp_offset - body.gripper[2]) > 1e-9:
+        body = RobotBody(
+            body.base_pos, body.base_quat, body.dh, (*body.gripper[:2], tcp_offset), body.margin
+        )
+    L, W, _ = observation.dims_guess
+    x, y, _ = observation.position
+    return measure_held_height(
+        views,
+        params,
+        body,
+        q,
+        (float(L), float(W)),
+        float(observation.yaw),
+        held_top_z(body, q, cup_gap),
+        (float(x), float(y)),
+    )

@@ -55,7 +55,10 @@ class TruckParams:
     rest_speed: float = 0.015  # [m/s] every pending lid slower than this ...
     rest_time: float = 0.10  # [s] ... for this long before the highest is measured
     timeout_s: float = 25.0
-    tie_tol: float = 0.001  # tops closer than this are a tie: lower index first
+    # Tops within tie_band of the highest are a tie, broken by what a camera sees: the lid
+    # centre nearest tie_point (the robot base), then the smaller x, then the index.
+    tie_band: float = 0.030
+    tie_point: tuple[float, float] = (0.60, -0.72)
 
 
 def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
@@ -76,6 +79,8 @@ def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
         loader_pos=float(lj.get('pos', 0.005)),
         loader_yaw=math.radians(float(lj.get('yaw_deg', 1.5))),
         deck_friction=tuple(t['friction']),
+        tie_band=float(t.get('tie_band', 0.030)),
+        tie_point=tuple(float(v) for v in t.get('tie_point', (0.60, -0.72))),  # type: ignore[arg-type]
     )
 
 
@@ -288,9 +293,10 @@ def plan_truck_load(
 
 class TruckSource:
     """The trailer: the whole load stands from the first frame; present() measures and offers
-    the pending carton with the highest top (the only one carrying nothing), ties to the lower
-    index. Load drift = max lid displacement of pending cartons since the staged load first
-    came to rest.
+    the pending carton with the highest top (the only one carrying nothing); tops within
+    tie_band of it are a tie, broken by the lid nearest tie_point (a rule a camera can apply).
+    Load drift = max lid displacement of pending cartons since the staged load first came to
+    rest.
     """
 
     kind = 'truck'
@@ -372,14 +378,21 @@ class TruckSource:
         return [i for i in sorted(self._draws) if i not in self._taken]
 
     def _ranked(self, data: mujoco.MjData) -> list[int]:
-        """Pending cartons by measured top, highest first; tops within tie_tol: lower index."""
-        tops = {i: self._handles[i].top(data) for i in self._pending_ids()}
+        """Pending cartons in the order they come out: of the tops within tie_band of the
+        highest, the lid centre nearest tie_point first (then smaller x, then lower index)."""
+        pending = self._pending_ids()
+        tops = {i: self._handles[i].top(data) for i in pending}
+        lids = {i: self._handles[i].lid_position(data) for i in pending}
+        tx, ty = self.p.tie_point
         ranked: list[int] = []
-        rest = sorted(tops, key=lambda i: (-tops[i], i))
+        rest = list(pending)
         while rest:
-            best = tops[rest[0]]
-            tied = [i for i in rest if tops[i] >= best - self.p.tie_tol]
-            first = min(tied)
+            best = max(tops[i] for i in rest)
+            tied = [i for i in rest if tops[i] >= best - self.p.tie_band]
+            first = min(
+                tied,
+                key=lambda i: (math.hypot(lids[i][0] - tx, lids[i][1] - ty), lids[i][0], i),
+            )
             ranked.append(first)
             rest.remove(first)
         return ranked
