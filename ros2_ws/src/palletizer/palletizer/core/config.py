@@ -277,6 +277,12 @@ _CELL = {
         'noise_torque_nm': _num(0.0, 10.0),
         'bias_force_n': _vec(3),
         'bias_torque_nm': _vec(3),
+        'offset_force_n': _Opt(_num(0.0, 100.0), 0.0),
+        'offset_torque_nm': _Opt(_num(0.0, 10.0), 0.0),
+        'drift_force_n': _Opt(_num(0.0, 100.0), 0.0),
+        'drift_torque_nm': _Opt(_num(0.0, 10.0), 0.0),
+        'drift_period_s': _Opt(_vec(2, 1.0, 1e6), (300.0, 1800.0)),
+        'drift_terms': _Opt(_num(1, 100, integer=True), 3),
         'rate_hz': _num(1.0, 10000.0),
     },
     'motion': {

@@ -99,6 +99,10 @@ class PerceptionPort(Protocol):
 
 
 class GaugePort(Protocol):
+    """In-hand weighing. Optional: `zero()`, a tare of the empty tool, called once the empty arm
+    waits above the source after each place (its hold counts towards the settle), so a
+    drifting wrist sensor is zeroed again before the next weigh; gauges without it skip it."""
+
     oracle: bool
 
     def weigh(self, observation: Observation) -> PackageSpec | None: ...  # None: no payload
@@ -420,11 +424,15 @@ class _Loop:
         drift = float(placed_out.details.get('drift_m', 0.0))
         # The stack gets settle_s of simulated time before the referee measures it; the empty
         # arm spends it going to wait above the source (executors with `ready`), out of the
-        # stack's way, and the cell settles whatever is left.
+        # stack's way, the gauge zeroes the empty tool there (gauges with `zero`), and the cell
+        # settles whatever is left.
         placed_at = self.cell.sim_time()
         ready = getattr(self.executor, 'ready', None)
         if ready is not None:
             ready()
+        zero = getattr(self.gauge, 'zero', None)
+        if zero is not None:
+            zero()
         left = self.s.settle_s - (self.cell.sim_time() - placed_at)
         if left > 1e-9:
             self.cell.settle(left)

@@ -477,6 +477,29 @@ class RosGauge:
             raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
         self.tare_wrench = [float(v) for v in res.wrench]
 
+    def zero(self) -> None:
+        """Tare again with the gripper empty (the episode loop calls it after each place, the
+        arm still above the source), so the tare each weigh carries follows the sensor's drift;
+        a refused zero keeps the previous tare, as in-process (wiring.gauge.WristGauge.zero)."""
+        assert self.cell is not None
+        self.cell.hold(self.hold_s)
+
+        def build(stamp: Time) -> Tare.Request:
+            return Tare.Request(min_stamp=stamp)
+
+        res = self.calls.service(
+            self.tare_c,
+            build(self.cell.stamp),
+            'wrist gauge zero',
+            self.calls.t.quick_s,
+            repeatable=True,
+            again=self._held(build),
+        )
+        if res.error_code != Tare.Response.OK:
+            print(f'  wrist gauge zero refused, the last tare kept: {res.error_msg}', flush=True)
+            return
+        self.tare_wrench = [float(v) for v in res.wrench]
+
     def weigh(self, observation: Observation) -> PackageSpec | None:
         assert self.cell is not None
         self.cell.hold(self.hold_s)

@@ -1,9 +1,11 @@
 """Wrist gauge node: tare and in-hand weighing from the wrist wrench stream (cell-facts §5).
 
-It reads only the wrench topic and /joint_states (tool yaw by forward kinematics): on the real
-UR10e the same node weighs from the real sensor. The world is paused between cell calls, so the
-director holds the arm still (the cell's settle) before asking; the node uses the latest
-samples and refuses when the arm was moving.
+It reads only the wrench topic and /joint_states (tool yaw and tilt by forward kinematics): on
+the real UR10e the same node weighs from the real sensor. The world is paused between cell
+calls, so the director holds the arm still (the cell's settle) before asking; the node uses the
+latest samples and refuses when the arm was moving or the tool not plumb. The director tares
+again after each place (a zero of the drifting sensor, wiring.gauge.WristGauge.zero in-process)
+and sends the newest tare with each weigh.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from palletizer.core.gauge import (
     WeighError,
     average_wrench,
     carton_centre_in_sensor,
+    tool_tilt,
     type_from_label,
     weigh,
 )
@@ -85,11 +88,14 @@ class WristGaugeNode(Node):
         # A new episode rewinds sim time: the buffer starts over, and the tare (taken on the
         # previous episode's gripper) is dropped until the director tares again.
         self.buffer = StampedBuffer(4 * self.samples, on_rewind=self._on_rewind)
-        # Every sample counts (the reading averages the last N): reliable and deep, not the
-        # lossy sensor profile. The services wait for samples the subscriptions deliver, so
-        # they run in another callback group of a multi-threaded executor.
+        # Every sample counts (the reading averages the last N): reliable and deep enough for
+        # two readings' worth of a burst (the world runs faster than real time), not the lossy
+        # sensor profile. The services wait for samples the subscriptions deliver, so they run
+        # in another callback group of a multi-threaded executor.
         stream = QoSProfile(
-            depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
+            depth=max(200, 2 * self.samples),
+            history=HistoryPolicy.KEEP_LAST,
+            reliability=ReliabilityPolicy.RELIABLE,
         )
         subs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(WrenchStamped, topic, self.on_wrench, stream, callback_group=subs)
@@ -141,6 +147,12 @@ class WristGaugeNode(Node):
         r = self._reading(req.min_stamp)
         if isinstance(r, str):
             res.error_code, res.error_msg = Tare.Response.NOT_STILL, r
+            return res
+        # The tare model holds at plumb poses only (core.gauge.tool_tilt).
+        tilt = tool_tilt(self.kin.fk(self.q)) if self.q is not None else 0.0
+        if tilt > self.params.plumb_tol_rad:
+            res.error_code = Tare.Response.NOT_STILL
+            res.error_msg = f'the tool is {np.degrees(tilt):.2f} deg off plumb'
             return res
         self.tare = r
         res.wrench = [float(v) for v in r]

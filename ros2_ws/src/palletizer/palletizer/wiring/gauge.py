@@ -19,6 +19,7 @@ from palletizer.core.gauge import (
     WeighError,
     average_wrench,
     carton_centre_in_sensor,
+    tool_tilt,
     type_from_label,
     weigh,
 )
@@ -29,12 +30,19 @@ __all__ = ['WristGauge']
 
 
 class WristGauge:
-    """Tare with the gripper empty, then weigh each carton from one still, plumb reading.
+    """Tare with the gripper empty, zero again after each place, weigh each carton from one
+    still, plumb reading.
 
     It sees the sensor exactly as the wrist_gauge node does through the cell bridge: a sample
     every `every` physics steps while the world advances (the bridge's wrench stream, cell.yaml
     wrench.rate_hz) plus one after each hold, and it averages the last `samples` of them after
     holding the arm still for `hold_s` (by default settle_s + the samples' span).
+
+    The sensor drifts (cell.yaml wrench.drift_*), so the episode's first tare goes stale. The
+    tare model is the empty gripper's wrench with the tool plumb, the same at every plumb pose;
+    a zero (the episode loop calls it once the empty arm waits above the source) reads the
+    empty tool again and replaces the tare: the next weigh then sees only the drift of one
+    pick, like a UR driver's zero_ftsensor before each use.
     """
 
     oracle = False
@@ -86,13 +94,31 @@ class WristGauge:
         except WeighError:
             return None
 
-    def tare(self) -> np.ndarray:
-        """Average wrench with nothing on the cups [N, N m]."""
+    def _empty(self) -> np.ndarray | str:
+        """A reading of the empty tool, still and plumb [N, N m], or why there is none."""
         reading = self._read()
         if reading is None:
-            raise PalletizerError('wrist gauge: the arm was not still for the tare')
+            return 'the arm was not still'
+        tilt = tool_tilt(self.kin.fk(self.cell.q))
+        if tilt > self.params.plumb_tol_rad:
+            return f'the tool is {np.degrees(tilt):.2f} deg off plumb'
+        return reading
+
+    def tare(self) -> np.ndarray:
+        """Average wrench with nothing on the cups [N, N m]."""
+        reading = self._empty()
+        if isinstance(reading, str):
+            raise PalletizerError(f'wrist gauge: no tare: {reading}')
         self._tare = reading
         return reading
+
+    def zero(self) -> bool:
+        """Tare again with the gripper empty (after a place); False keeps the previous tare."""
+        reading = self._empty()
+        if isinstance(reading, str):
+            return False
+        self._tare = reading
+        return True
 
     def weigh(self, observation: Observation) -> PackageSpec | None:
         if self._tare is None:
