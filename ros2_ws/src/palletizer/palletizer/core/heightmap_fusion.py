@@ -44,6 +44,10 @@ class FusionParams:
     points are averaged. min_points: points a cell needs to count as observed. fill_neighbours,
     fill_tol: an unobserved cell is filled when at least this many of its 8 neighbours are
     observed and span at most fill_tol [m]. robot_margin: inflation of the robot body [m].
+    up_erode_px: pixels within this of a side face (|n_z| < 0.5) are dropped (0: off).
+    below_deck: returns down to this below the deck [m] count as deck where their ray crosses
+    the deck plane. deck_bridge: unobserved runs of up to this many cells between deck-high
+    cells are deck (the board gaps).
     """
 
     cameras: tuple[str, ...] = ('top', 'diag_a', 'diag_b')
@@ -60,6 +64,9 @@ class FusionParams:
     fill_neighbours: int = 5
     fill_tol: float = 0.004
     robot_margin: float = 0.04
+    up_erode_px: int = 0
+    below_deck: float = 0.2
+    deck_bridge: int = 3
 
     def __post_init__(self) -> None:
         if not self.cell > 0 or not self.bin > 0 or not self.band > 0:
@@ -100,6 +107,9 @@ class FusionParams:
             fill_neighbours=int(get('fill_neighbours', d.fill_neighbours)),
             fill_tol=float(get('fill_tol', d.fill_tol)),
             robot_margin=float(get('robot_margin', d.robot_margin)),
+            up_erode_px=int(get('up_erode_px', d.up_erode_px)),
+            below_deck=float(get('below_deck', d.below_deck)),
+            deck_bridge=int(get('deck_bridge', d.deck_bridge)),
         )
 
 
@@ -260,21 +270,36 @@ class FusionResult:
 
 
 def _view_points(
-    view: Any, params: FusionParams, R_keep: tuple[float, float, float, float, float, float]
+    view: Any,
+    params: FusionParams,
+    R_keep: tuple[float, float, float, float, float, float],
+    deck: float,
 ) -> np.ndarray:
     """World points (N, 3) float32 of a view's valid, upward-facing pixels inside the box
-    R_keep = (x0, x1, y0, y1, z0, z1) [m]."""
+    R_keep = (x0, x1, y0, y1, z0, z1) [m]; deck: the deck plane's height [m].
+
+    A return below the deck plane came through a gap between the deck boards (or is the
+    deck's own noise): it becomes the point where its ray crosses the deck plane, at deck
+    height. Those points skip the edge and normal filters, which the 17 mm board gaps would
+    otherwise wipe out with a few pixels of the boards either side.
+    """
     depth = np.asarray(view.depth, dtype=np.float32)
     K = np.asarray(view.K, dtype=np.float64)
     T = np.asarray(view.T_world_optical, dtype=np.float64)
-    h, w = depth.shape
     fx, fy, cx, cy = K[0, 0], K[1, 1], K[0, 2], K[1, 2]
-    z = np.nan_to_num(depth, nan=0.0, posinf=0.0, neginf=0.0)
-    valid = (z > params.depth_range[0]) & (z < params.depth_range[1])
-    a = ((np.arange(w) - cx) / fx).astype(np.float32)[None, :]
-    b = ((np.arange(h) - cy) / fy).astype(np.float32)[:, None]
     R = T[:3, :3].astype(np.float32)
     t = T[:3, 3].astype(np.float32)
+    x0, x1, y0, y1, z0, z1 = R_keep
+    # Only the image rectangle the keep box projects into is worked on (plus the filter
+    # margins): the pallet fills about half of a pallet camera's image.
+    r0, r1, c0, c1 = _roi(depth, K, T, R_keep, deck)
+    if r1 - r0 < 8 or c1 - c0 < 8:
+        return np.zeros((0, 3), np.float32)
+    z = depth[r0:r1, c0:c1]
+    z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+    valid = (z > params.depth_range[0]) & (z < params.depth_range[1])
+    a = ((np.arange(c0, c1) - cx) / fx).astype(np.float32)[None, :]
+    b = ((np.arange(r0, r1) - cy) / fy).astype(np.float32)[:, None]
     # World x, y, z of every pixel: p_world = R (a z, b z, z) + t.
     ra = R[:, 0:1, None] * a  # (3, 1, W)
     rb = R[:, 1:2, None] * b  # (3, H, 1)
@@ -286,18 +311,25 @@ def _view_points(
     zmm[~valid] = 0
     zmed = cv2.medianBlur(zmm, 5)
     zs = zmed.astype(np.float32) * 0.001
+    # Direction of every pixel's ray per unit planar depth, in the world.
+    dz = ra[2] + rb[2] + R[2, 2]
+    dx = ra[0] + rb[0] + R[0, 2]
+    dy = ra[1] + rb[1] + R[1, 2]
+    Wz = dz * zs + t[2]
+    ok = valid & (zs > 0)
+    below = ok & (Wz < deck) & (Wz >= deck - params.below_deck)
     # Pixels near a depth discontinuity are dropped: carton sides seen edge-on, flying pixels,
     # and edge cells that would otherwise take points of both surfaces.
+    # Lost returns (0) are no step: the D415 loses the whole 17 mm gap between deck boards,
+    # and counting that as a step took a further edge_px of the boards either side.
     kern = np.ones((2 * params.edge_px + 1,) * 2, np.uint8)
-    span = cv2.dilate(zmed, kern).astype(np.int32) - cv2.erode(zmed, kern).astype(np.int32)
-    x0, x1, y0, y1, z0, z1 = R_keep
-    Wz = (ra[2] + rb[2] + R[2, 2]) * zs + t[2]
-    keep = valid & (zs > 0) & (span <= int(params.edge_jump * 1000.0)) & (Wz >= z0) & (Wz <= z1)
-    Wx = (ra[0] + rb[0] + R[0, 2]) * zs + t[0]
-    keep &= (Wx >= x0) & (Wx < x1)
-    Wy = (ra[1] + rb[1] + R[1, 2]) * zs + t[1]
-    keep &= (Wy >= y0) & (Wy < y1)
-    # Normals over +-k pixels of the filtered depth; |n_z| in the world.
+    zhi_ = cv2.dilate(zmed, kern)
+    zlo_ = cv2.erode(np.where(zmed > 0, zmed, np.uint16(65535)), kern)
+    span = zhi_.astype(np.int32) - zlo_.astype(np.int32)
+    keep = ok & (span <= int(params.edge_jump * 1000.0)) & (Wz >= deck) & (Wz <= z1)
+    # Normals over +-k pixels of the filtered depth; |n_z| in the world. The upward mask is
+    # eroded by up_erode_px: the 5 x 5 median rounds a carton's top edge, so lid-high points
+    # of the side face just below it pass as upward and land outside the footprint.
     k = params.normal_px
     Xs, Ys = zs * a, zs * b
     du = [M[k:-k, 2 * k :] - M[k:-k, : -2 * k] for M in (Xs, Ys, zs)]
@@ -306,10 +338,65 @@ def _view_points(
     n1 = du[2] * dv[0] - du[0] * dv[2]
     n2 = du[0] * dv[1] - du[1] * dv[0]
     nzw = R[2, 0] * n0 + R[2, 1] * n1 + R[2, 2] * n2
-    up = np.zeros((h, w), dtype=bool)
-    up[k:-k, k:-k] = nzw * nzw >= (params.min_upward_nz**2) * (n0 * n0 + n1 * n1 + n2 * n2)
+    nn = n0 * n0 + n1 * n1 + n2 * n2
+    nz2 = nzw * nzw
+    up = np.zeros(z.shape, dtype=bool)
+    up[k:-k, k:-k] = nz2 >= (params.min_upward_nz**2) * nn
     keep &= up
-    return np.stack([Wx[keep], Wy[keep], Wz[keep]], axis=1)
+    if params.up_erode_px > 0:
+        side = np.zeros(z.shape, dtype=np.uint8)
+        side[k:-k, k:-k] = (nz2 < 0.25 * nn) & (nn > 0)
+        side = cv2.morphologyEx(side, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        side = cv2.dilate(side, np.ones((2 * params.up_erode_px + 1,) * 2, np.uint8))
+        keep &= side == 0
+    Wx = dx * zs + t[0]
+    Wy = dy * zs + t[1]
+    pz = Wz[keep]
+    px, py = Wx[keep], Wy[keep]
+    # Below-deck returns: where the ray crosses the deck plane, exact whatever the depth noise.
+    s = (deck - t[2]) / dz[below]
+    qx = t[0] + dx[below] * s
+    qy = t[1] + dy[below] * s
+    pts = np.concatenate(
+        [
+            np.stack([px, py, pz], axis=1),
+            np.stack([qx, qy, np.full_like(qx, deck)], axis=1),
+        ]
+    )
+    inside = (pts[:, 0] >= x0) & (pts[:, 0] < x1) & (pts[:, 1] >= y0) & (pts[:, 1] < y1)
+    return pts[inside]
+
+
+def _roi(
+    depth: np.ndarray,
+    K: np.ndarray,
+    T_world_optical: np.ndarray,
+    box: tuple[float, float, float, float, float, float],
+    deck: float,
+    step: int = 8,
+) -> tuple[int, int, int, int]:
+    """Image rows r0:r1 and columns c0:c1 [px] whose returns can land in the box's footprint:
+    every step-th pixel is unprojected (a return below the deck at its deck-plane crossing),
+    and the rectangle of those inside is widened by 2 step px."""
+    h, w = depth.shape
+    x0, x1, y0, y1, _, _ = box
+    zc = np.nan_to_num(depth[::step, ::step].astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    u = (np.arange(0, w, step) - K[0, 2]) / K[0, 0]
+    v = (np.arange(0, h, step) - K[1, 2]) / K[1, 1]
+    R, t = T_world_optical[:3, :3], T_world_optical[:3, 3]
+    d = R[:, 0, None, None] * u[None, None, :] + R[:, 1, None, None] * v[None, :, None]
+    d = d + R[:, 2, None, None]  # (3, h', w') ray direction per unit planar depth
+    zc = np.where(d[2] * zc + t[2] < deck, (deck - t[2]) / np.minimum(d[2], -1e-9), zc)
+    px, py = d[0] * zc + t[0], d[1] * zc + t[1]
+    ins = (zc > 0) & (px >= x0) & (px < x1) & (py >= y0) & (py < y1)
+    if not ins.any():
+        return 0, 0, 0, 0
+    rows, cols = np.flatnonzero(ins.any(axis=1)), np.flatnonzero(ins.any(axis=0))
+    r0 = max(int(rows[0] - 2) * step, 0)
+    r1 = min(int(rows[-1] + 3) * step, h)
+    c0 = max(int(cols[0] - 2) * step, 0)
+    c1 = min(int(cols[-1] + 3) * step, w)
+    return r0, r1, c0, c1
 
 
 def _fill_holes(cells: np.ndarray, obs: np.ndarray, need: int, tol: float) -> None:
@@ -330,6 +417,41 @@ def _fill_holes(cells: np.ndarray, obs: np.ndarray, need: int, tol: float) -> No
         obs[fill] = True
 
 
+def _bridge_deck(cells: np.ndarray, obs: np.ndarray, span: int, tol: float) -> None:
+    """Mark deck (0, observed) the unobserved cells whose nearest observed cells along X, or
+    along Y, are deck-high (<= tol) on both sides within span cells: the gaps between deck
+    boards, which the sensor loses whole. Only at deck level: two lids of one height with an
+    unseen gap between them stay apart (the gap is lower, not lid-high)."""
+    if span <= 0:
+        return
+    deck = obs & (cells <= tol)
+    ny, nx = cells.shape
+    fill = np.zeros_like(obs)
+    for axis, n in ((0, ny), (1, nx)):
+        sides = []
+        for sign in (-1, 1):
+            hit = np.zeros_like(obs)  # nearest observed cell this way is deck
+            found = np.zeros_like(obs)
+            for d in range(1, span + 1):
+                if d >= n:
+                    break
+                o = np.zeros_like(obs)
+                dk = np.zeros_like(obs)
+                src = slice(0, n - d) if sign > 0 else slice(d, n)
+                dst = slice(d, n) if sign > 0 else slice(0, n - d)
+                idx_s = (src, slice(None)) if axis == 0 else (slice(None), src)
+                idx_d = (dst, slice(None)) if axis == 0 else (slice(None), dst)
+                o[idx_d] = obs[idx_s]
+                dk[idx_d] = deck[idx_s]
+                hit |= ~found & dk
+                found |= o
+            sides.append(hit)
+        fill |= sides[0] & sides[1]
+    fill &= ~obs
+    cells[fill] = 0.0
+    obs[fill] = True
+
+
 def _robust_cells(
     c: np.ndarray, z: np.ndarray, ncell: int, nb: int, zlo: float, params: FusionParams
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -338,7 +460,12 @@ def _robust_cells(
     zb = np.clip(((z - zlo) / params.bin).astype(np.int64), 0, nb - 1)
     hist = np.bincount(c * nb + zb, minlength=ncell * nb).reshape(ncell, nb)
     win = hist[:, :-2] + hist[:, 1:-1] + hist[:, 2:]
-    est = zlo + (np.argmax(win, axis=1) + 1.5) * params.bin
+    i = np.argmax(win, axis=1)
+    rows = np.arange(ncell)
+    # The window's own centroid, not its middle bin's: points all in one edge bin of the
+    # window lay 1.5 bins (15 mm, beyond `band`) from the middle, and the cell went unseen.
+    h1, h2 = hist[rows, i + 1], hist[rows, i + 2]
+    est = zlo + (i + 0.5 + (h1 + 2.0 * h2) / np.maximum(win[rows, i], 1)) * params.bin
     cnt = np.zeros(ncell, dtype=np.int64)
     for _ in range(2):
         sel = np.abs(z - est[c]) <= params.band
@@ -378,7 +505,7 @@ def fuse_heightmap(
     # the depth error (lid points spill onto the deck beyond), so it only fills what the
     # steeper views could not see.
     order = sorted(views, key=lambda v: float(np.asarray(v.T_world_optical)[2, 2]))
-    parts = [_view_points(v, params, box) for v in order]
+    parts = [_view_points(v, params, box, deck) for v in order]
     sizes = [len(q_) for q_ in parts]
     pts = np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
     src = np.repeat(np.arange(len(parts)), sizes)
@@ -406,7 +533,10 @@ def fuse_heightmap(
         seen |= new
     obs = seen.reshape(ny, nx)
     cells = np.where(obs, np.maximum(fused.reshape(ny, nx) - deck, 0.0), 0.0)
-    _fill_holes(cells, obs, params.fill_neighbours, params.fill_tol)
+    # Twice: a bridged board gap completes the neighbourhoods of holes next to it.
+    for _ in range(2):
+        _fill_holes(cells, obs, params.fill_neighbours, params.fill_tol)
+        _bridge_deck(cells, obs, params.deck_bridge, params.fill_tol)
     hm = HeightMap(cells, obs, (ox, oy), cs)
     return FusionResult(hm, np.ascontiguousarray(pts, dtype=np.float32), dropped)
 
