@@ -92,6 +92,10 @@ class CellPort(Protocol):
 
 
 class PerceptionPort(Protocol):
+    """Detection and the height map. Optional: `measure_held(observation) -> Observation |
+    None`, called after every successful pick with the carton lifted clear: the observation
+    with what only an in-hand view measures (its height); None when it cannot."""
+
     oracle: bool
 
     def detect(self, package_id: str) -> Observation | None: ...
@@ -348,6 +352,21 @@ class _Loop:
             self.emit('fail', cause=cause.value, reason=picked.reason)
             return cause
         self.cell.release(pid)  # the carton left the station: the source may stage the next
+        measure = getattr(self.perception, 'measure_held', None)
+        if measure is not None:
+            # What the camera above the pick could not see (the height of a carton standing on
+            # another) is measured in hand, lifted clear.
+            held = measure(obs)
+            if held is None:
+                self.executor.return_to_source(obs)
+                self.emit(
+                    'fail',
+                    pid,
+                    cause=FailureCause.no_detection.value,
+                    reason='the carton in the gripper could not be measured',
+                )
+                return FailureCause.no_detection
+            obs = held
         spec = self.gauge.weigh(obs)
         if spec is None:
             self.emit(

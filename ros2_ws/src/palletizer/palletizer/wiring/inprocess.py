@@ -17,7 +17,6 @@ from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, Presented, run_episode
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
-from palletizer.core.measure import Tolerances
 from palletizer.core.motion import MotionParams, MotionPlanner
 from palletizer.core.planning import Planner
 from palletizer.execution import (
@@ -31,7 +30,8 @@ from palletizer.sim.cell import Cell, CellOptions
 from palletizer.telemetry.png import encode_png
 from palletizer.wiring.arm import CellArm
 from palletizer.wiring.gauge import WristGauge
-from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
+from palletizer.wiring.oracles import OracleGauge, Referee
+from palletizer.wiring.perception import Perception, build_perception, check_mode
 
 __all__ = [
     'CellPortAdapter',
@@ -45,8 +45,36 @@ __all__ = [
 
 
 def oracle_flag(*components: Any) -> bool:
-    """The run is an oracle if any constructed component reads simulator truth."""
-    return any(bool(getattr(c, 'oracle', False)) for c in components)
+    """The run is an oracle if any constructed component reads simulator truth.
+
+    Each component must carry an `oracle` attribute: a mode name or another stand-in passed by
+    mistake would otherwise count as truth-free.
+    """
+    for c in components:
+        if not isinstance(getattr(c, 'oracle', None), bool):
+            raise TypeError(
+                f'{c!r} is not a perception, gauge or planner component (no oracle flag)'
+            )
+    return any(c.oracle for c in components)
+
+
+class _ProbedGauge:
+    """A gauge whose every answer is shown to a benchmark's probe as ('weigh', id, spec)."""
+
+    def __init__(self, gauge: Any, probe: Callable[[str, str, Any], None]) -> None:
+        self.gauge, self.probe, self.oracle = gauge, probe, gauge.oracle
+
+    def weigh(self, observation: Any) -> Any:
+        spec = self.gauge.weigh(observation)
+        self.probe('weigh', observation.package_id, spec)
+        return spec
+
+
+def _mode_of(component: Any) -> str:
+    """'oracle' for a stub that reads truth; the sensor it uses otherwise."""
+    if component.oracle:
+        return 'oracle'
+    return 'wrench' if isinstance(component, WristGauge) else 'cameras'
 
 
 class CellPortAdapter:
@@ -173,20 +201,31 @@ def run_inprocess(
     config: Config | None = None,
     sink: Any = None,
     gauge: str = 'wrench',
+    perception: str = 'cameras',
+    map_mode: str | None = None,
+    detector_mode: str | None = None,
+    probe: Callable[[str, str, Any], None] | None = None,
     git_sha: str = '',
     on_start: Callable[[RunSetup], None] | None = None,
 ) -> tuple[EpisodeResult, Any]:
-    """One episode of (level, seed) on a fresh simulated cell; returns (result, sink)."""
+    """One episode of (level, seed) on a fresh simulated cell; returns (result, sink).
+
+    perception: cameras | oracle, for both the height map and the detector; map_mode and
+    detector_mode override one of them. gauge: wrench | oracle. probe(kind, package_id,
+    component), when given, is called after each detection ('detect'), fusion ('heightmap')
+    and weighing ('weigh'), for benchmarks that score perception against the referee.
+    """
+    map_mode = check_mode('map', map_mode or perception)
+    detector_mode = check_mode('detector', detector_mode or perception)
+    if gauge not in ('wrench', 'oracle'):
+        raise ValueError(f'gauge = {gauge!r}; expected wrench or oracle')
     cfg = config or load_config()
     lv = cfg.level(level)
     cell = Cell(lv, seed, options=CellOptions.from_config(cfg.cell))
     try:
         draws = draw_load(level, seed, cfg)
-        hmap = OracleHeightMap(cell)
-        detector = OracleDetector(cell)
+        hmap, detector = build_perception(cell, cfg, lv.source, map_mode, detector_mode)
         oracle_gauge = OracleGauge(draws)
-        if gauge not in ('wrench', 'oracle'):
-            raise ValueError(f'gauge = {gauge!r}; expected wrench or oracle')
         g = cfg.perception['gauge']
         weigher = (
             WristGauge(
@@ -220,34 +259,23 @@ def run_inprocess(
         )
         executor = SequencerExecutor(sequencer, ready_pose=ready_pose(cfg, lv.source))
 
-        class _Perception:
-            oracle = detector.oracle or hmap.oracle
+        # The executor moves against the last perceived map, as the node does against the
+        # latched one.
+        perceive = Perception(hmap, detector, on_heightmap=executor.heightmap_updated, probe=probe)
 
-            def detect(self, package_id: str):
-                return detector.detect(package_id)
-
-            def heightmap(self):
-                # The executor moves against the last perceived map, as the node does
-                # against the latched one.
-                hm = hmap.heightmap()
-                executor.heightmap_updated(hm)
-                return hm
-
-        oracle = oracle_flag(detector, gauge, hmap, planner)
+        # The one place the in-process flag is computed: from the objects constructed.
+        oracle = oracle_flag(hmap, detector, weigher, planner)
         setup = RunSetup(
-            str(getattr(planner, 'kind', '?')), 'oracle', 'oracle', 'oracle', speed, oracle
+            str(getattr(planner, 'kind', '?')),
+            _mode_of(detector),
+            _mode_of(weigher),
+            _mode_of(hmap),
+            speed,
+            oracle,
         )
         if on_start is not None:
             on_start(setup)
-        ep = cfg.cell['episode']
-        settings = EpisodeSettings(
-            max_duration_s=ep['max_duration_s'],
-            settle_s=cfg.cell['physics']['settle_after_release_s'],
-            place_retries=ep['place_retries'],
-            tolerances=Tolerances(
-                ep['tolerance']['xy'], ep['tolerance']['yaw'], ep['tolerance']['overhang']
-            ),
-        )
+        settings = EpisodeSettings.from_config(cfg.cell)
         sink = sink if sink is not None else MemorySink()
         # Photos only for sinks that store them; the park happens either way (the executor).
         port_sink = sink
@@ -269,8 +297,8 @@ def run_inprocess(
             seed=seed,
             task=lv.source,
             cell=CellPortAdapter(cell, cfg, on_reset),
-            perception=_Perception(),
-            gauge=weigher,
+            perception=perceive,
+            gauge=weigher if probe is None else _ProbedGauge(weigher, probe),
             planner=planner,
             executor=executor,
             referee=Referee(cell),

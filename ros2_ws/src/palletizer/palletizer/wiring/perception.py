@@ -1,0 +1,223 @@
+"""In-process perception: the height map and the pick detection from the cell's cameras, or the
+oracle stubs; built by mode so the run's oracle flag follows what was constructed."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from palletizer.core.config import Config
+from palletizer.core.contracts import HeightMap, Observation, PalletGeometry
+from palletizer.core.detection import (
+    DetectorParams,
+    DetectResult,
+    detect_station,
+    detect_truck,
+    held_height,
+)
+from palletizer.core.errors import ConfigError, close_match
+from palletizer.core.heightmap_fusion import FusionParams, FusionResult, RobotBody, fuse_heightmap
+from palletizer.core.views import CameraView
+from palletizer.sim.cell import Cell
+from palletizer.wiring.oracles import OracleDetector, OracleHeightMap
+
+__all__ = [
+    'PERCEPTION_MODES',
+    'CameraDetector',
+    'CameraHeightMap',
+    'Perception',
+    'build_perception',
+    'camera_views',
+    'check_mode',
+    'station_geometry',
+]
+
+# cameras: the height map fused from the pallet cameras and detection from the pick cameras;
+# oracle: both read simulator truth (the run is flagged).
+PERCEPTION_MODES = ('cameras', 'oracle')
+
+
+def check_mode(name: str, value: str) -> str:
+    """A perception mode, or a ConfigError naming what is allowed."""
+    if value not in PERCEPTION_MODES:
+        raise ConfigError(
+            f'{name} = {value!r}; expected one of {", ".join(PERCEPTION_MODES)}'
+            f'{close_match(str(value), PERCEPTION_MODES)}'
+        )
+    return value
+
+
+def camera_views(
+    cell: Cell, cameras: dict[str, Any], names: Sequence[str], rgb: bool
+) -> list[CameraView]:
+    """Capture the named cameras at their configured size (depth with the sensor noise)."""
+    out = []
+    for n in names:
+        w, h = cameras[n]['size']
+        f = cell.capture([n], int(w), int(h), rgb=rgb, depth=True)[n]
+        out.append(CameraView(n, f.depth, f.rgb, f.intrinsics.K, f.T_world_optical, f.time))
+    return out
+
+
+def station_geometry(cfg: Config, source: str) -> tuple[tuple[float, float], float]:
+    """(station xy [m], surface z [m]) where a table or conveyor source presents."""
+    if source == 'table':
+        t = cfg.cell['tables']['pick']
+        return (float(t['centre'][0]), float(t['centre'][1])), float(t['top'])
+    c = cfg.cell['conveyor']
+    return (float(c['station'][0]), float(c['station'][1])), float(c['top'])
+
+
+class CameraHeightMap:
+    """The pallet height map fused from the pallet cameras' noisy depth (core.heightmap_fusion),
+    with the arm and the held carton filtered out by the robot model and the joint positions."""
+
+    oracle = False
+
+    def __init__(self, cell: Cell, cfg: Config, pallet: PalletGeometry | None = None) -> None:
+        self.cell = cell
+        self.cameras = cfg.cell['cameras']
+        hm = cfg.perception['heightmap']
+        self.names = tuple(hm['cameras'])
+        self.params = FusionParams.from_config(hm)
+        self.body = RobotBody.from_config(cfg.cell) if hm.get('exclude_robot', True) else None
+        self.pallet = pallet or PalletGeometry()
+        self.last: FusionResult | None = None
+        self.last_ms = 0.0  # [ms] the last fusion, without the renders
+
+    def heightmap(self, held_dims: Sequence[float] | None = None) -> HeightMap:
+        views = camera_views(self.cell, self.cameras, self.names, rgb=False)
+        t0 = time.perf_counter()
+        self.last = fuse_heightmap(
+            views,
+            self.params,
+            self.pallet,
+            body=self.body,
+            q=self.cell.q.copy(),
+            held_dims=None if held_dims is None else tuple(float(v) for v in held_dims),
+        )
+        self.last_ms = (time.perf_counter() - t0) * 1000
+        return self.last.heightmap
+
+
+class CameraDetector:
+    """The presented carton from the pick cameras (core.detection): the station camera at a table
+    or conveyor, the trailer cameras at the truck."""
+
+    oracle = False
+
+    def __init__(self, cell: Cell, cfg: Config, source: str) -> None:
+        self.cell = cell
+        self.cfg = cfg
+        self.source = source
+        det = cfg.perception['detector']
+        self.params = DetectorParams.from_config(det)
+        self.cameras = cfg.cell['cameras']
+        self.last: DetectResult | None = None
+        self.last_ms = 0.0  # [ms] the last detection, without the renders
+        self.last_held: Any = None
+        self.body = RobotBody.from_config(cfg.cell)
+        self.tcp_offset = float(cfg.cell['gripper']['tcp_offset'])
+        self.cup_gap = float(cfg.cell['gripper']['cup_gap'])
+
+    def detect_result(self) -> DetectResult:
+        """Capture and detect; the whole result (every detection, ambiguity, reason)."""
+        if self.source == 'truck':
+            names = self.params.truck_cameras
+            views = camera_views(self.cell, self.cameras, names, rgb=True)
+            t0 = time.perf_counter()
+            self.last = detect_truck(views, self.params, self.cfg.cell['truck'])
+        else:
+            xy, surface_z = station_geometry(self.cfg, self.source)
+            view = camera_views(self.cell, self.cameras, [self.params.camera], rgb=True)[0]
+            t0 = time.perf_counter()
+            self.last = detect_station(view, self.params, surface_z, xy)
+        self.last_ms = (time.perf_counter() - t0) * 1000
+        return self.last
+
+    def detect(self, package_id: str) -> Observation | None:
+        got = self.detect_result().chosen
+        return None if got is None else got.observation(package_id)
+
+    def measure_held(self, observation: Observation) -> Observation | None:
+        """The truck carton's height, measured in hand from the side cameras (the camera above
+        the load sees lids only); other sources' detections already measured it."""
+        if self.source != 'truck':
+            return observation
+        views = camera_views(self.cell, self.cameras, self.params.held_cameras, rgb=False)
+        got = held_height(
+            views,
+            self.params,
+            self.body,
+            self.cell.q.copy(),
+            observation,
+            self.tcp_offset,
+            self.cup_gap,
+        )
+        self.last_held = got
+        if got.height <= 0.0:
+            return None
+        L, W, _ = observation.dims_guess
+        return dataclasses.replace(observation, dims_guess=(L, W, got.height))
+
+
+@dataclass
+class Perception:
+    """The episode's PerceptionPort over a map and a detector of either kind.
+
+    The held carton's dimensions come from the last detection (the map is fused while the arm
+    holds what it last picked), for the robot self-filter.
+    """
+
+    hmap: Any
+    detector: Any
+    on_heightmap: Any = None
+    probe: Any = None  # probe(kind, package_id, component): a benchmark's look after each call
+
+    def __post_init__(self) -> None:
+        self.oracle = bool(self.hmap.oracle or self.detector.oracle)
+        self._held: Observation | None = None
+
+    def detect(self, package_id: str) -> Observation | None:
+        obs = self.detector.detect(package_id)
+        if obs is not None:
+            self._held = obs
+        if self.probe is not None:
+            self.probe('detect', package_id, self.detector)
+        return obs
+
+    def measure_held(self, observation: Observation) -> Observation | None:
+        got = getattr(self.detector, 'measure_held', None)
+        held = observation if got is None else got(observation)
+        if held is not None:
+            self._held = held
+        if self.probe is not None:
+            self.probe('held', observation.package_id, self.detector)
+        return held
+
+    def heightmap(self) -> HeightMap:
+        if isinstance(self.hmap, CameraHeightMap):
+            held = None if self._held is None else self._held.dims_guess
+            hm = self.hmap.heightmap(held)
+        else:
+            hm = self.hmap.heightmap()
+        if self.on_heightmap is not None:
+            self.on_heightmap(hm)
+        if self.probe is not None:
+            self.probe('heightmap', '', self.hmap)
+        return hm
+
+
+def build_perception(
+    cell: Cell, cfg: Config, source: str, map_mode: str, detector_mode: str
+) -> tuple[Any, Any]:
+    """(height map, detector) for the modes: CameraHeightMap or OracleHeightMap, CameraDetector or
+    OracleDetector."""
+    check_mode('map', map_mode)
+    check_mode('detector', detector_mode)
+    hmap = CameraHeightMap(cell, cfg) if map_mode == 'cameras' else OracleHeightMap(cell)
+    det = CameraDetector(cell, cfg, source) if detector_mode == 'cameras' else OracleDetector(cell)
+    return hmap, det

@@ -1,0 +1,74 @@
+"""The oracle flag follows what was constructed, in both wirings, for every combination of
+height map, detector and gauge (ARCHITECTURE: referee vs oracle)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from palletizer.nodes.episode_director import graph_oracle_flag
+from palletizer.nodes.planner import build_planner
+from palletizer.wiring.gauge import WristGauge
+from palletizer.wiring.inprocess import oracle_flag, run_inprocess
+from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap
+from palletizer.wiring.perception import CameraDetector, CameraHeightMap
+
+COMBOS = list(
+    itertools.product(('cameras', 'oracle'), ('cameras', 'oracle'), ('wrench', 'oracle'))
+)
+
+
+class _Started(Exception):
+    """Raised from on_start: the components are built, the episode need not run."""
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('map_mode, detector_mode, gauge', COMBOS)
+def test_inprocess_flag_is_computed_from_the_components(map_mode, detector_mode, gauge):
+    seen = []
+
+    def on_start(setup):
+        seen.append(setup)
+        raise _Started
+
+    with pytest.raises(_Started):
+        run_inprocess(
+            11,
+            1,
+            build_planner('heuristic'),
+            map_mode=map_mode,
+            detector_mode=detector_mode,
+            gauge=gauge,
+            on_start=on_start,
+        )
+    (setup,) = seen
+    # RunSetup names the kind of each object built, read from the object itself.
+    assert (setup.heightmap, setup.detector, setup.gauge) == (map_mode, detector_mode, gauge)
+    expected = 'oracle' in (map_mode, detector_mode, gauge)
+    assert setup.oracle is expected
+
+
+def test_oracle_flag_counts_every_component_and_refuses_a_stand_in():
+    class _Cell:
+        pass
+
+    cams = (CameraHeightMap.__new__(CameraHeightMap), CameraDetector.__new__(CameraDetector))
+    wrench = WristGauge.__new__(WristGauge)
+    assert oracle_flag(*cams, wrench, build_planner('grid')) is False
+    for stub in (OracleHeightMap(_Cell()), OracleDetector(_Cell()), OracleGauge([])):
+        assert oracle_flag(*cams, wrench, stub) is True
+    # A mode name passed where a component belongs (the old bug: the gauge never counted).
+    with pytest.raises(TypeError, match='no oracle flag'):
+        oracle_flag(*cams, 'oracle')
+
+
+@pytest.mark.parametrize('map_mode, detector_mode, gauge', COMBOS)
+def test_graph_flag_is_computed_from_the_modes_the_nodes_report(map_mode, detector_mode, gauge):
+    expected = 'oracle' in (map_mode, detector_mode, gauge)
+    assert graph_oracle_flag(map_mode, detector_mode, gauge, False) is expected
+    assert graph_oracle_flag(map_mode, detector_mode, gauge, True) is True
+
+
+def test_graph_flag_is_set_when_a_mode_could_not_be_read():
+    assert graph_oracle_flag('?', 'cameras', 'wrench', False) is True
+    assert graph_oracle_flag('cameras', 'cameras', '?', False) is True
