@@ -140,4 +140,4 @@ def test_a_node_killed_mid_episode_recovers_or_fails_fast_naming_it(victim, tmp_
         ep = episodes[0]
         assert ep['success'] is recovered
         if not recovered and ep['metrics'].get('aborted'):
-            assert ep['level'] == 11 and ep['task'] == 'table' and ep['oracle'] is True
+            assert ep['level'] == 11 and ep['task'] == 'table' and ep['oracle'] is False

@@ -47,12 +47,12 @@ def test_level_11_seed_1_interpolated_places_4_of_4():
     start = next(ln for ln in out.splitlines() if 'palletizer · level 11' in ln)
     for word in (
         'planner heuristic',
-        'map oracle',
-        'detector oracle',
+        'map cameras',
+        'detector cameras',
         'gauge wrench',
         'motion interpolated x1',
         'telemetry off',
-        'oracle true',
+        'oracle false',
     ):
         assert word in start, start
     lines = [ln for ln in out.splitlines() if 'std_m-0' in ln and 'error' in ln]

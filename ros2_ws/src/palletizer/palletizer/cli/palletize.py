@@ -16,6 +16,7 @@ from palletizer.core.config import SOURCES, load_config
 from palletizer.core.errors import GraphError, PalletizerError
 from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import (
+    PERCEPTION_MODES,
     PLANNERS,
     ROBOTS,
     SEED_MAX,
@@ -82,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
         help='restrict to a source',
     )
     p.add_argument('--planner', action=_Given, metavar='{' + ','.join(PLANNERS) + '}')
+    p.add_argument(
+        '--perception',
+        action=_Given,
+        metavar='{' + ','.join(PERCEPTION_MODES) + '}',
+        help='cameras (default) or oracle: simulator truth, the run is flagged oracle',
+    )
     p.add_argument('--speed', action=_Given, help='0 = fast-forward (default); 1 = real UR speed')
     p.add_argument(
         '--no-telemetry',

@@ -19,6 +19,7 @@ from palletizer.core.errors import ConfigError, GraphError, PalletizerError, clo
 
 __all__ = [
     'LAUNCH_ARGUMENTS',
+    'PERCEPTION_MODES',
     'PLANNERS',
     'ROBOTS',
     'TELEMETRY_MODES',
@@ -35,6 +36,7 @@ PACKAGE = 'palletizer'
 PLANNERS = ('heuristic', 'beam', 'grid')
 ROBOTS = ('sim', 'ur')
 TELEMETRY_MODES = ('disk', 'remote', 'off')
+PERCEPTION_MODES = ('cameras', 'oracle')
 LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
 # Every episode's seed (seed + k) travels in palletizer_msgs/srv/ResetCell.srv as `int32 seed`.
 SEED_MAX = 2**31 - 1
@@ -62,6 +64,12 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('episodes', '1', 'number of episodes (>= 1)'),
     LaunchArgument('planner', 'heuristic', 'placement planner: heuristic | beam | grid'),
     LaunchArgument(
+        'perception',
+        'cameras',
+        'cameras = height map and pick detection from the cameras; oracle = from simulator '
+        'truth (the run is flagged oracle)',
+    ),
+    LaunchArgument(
         'speed', '0', 'motion speed: 0 = fast-forward, > 0 interpolated (1 = real UR speed)'
     ),
     LaunchArgument(
@@ -83,6 +91,7 @@ class GraphOptions:
     seed: int = 1
     episodes: int = 1
     planner: str = 'heuristic'
+    perception: str = 'cameras'
     speed: float = 0.0
     robot: str = 'sim'
     telemetry: str = 'disk'
@@ -193,6 +202,7 @@ def options_from_mapping(
         seed=seed,
         episodes=episodes,
         planner=planner,
+        perception=_as_choice('perception', v['perception'], PERCEPTION_MODES),
         speed=speed,
         robot=_as_choice('robot', v['robot'], ROBOTS),
         telemetry=_as_choice('telemetry', v['telemetry'], TELEMETRY_MODES),
@@ -314,8 +324,17 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
         NodeSpec(
             name='depth_fusion',
             executable='depth_fusion',
-            parameters={**common, 'mode': 'oracle'},
-            remappings=(('heightmap', '/palletizer/heightmap'),),
+            parameters={
+                **common,
+                'map': opts.perception,
+                'detector': opts.perception,
+                'level': opts.level,
+            },
+            remappings=(
+                ('heightmap', '/palletizer/heightmap'),
+                ('points', '/palletizer/points'),
+                ('joint_states', '/joint_states'),
+            ),
             respawn=True,
         ),
         NodeSpec(

@@ -420,6 +420,8 @@ class CellBridgeNode(Node):
             res.error_msg = f'camera {bad[0]!r}; valid cameras: {", ".join(self.cameras)}'
             return res
         with self.lock:
+            # The joint state of the capture instant: depth fusion filters the arm out with it.
+            self._publish_kinematics()
             frames = {}
             for n in names:
                 w, h = self.cameras[n]['size']

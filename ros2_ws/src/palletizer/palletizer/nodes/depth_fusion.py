@@ -1,28 +1,38 @@
-"""Depth-fusion node: the pallet height map and carton detection at the pick station.
+"""Depth-fusion node: the pallet height map and carton detection at the pick, from the cameras.
 
-Mode `oracle` (the only one in this version) reads the cell's ground truth: it stamps true
-carton footprints on the 1 cm grid and reports the presented carton's true pose. It is an
-oracle stub and says so in its `mode` parameter, which the director reads to set the run's
-oracle flag.
+Parameters `map` and `detector` are each `cameras` (the default: depth images, CameraInfo and
+the optical frames on /tf_static, fused and detected by palletizer.core) or `oracle` (the cell's
+ground truth: the director reads these parameters and flags the run). With cameras, the node
+asks the cell for a capture (`capture_service`, the simulated cell's; empty where the cameras
+stream on their own) and waits for the frames of that capture's stamp.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
+from builtin_interfaces.msg import Time
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
-from palletizer_msgs.srv import Detect, FuseHeightMap, GroundTruth
+from palletizer_msgs.srv import Capture, Detect, FuseHeightMap, GroundTruth, MeasureHeld
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
 
-from palletizer.core.contracts import Observation
+from palletizer.core.config import load_config
+from palletizer.core.contracts import Observation, PalletGeometry
+from palletizer.core.detection import DetectorParams, detect_station, detect_truck, held_height
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
-from palletizer.nodes.convert import heightmap_to_msg, observation_to_msg
+from palletizer.core.heightmap_fusion import FusionParams, RobotBody, fuse_heightmap
+from palletizer.nodes.camera_inputs import CameraInputs, cloud_msg, stamp_of
+from palletizer.nodes.convert import heightmap_to_msg, observation_from_msg, observation_to_msg
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import run_node
 
 __all__ = ['DepthFusionNode', 'main']
+
+MODES = ('cameras', 'oracle')
 
 
 def _truth_boxes(res: GroundTruth.Response):
@@ -34,71 +44,192 @@ def _truth_boxes(res: GroundTruth.Response):
 class DepthFusionNode(Node):
     def __init__(self) -> None:
         super().__init__('depth_fusion')
-        self.mode = self.declare_parameter(
-            'mode',
-            'oracle',
-            ParameterDescriptor(
-                description='oracle = height map and detection from ground truth '
-                '(marks the run oracle)',
-                read_only=True,
-            ),
-        ).value
-        truth = self.declare_parameter(
-            'ground_truth_service',
-            '/cell_bridge/ground_truth',
-            ParameterDescriptor(description='the cell referee service the oracle reads'),
-        ).value
-        # Service callbacks wait on the cell's ground-truth service: they run in their own
-        # group while the client's responses arrive on another thread of the executor.
+
+        def param(name, default, text):
+            desc = ParameterDescriptor(description=text, read_only=True)
+            return self.declare_parameter(name, default, desc).value
+
+        self.map_mode = param('map', 'cameras', 'cameras | oracle (ground truth: flags the run)')
+        self.detector_mode = param(
+            'detector', 'cameras', 'cameras | oracle (ground truth: flags the run)'
+        )
+        for name, value in (('map', self.map_mode), ('detector', self.detector_mode)):
+            if value not in MODES:
+                raise SystemExit(f'depth_fusion: {name}:={value!r}; expected cameras or oracle')
+        level = int(
+            param('level', 0, 'level id: its source chooses the pick cameras; 0 = default')
+        )
+        truth = param('ground_truth_service', '/cell_bridge/ground_truth', 'the oracle reads it')
+        capture = param(
+            'capture_service', '/cell_bridge/capture', 'asks the cell for frames; empty = streamed'
+        )
+        self.frames_timeout_s = float(
+            param('frames_timeout_s', 10.0, 'wait for the frames of one capture [s, wall]')
+        )
+        cfg = load_config()
+        self.source = cfg.level(level or cfg.default_level).source
+        hm = cfg.perception['heightmap']
+        self.pallet_cams = tuple(hm['cameras'])
+        self.fusion = FusionParams.from_config(hm)
+        self.body = RobotBody.from_config(cfg.cell) if hm.get('exclude_robot', True) else None
+        self.joint_names = tuple(cfg.cell['robot']['joint_names'])
+        self.det = DetectorParams.from_config(cfg.perception['detector'])
+        self.pick_cams = (
+            tuple(self.det.truck_cameras) if self.source == 'truck' else (self.det.camera,)
+        )
+        held_cams = tuple(self.det.held_cameras) if self.source == 'truck' else ()
+        if self.source == 'table':
+            t = cfg.cell['tables']['pick']
+            self.station, self.surface_z = tuple(t['centre']), float(t['top'])
+        else:
+            c = cfg.cell['conveyor']
+            self.station, self.surface_z = tuple(c['station']), float(c['top'])
+        self.truck = cfg.cell['truck']
+        self.held_body = RobotBody.from_config(cfg.cell)
+        self.tcp_offset = float(cfg.cell['gripper']['tcp_offset'])
+        self.cup_gap = float(cfg.cell['gripper']['cup_gap'])
+        self.pallet = PalletGeometry()
+        # Service callbacks wait on the cell's services and on camera topics: they run in their
+        # own group while responses and frames arrive on the executor's other threads.
         self.serve_group = MutuallyExclusiveCallbackGroup()
         self.client_group = ReentrantCallbackGroup()
         self.truth = self.create_client(GroundTruth, truth, callback_group=self.client_group)
+        self.capture = (
+            self.create_client(Capture, capture, callback_group=self.client_group)
+            if capture
+            else None
+        )
+        self.inputs = CameraInputs(
+            self,
+            tuple(dict.fromkeys(self.pallet_cams + self.pick_cams + held_cams)),
+            group=self.client_group,
+        )
+        self.held: Observation | None = None
         self.pub = self.create_publisher(HeightMapMsg, 'heightmap', LATCHED)
+        self.cloud_pub = self.create_publisher(PointCloud2, 'points', LATCHED)
         self.create_service(FuseHeightMap, '~/fuse', self.on_fuse, callback_group=self.serve_group)
         self.create_service(Detect, '~/detect', self.on_detect, callback_group=self.serve_group)
+        self.create_service(
+            MeasureHeld, '~/measure_held', self.on_measure_held, callback_group=self.serve_group
+        )
 
-    def _ground_truth(self) -> GroundTruth.Response | None:
-        if not self.truth.wait_for_service(timeout_sec=10.0):
+    # Calls ----------------------------------------------------------------------------------
+    def _call(self, client, request, timeout: float = 30.0):
+        if not client.wait_for_service(timeout_sec=10.0):
             return None
         done = threading.Event()
-        fut = self.truth.call_async(GroundTruth.Request())
+        fut = client.call_async(request)
         fut.add_done_callback(lambda _f: done.set())
-        done.wait(timeout=30.0)
+        done.wait(timeout=timeout)
         return fut.result() if fut.done() else None
 
+    def _views(self, names, rgb: bool, min_stamp: float):
+        """(views, stamp) of a fresh capture of `names`, or (None, reason)."""
+        if self.capture is not None:
+            res = self._call(self.capture, Capture.Request(cameras=list(names)))
+            if res is None or res.error_code != Capture.Response.OK:
+                return None, 'no capture: ' + ('no answer' if res is None else res.error_msg)
+            stamp = stamp_of(res.stamp)
+        else:
+            stamp = min_stamp
+        if stamp < min_stamp - 1e-9:
+            return None, f'capture at {stamp:.3f} s is older than {min_stamp:.3f} s'
+        views = self.inputs.views(names, stamp, rgb, timeout=self.frames_timeout_s)
+        if views is None:
+            return None, f'frames of {", ".join(names)} at {stamp:.3f} s did not all arrive'
+        return views, stamp
+
+    # Services -------------------------------------------------------------------------------
     def on_fuse(self, req: FuseHeightMap.Request, res: FuseHeightMap.Response):
-        gt = self._ground_truth()
-        if gt is None:
-            res.error_code, res.error_msg = (
-                FuseHeightMap.Response.STALE_FRAMES,
-                'no ground truth answer',
-            )
-            return res
-        hm = stamp_heightmap(list(_truth_boxes(gt)), gt.held_package_id or None)
-        res.heightmap = heightmap_to_msg(hm)
-        res.heightmap.header.stamp = gt.stamp
+        if self.map_mode == 'oracle':
+            gt = self._call(self.truth, GroundTruth.Request())
+            if gt is None:
+                res.error_code, res.error_msg = res.STALE_FRAMES, 'no ground truth answer'
+                return res
+            hm = stamp_heightmap(list(_truth_boxes(gt)), gt.held_package_id or None)
+            res.heightmap = heightmap_to_msg(hm)
+            res.heightmap.header.stamp = gt.stamp
+        else:
+            views, stamp = self._views(self.pallet_cams, False, stamp_of(req.min_stamp))
+            if views is None:
+                res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+                return res
+            q = self.inputs.joints_at(stamp, self.joint_names) if self.body else None
+            if self.body is not None and q is None:
+                res.error_code = res.STALE_FRAMES
+                res.error_msg = f'no joint state at {stamp:.3f} s for the robot self-filter'
+                return res
+            held = None if self.held is None else tuple(self.held.dims_guess)
+            fused = fuse_heightmap(views, self.fusion, self.pallet, self.body, q, held)
+            res.heightmap = heightmap_to_msg(fused.heightmap)
+            sec = int(stamp)
+            res.heightmap.header.stamp = Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9)))
+            self.cloud_pub.publish(cloud_msg(fused.points, res.heightmap.header.stamp))
         self.pub.publish(res.heightmap)
         res.error_code = FuseHeightMap.Response.OK
         return res
 
     def on_detect(self, req: Detect.Request, res: Detect.Response):
-        gt = self._ground_truth()
-        if gt is None:
-            res.error_code, res.error_msg = Detect.Response.STALE_FRAMES, 'no ground truth answer'
+        if self.detector_mode == 'oracle':
+            gt = self._call(self.truth, GroundTruth.Request())
+            if gt is None:
+                res.error_code, res.error_msg = res.STALE_FRAMES, 'no ground truth answer'
+                return res
+            # Every carton not in the gripper, with its true pose and size; the caller picks
+            # the one the source presented.
+            for pid, pos, quat, dims in _truth_boxes(gt):
+                if pid != gt.held_package_id:
+                    obs = Observation(pid, pos, yaw_of_quat(quat), dims, 1.0)
+                    res.observations.append(observation_to_msg(obs))
+        else:
+            views, stamp = self._views(self.pick_cams, True, stamp_of(req.min_stamp))
+            if views is None:
+                res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+                return res
+            if self.source == 'truck':
+                got = detect_truck(views, self.det, self.truck)
+            else:
+                got = detect_station(views[0], self.det, self.surface_z, self.station)
+            if got.chosen is not None:
+                obs = got.chosen.observation('')
+                self.held = obs
+                res.observations.append(observation_to_msg(obs))
+            else:
+                res.error_msg = got.reason
+        res.error_code = res.OK if res.observations else res.NO_DETECTION
+        return res
+
+    def on_measure_held(self, req: MeasureHeld.Request, res: MeasureHeld.Response):
+        obs = observation_from_msg(req.observation)
+        res.observation, res.confidence = req.observation, 1.0
+        if self.detector_mode == 'oracle' or self.source != 'truck':
+            # The oracle's sizes are true; a station detection measured the height already.
+            res.error_code = res.OK
             return res
-        # The oracle reports every carton not in the gripper, with its true pose and size; the
-        # caller picks the one the source presented.
-        for pid, pos, quat, dims in _truth_boxes(gt):
-            if pid != gt.held_package_id:
-                res.observations.append(
-                    observation_to_msg(Observation(pid, pos, yaw_of_quat(quat), dims, 1.0))
-                )
-        res.error_code = Detect.Response.OK if res.observations else Detect.Response.NO_DETECTION
+        views, stamp = self._views(self.det.held_cameras, False, stamp_of(req.min_stamp))
+        if views is None:
+            res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+            return res
+        q = self.inputs.joints_at(stamp, self.joint_names)
+        if q is None:
+            res.error_code = res.STALE_FRAMES
+            res.error_msg = f'no joint state at {stamp:.3f} s to place the gripper'
+            return res
+        got = held_height(views, self.det, self.held_body, q, obs, self.tcp_offset, self.cup_gap)
+        res.confidence = float(got.confidence)
+        if got.height <= 0.0:
+            res.error_code, res.error_msg = res.NO_MEASUREMENT, got.reason
+            return res
+        L, W, _ = obs.dims_guess
+        held = dataclasses.replace(obs, dims_guess=(L, W, got.height))
+        self.held = held
+        res.observation = observation_to_msg(held)
+        res.error_code = res.OK
         return res
 
 
 def main(args=None) -> None:
-    run_node(DepthFusionNode, args, threads=3)
+    run_node(DepthFusionNode, args, threads=4)
 
 
 if __name__ == '__main__':

@@ -7,6 +7,7 @@ open episode is always closed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -26,6 +27,7 @@ from palletizer_msgs.srv import (
     Detect,
     FuseHeightMap,
     GroundTruth,
+    MeasureHeld,
     PlanPlacement,
     PresentCarton,
     ReleaseCarton,
@@ -537,6 +539,7 @@ class RosPerception:
         self.oracle = oracle
         self.detect_c = node.create_client(Detect, f'{prefix}/detect')
         self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
+        self.held_c = node.create_client(MeasureHeld, f'{prefix}/measure_held')
         self.last: HeightMap | None = None  # the newest fused map
         self.on_heightmap: Callable[[HeightMap], None] | None = None
 
@@ -549,10 +552,26 @@ class RosPerception:
             repeatable=True,
             retry_s=10.0,
         )
-        for o in res.observations:
+        seen = [observation_from_msg(o) for o in res.observations]
+        for o in seen:
             if o.package_id == package_id:
-                return observation_from_msg(o)
-        return None
+                return o
+        # A camera detector cannot read labels: its one detection is the presented carton.
+        unnamed = [o for o in seen if not o.package_id]
+        return dataclasses.replace(unnamed[0], package_id=package_id) if unnamed else None
+
+    def measure_held(self, observation: Observation) -> Observation | None:
+        res = self.calls.service(
+            self.held_c,
+            MeasureHeld.Request(observation=observation_to_msg(observation)),
+            'in-hand measurement',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
+        if res.error_code != MeasureHeld.Response.OK:
+            return None
+        return observation_from_msg(res.observation)
 
     def heightmap(self) -> HeightMap:
         res = self.calls.service(

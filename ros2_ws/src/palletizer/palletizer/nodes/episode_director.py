@@ -23,7 +23,6 @@ from rclpy.node import Node
 from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult
 from palletizer.core.episode import EpisodeAborted, EpisodeSettings, run_episode
-from palletizer.core.measure import Tolerances
 from palletizer.nodes.director_ports import (
     Calls,
     RosCell,
@@ -37,7 +36,7 @@ from palletizer.nodes.director_ports import (
 )
 from palletizer.version import git_sha
 
-__all__ = ['EpisodeDirectorNode', 'main', 'summary_line']
+__all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main', 'summary_line']
 
 # Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -58,6 +57,20 @@ def summary_line(r: EpisodeResult) -> str:
     else:
         verdict = 'SUCCESS' if r.success else f'FAILURE: {r.failure.value if r.failure else "?"}'
     return f'seed {r.seed}: {r.n_placed}/{r.n_objects} · {verdict}'
+
+
+# Where each node reports what it runs: the height map, the detector, the gauge.
+MODE_PARAMETERS = (('depth_fusion', 'map'), ('depth_fusion', 'detector'), ('wrist_gauge', 'mode'))
+
+
+def graph_oracle_flag(map_mode: str, detector_mode: str, gauge_mode: str, planner: bool) -> bool:
+    """The graph run's oracle flag from the modes the nodes report they run.
+
+    Only the truth-free modes clear it (map and detector `cameras`, gauge `wrench`); an oracle
+    mode, or one that could not be read, sets it.
+    """
+    truth_free = map_mode == 'cameras' and detector_mode == 'cameras' and gauge_mode == 'wrench'
+    return bool(planner) or not truth_free
 
 
 class EpisodeDirectorNode(Node):
@@ -86,14 +99,7 @@ class EpisodeDirectorNode(Node):
                 'wrench rate',
             )
         )
-        ep = cfg.cell['episode']
-        tol = ep['tolerance']
-        self.settings = EpisodeSettings(
-            max_duration_s=ep['max_duration_s'],
-            settle_s=cfg.cell['physics']['settle_after_release_s'],
-            place_retries=ep['place_retries'],
-            tolerances=Tolerances(tol['xy'], tol['yaw'], tol['overhang']),
-        )
+        self.settings = EpisodeSettings.from_config(cfg.cell)
         self.task = cfg.level(self.level).source
         self.abort = threading.Event()
         self.calls = Calls(self, self.abort, Timeouts(speed=self.speed))
@@ -139,17 +145,20 @@ class EpisodeDirectorNode(Node):
     def run(self) -> None:
         """All episodes, in a worker thread while the executor spins."""
         try:
-            map_mode = self._param_of('depth_fusion', 'mode') or '?'
-            gauge_mode = self._param_of('wrist_gauge', 'mode') or '?'
+            map_mode, detector_mode, gauge_mode = (
+                self._param_of(node, name) or '?' for node, name in MODE_PARAMETERS
+            )
             kind = self._param_of('planner', 'kind') or self.planner_kind
-            perception = RosPerception(self, self.calls, oracle=map_mode == 'oracle')
-            perception.on_heightmap = self.motion.set_heightmap
             # The one place the oracle flag is computed: from what each node reports it runs.
-            oracle = perception.oracle or gauge_mode == 'oracle' or self.planner.oracle
+            oracle = graph_oracle_flag(map_mode, detector_mode, gauge_mode, self.planner.oracle)
+            perception = RosPerception(
+                self, self.calls, oracle=map_mode != 'cameras' or detector_mode != 'cameras'
+            )
+            perception.on_heightmap = self.motion.set_heightmap
             motion = 'fast-forward' if self.speed == 0 else f'interpolated x{self.speed:g}'
             self.say(
                 f'palletizer · level {self.level} ({self.task}) · planner {kind} · map '
-                f'{map_mode} · detector {map_mode} · gauge {gauge_mode} · motion {motion} · '
+                f'{map_mode} · detector {detector_mode} · gauge {gauge_mode} · motion {motion} · '
                 f'telemetry {self.telemetry} · oracle {str(oracle).lower()}'
             )
             sha = git_sha()

@@ -10,9 +10,11 @@ and sends the newest tare with each weigh.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
-from palletizer_msgs.srv import Tare, Weigh
+from palletizer_msgs.srv import GroundTruth, Tare, Weigh
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
@@ -20,6 +22,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from palletizer.core.config import load_config
+from palletizer.core.contracts import PackageSpec
 from palletizer.core.description import JOINTS
 from palletizer.core.gauge import (
     GaugeParams,
@@ -63,7 +66,22 @@ class WristGaugeNode(Node):
                 'joint speed below which the arm counts as still [rad/s]',
             )
         )
-        self.mode = param('mode', 'wrench', 'wrench = weigh from the sensor (not an oracle)')
+        self.mode = param(
+            'mode',
+            'wrench',
+            'wrench = weigh from the sensor; oracle = the catalogue truth from the cell '
+            '(marks the run oracle)',
+        )
+        if self.mode not in ('wrench', 'oracle'):
+            raise SystemExit(f'wrist_gauge: mode:={self.mode!r}; expected wrench or oracle')
+        truth = param(
+            'ground_truth_service', '/cell_bridge/ground_truth', 'what the oracle mode reads'
+        )
+        # The oracle's call to the cell waits inside a service callback: its answer arrives on
+        # another thread of the multi-threaded executor, in its own group.
+        self.truth = self.create_client(
+            GroundTruth, truth, callback_group=MutuallyExclusiveCallbackGroup()
+        )
         self.tcp_offset = cfg.cell['gripper']['tcp_offset']
         self.cup_gap = cfg.cell['gripper']['cup_gap']
         self.params = GaugeParams(
@@ -143,7 +161,28 @@ class WristGaugeNode(Node):
         except WeighError as exc:
             return str(exc)
 
+    def _oracle_spec(self, package_id: str):
+        """The carton's catalogue truth from the cell (oracle mode), or an error text."""
+        if not self.truth.wait_for_service(timeout_sec=10.0):
+            return 'no ground truth service'
+        done = threading.Event()
+        fut = self.truth.call_async(GroundTruth.Request())
+        fut.add_done_callback(lambda _f: done.set())
+        done.wait(timeout=30.0)
+        if not fut.done() or fut.result() is None:
+            return 'no ground truth answer'
+        for c in fut.result().cartons:
+            if c.package_id == package_id:
+                return PackageSpec(
+                    c.package_id, c.type_name, tuple(c.dims_m), c.mass_kg, tuple(c.cog_offset_m)
+                )
+        return f'carton {package_id!r} is not in the cell'
+
     def on_tare(self, req: Tare.Request, res: Tare.Response):
+        if self.mode == 'oracle':  # nothing to zero: the oracle reads no sensor
+            res.wrench = [0.0] * 6
+            res.error_code = Tare.Response.OK
+            return res
         r = self._reading(req.min_stamp)
         if isinstance(r, str):
             res.error_code, res.error_msg = Tare.Response.NOT_STILL, r
@@ -160,6 +199,14 @@ class WristGaugeNode(Node):
         return res
 
     def on_weigh(self, req: Weigh.Request, res: Weigh.Response):
+        if self.mode == 'oracle':
+            spec = self._oracle_spec(req.observation.package_id)
+            if isinstance(spec, str):
+                res.error_code, res.error_msg = Weigh.Response.NO_PAYLOAD, spec
+                return res
+            res.spec, res.quality = spec_to_msg(spec), 'oracle'
+            res.error_code = Weigh.Response.OK
+            return res
         tare = np.array(req.tare, dtype=float) if req.has_tare else self.tare
         if tare is None:
             res.error_code, res.error_msg = (
@@ -201,7 +248,7 @@ class WristGaugeNode(Node):
 
 
 def main(args=None) -> None:
-    run_node(WristGaugeNode, args, threads=2)
+    run_node(WristGaugeNode, args, threads=3)
 
 
 if __name__ == '__main__':

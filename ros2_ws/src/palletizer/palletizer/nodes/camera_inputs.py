@@ -1,0 +1,184 @@
+"""Camera topics as perception reads them: depth, colour, CameraInfo and the optical frames from
+/tf_static, gathered into core CameraViews of one capture stamp."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
+from tf2_msgs.msg import TFMessage
+
+from palletizer.core.views import CameraView
+from palletizer.nodes.qos import COMMANDS, LATCHED
+
+__all__ = ['CameraInputs', 'cloud_msg', 'image_to_array', 'stamp_of', 'transform_to_matrix']
+
+
+def stamp_of(t: Time) -> float:
+    return t.sec + t.nanosec * 1e-9
+
+
+def image_to_array(msg: Image) -> np.ndarray:
+    """32FC1 depth [m] -> (H, W) float32; 16UC1 depth [mm] -> metres; rgb8 -> (H, W, 3) uint8."""
+    h, w = msg.height, msg.width
+    if msg.encoding == '32FC1':
+        return np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(h, w).copy()
+    if msg.encoding == '16UC1':
+        return (
+            np.frombuffer(bytes(msg.data), dtype=np.uint16).reshape(h, w).astype(np.float32) / 1000
+        )
+    if msg.encoding in ('rgb8', 'bgr8'):
+        img = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(h, w, 3).copy()
+        return img if msg.encoding == 'rgb8' else img[..., ::-1].copy()
+    raise ValueError(f'image encoding {msg.encoding!r}; expected 32FC1, 16UC1, rgb8 or bgr8')
+
+
+def transform_to_matrix(tr) -> np.ndarray:
+    """geometry_msgs/Transform -> (4, 4)."""
+    q = tr.rotation
+    x, y, z, w = q.x, q.y, q.z, q.w
+    R = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = (tr.translation.x, tr.translation.y, tr.translation.z)
+    return T
+
+
+def cloud_msg(points: np.ndarray, stamp: Time, frame_id: str = 'world') -> PointCloud2:
+    """(N, 3) float32 points [m] -> an unorganised sensor_msgs/PointCloud2 (x, y, z float32)."""
+    pts = np.ascontiguousarray(points, dtype=np.float32).reshape(-1, 3)
+    msg = PointCloud2()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.height, msg.width = 1, int(pts.shape[0])
+    msg.fields = [
+        PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+        for i, n in enumerate('xyz')
+    ]
+    msg.is_bigendian, msg.point_step, msg.row_step = False, 12, 12 * int(pts.shape[0])
+    msg.is_dense = True
+    msg.data = pts.tobytes()
+    return msg
+
+
+class CameraInputs:
+    """Latest depth, colour and CameraInfo per camera, the optical frames, and joint states.
+
+    `views(names, stamp)` waits until every named camera has a depth (and, with rgb, a colour)
+    image and CameraInfo of that exact stamp, and returns them as CameraViews.
+    """
+
+    def __init__(self, node: Node, cameras: Sequence[str], group=None) -> None:
+        self._lock = threading.Condition()
+        self._depth: dict[str, Image] = {}
+        self._color: dict[str, Image] = {}
+        self._info: dict[str, CameraInfo] = {}
+        self._frames: dict[str, np.ndarray] = {}
+        self._joints: list[JointState] = []
+        for n in cameras:
+            node.create_subscription(
+                Image,
+                f'/cameras/{n}/depth/image_raw',
+                self._put(self._depth, n),
+                COMMANDS,
+                callback_group=group,
+            )
+            node.create_subscription(
+                Image,
+                f'/cameras/{n}/color/image_raw',
+                self._put(self._color, n),
+                COMMANDS,
+                callback_group=group,
+            )
+            node.create_subscription(
+                CameraInfo,
+                f'/cameras/{n}/camera_info',
+                self._put(self._info, n),
+                COMMANDS,
+                callback_group=group,
+            )
+        node.create_subscription(
+            TFMessage, '/tf_static', self._on_tf, LATCHED, callback_group=group
+        )
+        node.create_subscription(
+            JointState, 'joint_states', self._on_joints, COMMANDS, callback_group=group
+        )
+
+    def _put(self, store: dict, name: str):
+        def cb(msg) -> None:
+            with self._lock:
+                store[name] = msg
+                self._lock.notify_all()
+
+        return cb
+
+    def _on_tf(self, msg: TFMessage) -> None:
+        with self._lock:
+            for t in msg.transforms:
+                if t.child_frame_id.endswith('_optical'):
+                    self._frames[t.child_frame_id[: -len('_optical')]] = transform_to_matrix(
+                        t.transform
+                    )
+            self._lock.notify_all()
+
+    def _on_joints(self, msg: JointState) -> None:
+        with self._lock:
+            self._joints = [*self._joints[-49:], msg]
+            self._lock.notify_all()
+
+    def _ready(self, names: Sequence[str], stamp: float, rgb: bool) -> bool:
+        for n in names:
+            need = [self._depth, self._info] + ([self._color] if rgb else [])
+            if any(n not in d or abs(stamp_of(d[n].header.stamp) - stamp) > 1e-6 for d in need):
+                return False
+            if n not in self._frames:
+                return False
+        return True
+
+    def views(
+        self, names: Sequence[str], stamp: float, rgb: bool, timeout: float = 10.0
+    ) -> list[CameraView] | None:
+        """CameraViews of capture `stamp` [s], or None when they did not all arrive in time."""
+        end = time.monotonic() + timeout
+        with self._lock:
+            while not self._ready(names, stamp, rgb):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self._lock.wait(left)
+            out = []
+            for n in names:
+                info = self._info[n]
+                K = np.asarray(info.k, dtype=float).reshape(3, 3)
+                col = image_to_array(self._color[n]) if rgb else None
+                dep = image_to_array(self._depth[n])
+                out.append(CameraView(n, dep, col, K, self._frames[n].copy(), stamp))
+            return out
+
+    def joints_at(
+        self, stamp: float, names: Sequence[str], timeout: float = 5.0
+    ) -> np.ndarray | None:
+        """Joint positions (in `names` order) of the first state stamped at or after `stamp`."""
+        end = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                fresh = [j for j in self._joints if stamp_of(j.header.stamp) >= stamp - 1e-9]
+                if fresh:
+                    js = fresh[0]
+                    pos = dict(zip(js.name, js.position, strict=False))
+                    if all(n in pos for n in names):
+                        return np.array([pos[n] for n in names], dtype=float)
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self._lock.wait(left)

@@ -1,0 +1,63 @@
+"""Build the depth_fusion and wrist_gauge nodes with each combination of modes and print the
+oracle flag the director computes from what they report (one isolated process)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+
+import rclpy
+from palletizer.nodes.depth_fusion import DepthFusionNode
+from palletizer.nodes.episode_director import MODE_PARAMETERS, graph_oracle_flag
+from palletizer.nodes.wrist_gauge import WristGaugeNode
+from rcl_interfaces.srv import GetParameters
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+
+def _read(probe: Node, node: str, name: str) -> str:
+    cli = probe.create_client(GetParameters, f'/{node}/get_parameters')
+    assert cli.wait_for_service(timeout_sec=20.0), node
+    done = threading.Event()
+    fut = cli.call_async(GetParameters.Request(names=[name]))
+    fut.add_done_callback(lambda _f: done.set())
+    assert done.wait(20.0), (node, name)
+    return fut.result().values[0].string_value
+
+
+def main() -> None:
+    out = []
+    for m, d, g in itertools.product(('cameras', 'oracle'), ('cameras', 'oracle'), ('wrench', 'oracle')):
+        rclpy.init(args=['--ros-args', '-p', f'map:={m}', '-p', f'detector:={d}', '-p', f'mode:={g}'])
+        nodes = [DepthFusionNode(), WristGaugeNode(), Node('flag_probe')]
+        ex = MultiThreadedExecutor(num_threads=4)
+        for n in nodes:
+            ex.add_node(n)
+        spin = threading.Thread(target=ex.spin, daemon=True)
+        spin.start()
+        try:
+            modes = [_read(nodes[2], node, name) for node, name in MODE_PARAMETERS]
+            built = {
+                'map': nodes[0].map_mode,
+                'detector': nodes[0].detector_mode,
+                'gauge': nodes[1].mode,
+            }
+            out.append(
+                {
+                    'asked': [m, d, g],
+                    'built': built,
+                    'reported': modes,
+                    'oracle': graph_oracle_flag(*modes, False),
+                }
+            )
+        finally:
+            ex.shutdown()
+            for n in nodes:
+                n.destroy_node()
+            rclpy.shutdown()
+    print('FLAGS ' + json.dumps(out), flush=True)
+
+
+if __name__ == '__main__':
+    main()
