@@ -300,10 +300,14 @@ _CELL = {
         'drop_clearance': _num(0.0, 0.1),
         'reach_tolerance': _num(0.0, 0.5),
         'settle_seconds': _num(0.0, 60.0),
+        'map_margin': _Opt(_num(0.0, 0.1), 0.0),
+        'ready_offset': _Opt(_vec(2, -1.0, 1.0), (0.0, 0.0)),
     },
     'episode': {
         'max_duration_s': _num(1.0, 1e5),
         'place_retries': _num(0, 20, integer=True),
+        'detect_retries': _num(0, 20, integer=True),
+        'detect_retry_wait_s': _num(0.0, 10.0),
         'tolerance': {'xy': _num(0.0, 1.0), 'yaw': _num(0.0, 3.2), 'overhang': _num(0.0, 1.0)},
     },
 }

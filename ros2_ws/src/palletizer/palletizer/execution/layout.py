@@ -13,8 +13,8 @@ __all__ = ['ready_pose', 'static_boxes']
 
 
 def ready_pose(config: Config, source: str) -> tuple[float, float, float, float] | None:
-    """Where the empty arm waits for the next carton: (x, y, z [m], tool yaw [rad]) above the
-    station of a table or conveyor line, high enough that the tallest carton the catalogue can
+    """Where the empty arm waits for the next carton: (x, y, z [m], tool yaw [rad]) beside the
+    station of a table or conveyor line (motion.ready_offset), high enough that the tallest carton the catalogue can
     deliver passes under the cups with the place clearance to spare; yaw 0, as cartons ride
     the line with their length along it. None for the truck, whose next carton can stand
     anywhere in the bay."""
@@ -28,7 +28,10 @@ def ready_pose(config: Config, source: str) -> tuple[float, float, float, float]
     cat = config.catalogue
     tallest = max([t.dims[2] for t in cat.types.values()] + [cat.random.height[1]])
     clearance = cell['motion']['place_clearance'] + cell['gripper']['cup_gap']
-    return (float(x), float(y), float(top + tallest + clearance), 0.0)
+    # Beside the station rather than over it: the station camera looks straight down and the
+    # waiting gripper would hide the next carton's lid.
+    dx, dy = (float(v) for v in cell['motion'].get('ready_offset', (0.0, 0.0)))
+    return (float(x) + dx, float(y) + dy, float(top + tallest + clearance), 0.0)
 
 
 def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:

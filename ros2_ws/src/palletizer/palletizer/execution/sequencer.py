@@ -220,9 +220,8 @@ class PickPlaceSequencer:
     def world(self, heightmap: HeightMap | None) -> CollisionWorld:
         """The collision world of a move: the height map (flat when None) and the static boxes."""
         hm = heightmap if heightmap is not None else HeightMap.flat()
-        return CollisionWorld(
-            HeightField.from_height_map(hm), self.static_boxes, tuple(self.placed)
-        )
+        field = HeightField.from_height_map(hm, margin=self.motion.params.map_margin)
+        return CollisionWorld(field, self.static_boxes, tuple(self.placed))
 
     # Actions ----------------------------------------------------------------------------------
     def pick(

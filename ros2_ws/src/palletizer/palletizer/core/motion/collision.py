@@ -54,11 +54,15 @@ class HeightField:
         object.__setattr__(self, 'heights', h)
 
     @classmethod
-    def from_height_map(cls, height_map: Any, deck_z: float = 0.144) -> HeightField:
-        """From any map with .cells (ny, nx) above deck, .origin and .cell_size (core contract)."""
-        return cls(
-            np.asarray(height_map.cells), tuple(height_map.origin), height_map.cell_size, deck_z
-        )
+    def from_height_map(
+        cls, height_map: Any, deck_z: float = 0.144, margin: float = 0.0
+    ) -> HeightField:
+        """From any map with .cells (ny, nx) above deck, .origin and .cell_size (core contract),
+        lowered by `margin` [m] (the map's measured error; never below the deck)."""
+        cells = np.asarray(height_map.cells, dtype=float)
+        if margin > 0:
+            cells = np.clip(cells - margin, 0.0, None)
+        return cls(cells, tuple(height_map.origin), height_map.cell_size, deck_z)
 
     @property
     def top_z(self) -> float:
