@@ -41,6 +41,11 @@ BENCHMARKS = {
         'bench_reference',
         'the reference protocol: 3 planners x 2 motion modes, levels 11-33 and 14-17',
     ),
+    'perception': (
+        'palletizer.cli.bench_perception',
+        'bench_perception',
+        'camera height map, carton detection and wrist gauge against the referee, noise on',
+    ),
     'graph': (
         'palletizer.cli.bench_graph',
         'bench_graph',

@@ -1,9 +1,12 @@
-"""`scripts/bench reference`: the reference protocol, each planner in both motion modes.
+"""`scripts/bench reference`: the reference protocol, each planner in both motion modes and
+both perception modes.
 
 Levels 11 12 13 21 22 23 31 32 33 x seeds 1-3 (27 episodes, 165 cartons) plus levels 14-17 x
-seeds 1-3, through the in-process wiring (the same episode loop the node graph runs), oracle
-perception (detector and height map), the wrist gauge from the simulated wrench. Episodes run in
-parallel worker processes. Writes benchmarks/results/reference.json and reference.md.
+seeds 1-3, through the in-process wiring (the same episode loop the node graph runs). Perception
+`cameras` fuses the height map and detects the carton from the noisy cameras (oracle false);
+`oracle` reads both from simulator truth (oracle true). The gauge weighs from the simulated
+wrench in both. Episodes run in parallel worker processes. Writes
+benchmarks/results/reference.json and reference.md.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ HARD_LEVELS = (14, 15, 16, 17)
 SEEDS = (1, 2, 3)
 PLANNERS = ('heuristic', 'beam', 'grid')
 MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
+PERCEPTION = ('cameras', 'oracle')
 # The reference cell's published figures (interpolated motion, oracles; cell-facts §12.1).
 REFERENCE = {
     'beam': {'episodes_ok': 22, 'cartons_placed': 140},
@@ -35,19 +39,25 @@ REFERENCE = {
 }
 
 
-def run_one(job: tuple[str, float, int, int]) -> dict:
+def run_one(job: tuple[str, float, int, int, str]) -> dict:
     """One episode in a worker process: returns a JSON-safe summary."""
     from palletizer.nodes.planner import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    planner, speed, level, seed = job
+    planner, speed, level, seed, perception = job
     t0 = time.perf_counter()
     try:
         result, sink = run_inprocess(
-            level, seed, build_planner(planner), speed=speed, sink=MemorySink()
+            level,
+            seed,
+            build_planner(planner),
+            speed=speed,
+            sink=MemorySink(),
+            perception=perception,
         )
     except Exception as exc:  # a crash is a result too: report it, do not hide it
         return {
+            'perception': perception,
             'planner': planner,
             'speed': speed,
             'level': level,
@@ -61,6 +71,7 @@ def run_one(job: tuple[str, float, int, int]) -> dict:
         }
     margins = [s.stability_margin_m for s in sink.states]
     return {
+        'perception': perception,
         'planner': planner,
         'speed': speed,
         'level': level,
@@ -86,6 +97,7 @@ def _summarise(rows: Sequence[dict]) -> dict:
         'cartons': sum(r['n_objects'] for r in rows),
         'min_margin_mm': min(margins) if margins else None,
         'failures': dict(sorted(fails.items())),
+        'oracle_false': sum(1 for r in rows if r.get('oracle') is False),
     }
 
 
@@ -95,30 +107,32 @@ def _markdown(summary: dict, sha: str, command: str) -> str:
         '',
         f'Command: `{command}`',
         '',
-        'Levels 11-13, 21-23, 31-33 x seeds 1-3 (27 episodes); oracle detector and height '
-        'map, wrist-wrench gauge.',
+        'Levels 11-13, 21-23, 31-33 x seeds 1-3 (27 episodes); wrist-wrench gauge; perception '
+        '`cameras` (noisy depth, oracle false) or `oracle` (simulator truth, oracle true).',
         '',
-        '| planner | motion | episodes | cartons | min margin mm | failures |',
-        '|---|---|---:|---:|---:|---|',
+        '| perception | planner | motion | episodes | cartons | oracle false | min margin mm '
+        '| failures |',
+        '|---|---|---|---:|---:|---:|---:|---|',
     ]
     for key, s in summary['main'].items():
-        planner, mode = key.split('/')
+        perception, planner, mode = key.split('/')
         lines.append(
-            f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
-            f'{s["cartons_placed"]}/{s["cartons"]} | {s["min_margin_mm"]} | '
+            f'| {perception} | {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
+            f'{s["cartons_placed"]}/{s["cartons"]} | {s["oracle_false"]} | '
+            f'{s["min_margin_mm"]} | '
             f'{", ".join(f"{k} x{v}" for k, v in s["failures"].items()) or "-"} |'
         )
     lines += [
         '',
         'Levels 14-17 x seeds 1-3:',
         '',
-        '| planner | motion | episodes | cartons |',
-        '|---|---|---:|---:|',
+        '| perception | planner | motion | episodes | cartons |',
+        '|---|---|---|---:|---:|',
     ]
     for key, s in summary['hard'].items():
-        planner, mode = key.split('/')
+        perception, planner, mode = key.split('/')
         lines.append(
-            f'| {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
+            f'| {perception} | {planner} | {mode} | {s["episodes_ok"]}/{s["episodes"]} | '
             f'{s["cartons_placed"]}/{s["cartons"]} |'
         )
     lines += [
@@ -136,10 +150,18 @@ def bench_reference(
     workers: int | None = None,
     out_dir: str | os.PathLike[str] = 'benchmarks/results',
     hard: bool = True,
+    perceptions: Sequence[str] = PERCEPTION,
 ) -> dict:
     sha = git_sha()  # the code the episodes run, read before they start
     levels = MAIN_LEVELS + (HARD_LEVELS if hard else ())
-    jobs = [(p, MODES[m], lv, s) for p in planners for m in modes for lv in levels for s in SEEDS]
+    jobs = [
+        (p, MODES[m], lv, s, pc)
+        for pc in perceptions
+        for p in planners
+        for m in modes
+        for lv in levels
+        for s in SEEDS
+    ]
     workers = workers or max(1, os.cpu_count() or 1)
     rows: list[dict] = []
     t0 = time.perf_counter()
@@ -150,7 +172,7 @@ def bench_reference(
             rows.append(r)
             bar = '#' * int(30 * i / len(jobs))
             print(
-                f'\r[reference] [{bar:30s}] {i}/{len(jobs)} {r["planner"]} '
+                f'\r[reference] [{bar:30s}] {i}/{len(jobs)} {r["perception"]} {r["planner"]} '
                 f'L{r["level"]} s{r["seed"]} {"ok" if r["success"] else r["failure"]}   ',
                 end='',
                 file=sys.stderr,
@@ -159,24 +181,43 @@ def bench_reference(
     print(file=sys.stderr)
     mode_of = {v: k for k, v in MODES.items()}
     summary: dict = {'main': {}, 'hard': {}}
-    for p in planners:
-        for m in modes:
-            sel = [r for r in rows if r['planner'] == p and mode_of[r['speed']] == m]
-            summary['main'][f'{p}/{m}'] = _summarise([r for r in sel if r['level'] in MAIN_LEVELS])
-            if hard:
-                summary['hard'][f'{p}/{m}'] = _summarise(
-                    [r for r in sel if r['level'] in HARD_LEVELS]
-                )
+    for pc in perceptions:
+        for p in planners:
+            for m in modes:
+                sel = [
+                    r
+                    for r in rows
+                    if r['perception'] == pc and r['planner'] == p and mode_of[r['speed']] == m
+                ]
+                key = f'{pc}/{p}/{m}'
+                summary['main'][key] = _summarise([r for r in sel if r['level'] in MAIN_LEVELS])
+                if hard:
+                    summary['hard'][key] = _summarise(
+                        [r for r in sel if r['level'] in HARD_LEVELS]
+                    )
     command = 'scripts/bench reference'
     doc = {
         'commit': sha,
         'command': command,
-        'perception': 'oracle detector and height map',
+        'perception': {
+            'cameras': 'height map fused from the noisy pallet cameras, detection from the '
+            'pick cameras (oracle false)',
+            'oracle': 'detector and height map from simulator truth (oracle true)',
+        },
         'gauge': 'wrist wrench',
         'reference': REFERENCE,
-        'results': {p: {m: summary['main'][f'{p}/{m}'] for m in modes} for p in planners},
-        'hard_levels': {p: {m: summary['hard'].get(f'{p}/{m}') for m in modes} for p in planners},
-        'episodes': sorted(rows, key=lambda r: (r['planner'], r['speed'], r['level'], r['seed'])),
+        'results': {
+            pc: {p: {m: summary['main'][f'{pc}/{p}/{m}'] for m in modes} for p in planners}
+            for pc in perceptions
+        },
+        'hard_levels': {
+            pc: {p: {m: summary['hard'].get(f'{pc}/{p}/{m}') for m in modes} for p in planners}
+            for pc in perceptions
+        },
+        'episodes': sorted(
+            rows,
+            key=lambda r: (r['perception'], r['planner'], r['speed'], r['level'], r['seed']),
+        ),
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -192,6 +233,30 @@ def bench_reference(
         'episodes_run': len(rows),
         'output': str(out / 'reference.json'),
         **flat,
+    }
+
+
+def parse_options(argv: Sequence[str], prog: str = 'scripts/bench reference') -> dict:
+    """Options to run part of the protocol (the default runs all of it)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p.add_argument('--perception', nargs='+', choices=PERCEPTION, default=list(PERCEPTION))
+    p.add_argument('--planners', nargs='+', choices=PLANNERS, default=list(PLANNERS))
+    p.add_argument('--modes', nargs='+', choices=tuple(MODES), default=list(MODES))
+    p.add_argument('--no-hard', action='store_true', help='skip levels 14-17')
+    p.add_argument('--workers', type=int, default=None, help='worker processes (default: cores)')
+    p.add_argument('--out-dir', default='benchmarks/results', help='where the results go')
+    ns = p.parse_args(list(argv))
+    if ns.workers is not None and ns.workers < 1:
+        p.error(f'--workers {ns.workers}; expected >= 1')
+    return {
+        'perceptions': ns.perception,
+        'planners': ns.planners,
+        'modes': ns.modes,
+        'hard': not ns.no_hard,
+        'workers': ns.workers,
+        'out_dir': ns.out_dir,
     }
 
 
