@@ -133,6 +133,10 @@ class CameraInputs:
 
     def _on_joints(self, msg: JointState) -> None:
         with self._lock:
+            if self._joints and stamp_of(msg.header.stamp) < stamp_of(
+                self._joints[-1].header.stamp
+            ):
+                self._joints = []  # sim time rewound: a new episode, the old states are stale
             self._joints = [*self._joints[-49:], msg]
             self._lock.notify_all()
 
