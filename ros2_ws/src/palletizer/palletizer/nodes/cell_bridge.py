@@ -60,9 +60,9 @@ __all__ = ['CellBridgeNode', 'main']
 # best-effort readers alike, and a 1.2 MB image survives fragmentation.
 STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # The world advances in bursts (0.7 s of sim time can take 20 ms of wall time): the writer keeps
-# enough history that a reliable reader (the wrist gauge averages the last 30 samples) gets
-# every sample of a burst.
-BURST = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+# enough history that a reliable reader gets every sample of a burst: the wrist gauge averages
+# the last 400 wrench samples of a 1.1 s hold at 500 Hz; 1000 keeps 2 s.
+BURST = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 # Settle and RunStability define only OK; this code (next in the cell band 201-206) marks a
 # refused request until the interfaces get their own constant.
