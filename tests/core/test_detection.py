@@ -136,10 +136,9 @@ def test_truck_highest_carton_is_found():
     assert e['pos_mm'] < 3.0 and e['yaw_deg'] < 1.0, e
 
 
-@pytest.mark.xfail(
-    reason='truck L/W: 13 mm on level 31 seed 1 (shoe_m-00), target 5 mm', strict=True
-)
 def test_truck_highest_carton_sides_within_5_mm():
+    # shoe_m-00 on a larger lid that reaches ~7 mm past one side: taking the strongest edge
+    # near the outline read that lid's edge (13 mm wide).
     cell = _cell(31)
     pid = cell.present().package_id
     res = detect_truck([_view(cell)], PARAMS, CFG.cell['truck'])
