@@ -144,9 +144,12 @@ def test_hover_waits_above_the_station_with_yaw_0_and_is_refused_while_holding()
 
     cfg = load_config()
     pose = ready_pose(cfg, 'table')
-    # Table top 0.58 + tallest carton 0.30 (random envelope) + place clearance 0.18 + cup gap.
-    np.testing.assert_allclose(pose, (-0.20, -0.80, 1.0615, 0.0), atol=1e-9)
-    assert ready_pose(cfg, 'conveyor')[:2] == (-0.20, -0.80)
+    # Beside the station (out of the station camera's view of the lid), at the table top 0.58 +
+    # tallest carton 0.30 (random envelope) + place clearance 0.18 + cup gap.
+    dx, dy = cfg.cell['motion']['ready_offset']
+    assert math.hypot(dx, dy) > 0.3
+    np.testing.assert_allclose(pose, (-0.20 + dx, -0.80 + dy, 1.0615, 0.0), atol=1e-9)
+    np.testing.assert_allclose(ready_pose(cfg, 'conveyor')[:2], (-0.20 + dx, -0.80 + dy))
     assert ready_pose(cfg, 'truck') is None
     arm = RecordingArm()
     seq = PickPlaceSequencer(arm)

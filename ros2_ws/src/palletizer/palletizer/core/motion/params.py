@@ -74,8 +74,8 @@ class MotionParams:
     collision_tolerance: float = 0.005
     # How far a perceived height map may read above the true surface (its measured error):
     # the map is lowered by this much before the swept carton is checked against it, so a
-    # release 2 mm above a noisy lid is not refused as a collision. 0 for an exact map.
-    map_margin: float = 0.0
+    # release 2 mm above a noisy lid is not refused as a collision (configs/cell.yaml motion).
+    map_margin: float = 0.010
     # Corners of transit moves are rounded within this distance of the corner (at most 40 %
     # of either leg) instead of stopped at; every sample is still checked, and a rounded path
     # that fails a check is planned again with stops. 0 turns rounding off.
@@ -144,7 +144,7 @@ class MotionParams:
                 'blend_radius',
             )
         }
-        values['map_margin'] = float(m.get('map_margin', 0.0))
+        values['map_margin'] = float(m.get('map_margin', 0.010))
         values.update(
             timing=str(m['timing']),
             pedestal_radius=float(r['pedestal']['radius']),
