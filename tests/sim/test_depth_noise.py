@@ -82,7 +82,10 @@ def test_the_configured_cell_is_noisy_and_the_ideal_one_is_not():
         a = noisy.capture(['top'], 160, 120, rgb=False)['top'].depth
         b = ideal.capture(['top'], 160, 120, rgb=False)['top'].depth
         ok = a > 0
-        assert 0 < np.abs(a[ok] - b[ok]).max() < 0.05
+        diff = np.abs(a[ok] - b[ok])
+        # Noise everywhere, millimetres on surfaces; only flying pixels at depth steps (a few
+        # per cent, placed between the two surfaces) stray further.
+        assert np.median(diff) > 0 and np.percentile(diff, 95) < 0.05
         np.testing.assert_array_equal(a, noisy.capture(['top'], 160, 120, rgb=False)['top'].depth)
         # The ideal cell returns the render itself.
         rig = ideal._rig
