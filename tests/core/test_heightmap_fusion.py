@@ -98,10 +98,15 @@ def _views(noise_mm: float = 0.0, seed: int = 0) -> list[CameraView]:
 def test_fused_heights_match_known_boxes(noise_mm):
     fused = fuse_heightmap(_views(noise_mm, seed=7), PARAMS, PALLET).heightmap
     got = map_errors(fused, _truth())
-    # Three views leave the cells beside the tall sides unseen: 89.9 % (90.3 % noisy) measured.
-    assert got['coverage_pct'] > 85.0
+    # Three views leave the cells beside the tall sides unseen: 95.4 % (95.3 % noisy) measured.
+    assert got['coverage_pct'] > 94.5
     assert got['median_mm'] <= 2.0
     assert got['p99_mm'] <= 8.0
+    # No cell beside a lid takes the lid's height: lost returns at the lid's edge do not grow
+    # it in the median, and a hole with unseen cells on both sides is not filled from the lid.
+    truth = np.asarray(_truth().cells)
+    obs = np.asarray(fused.observed)
+    assert not np.any(obs & (np.asarray(fused.cells) > truth + 0.02))
     # Each lid is found at its height, turned ones included.
     cells, obs = np.asarray(fused.cells), np.asarray(fused.observed)
     for cx, cy, _, _, _, H in BOXES:
@@ -120,7 +125,7 @@ def test_unobserved_cells_stay_unobserved():
     assert not obs[far].any()
     assert np.all(cells[far] == 0.0)
     near = np.s_[:, :55]
-    assert obs[near].mean() > 0.7  # 0.75 measured: one view, a tall box occludes its sides
+    assert obs[near].mean() > 0.8  # 0.82 measured: one view, a tall box occludes its sides
     assert np.all(fused.points[:, 0] < 0.62)
 
 

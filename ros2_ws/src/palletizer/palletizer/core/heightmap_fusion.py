@@ -213,8 +213,8 @@ class RobotBody:
         Tg[:3, 3] = Tf[:3, 3] + Tf[:3, 2] * (H / 2)
         boxes.append((Tg, np.array([L / 2, W / 2, H / 2])))
         if held_dims is not None:
-            l, w, h = (float(v) for v in held_dims)
-            s = max(l, w) / 2
+            hl, hw, h = (float(v) for v in held_dims)
+            s = max(hl, hw) / 2
             Tc = Tf.copy()
             Tc[:3, 3] = Tf[:3, 3] + Tf[:3, 2] * (H + h / 2)
             boxes.append((Tc, np.array([s, s, h / 2])))
@@ -308,8 +308,15 @@ def _view_points(
     # 2.5 x; that matters beyond the height: noise moves a point along its ray, so an oblique
     # view spills lid points over the carton edge by about the depth error.
     zmm = np.round(z * 1000.0).clip(0, 65535).astype(np.uint16)
-    zmm[~valid] = 0
+    # Lost returns enter the median half as nearest, half as farthest (a checkerboard): as 0
+    # alone they counted as nearest, and the sensor loses half the pixels at a depth step, so a
+    # lid's median grew 1-2 px over its edge (lid heights on the cells beside it). A window
+    # mostly lost is lost: otherwise a lid grows into the lost returns beside it.
+    board = ((np.arange(r0, r1)[:, None] + np.arange(c0, c1)[None, :]) & 1).astype(bool)
+    zmm[~valid] = np.where(board[~valid], np.uint16(65535), np.uint16(0))
     zmed = cv2.medianBlur(zmm, 5)
+    n_valid = cv2.boxFilter(valid.astype(np.uint8), -1, (5, 5), normalize=False)
+    zmed[(zmed == 65535) | (n_valid < 13)] = 0
     zs = zmed.astype(np.float32) * 0.001
     # Direction of every pixel's ray per unit planar depth, in the world.
     dz = ra[2] + rb[2] + R[2, 2]
@@ -403,14 +410,19 @@ def _fill_holes(cells: np.ndarray, obs: np.ndarray, need: int, tol: float) -> No
     """Fill unobserved cells in place where >= need of 8 neighbours are observed within tol."""
     ny, nx = cells.shape
     H = np.pad(cells, 1)
-    O = np.pad(obs, 1)
+    Ob = np.pad(obs, 1)
     shifts = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
     hs = np.stack([H[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in shifts])
-    os_ = np.stack([O[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in shifts])
+    os_ = np.stack([Ob[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in shifts])
     n = os_.sum(axis=0)
     hi = np.where(os_, hs, -np.inf).max(axis=0)
     lo = np.where(os_, hs, np.inf).min(axis=0)
-    fill = ~obs & (n >= need) & (hi - lo <= tol)
+    # Enclosed: observed on both sides along X or along Y. A cell beside a lid whose far side
+    # is unseen (the shadow beyond a tall carton) has 5 lid-high neighbours, and filling it
+    # grew the lid by a cell.
+    k = {s_: i for i, s_ in enumerate(shifts)}
+    across = (os_[k[(0, -1)]] & os_[k[(0, 1)]]) | (os_[k[(-1, 0)]] & os_[k[(1, 0)]])
+    fill = ~obs & (n >= need) & (hi - lo <= tol) & across
     if fill.any():
         mean = np.where(os_, hs, 0.0).sum(axis=0) / np.maximum(n, 1)
         cells[fill] = mean[fill]
