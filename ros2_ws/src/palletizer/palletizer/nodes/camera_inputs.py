@@ -84,7 +84,9 @@ class CameraInputs:
         self._color: dict[str, Image] = {}
         self._info: dict[str, CameraInfo] = {}
         self._frames: dict[str, np.ndarray] = {}
-        self._joints: list[JointState] = []
+        self._joints: list[tuple[int, JointState]] = []  # (arrival number, state)
+        self._arrived = 0  # messages so far: mark() tells later ones from earlier ones
+        self._when: dict[tuple[int, str], int] = {}
         for n in cameras:
             node.create_subscription(
                 Image,
@@ -117,7 +119,9 @@ class CameraInputs:
     def _put(self, store: dict, name: str):
         def cb(msg) -> None:
             with self._lock:
+                self._arrived += 1
                 store[name] = msg
+                self._when[id(store), name] = self._arrived
                 self._lock.notify_all()
 
         return cb
@@ -133,29 +137,41 @@ class CameraInputs:
 
     def _on_joints(self, msg: JointState) -> None:
         with self._lock:
-            if self._joints and stamp_of(msg.header.stamp) < stamp_of(
-                self._joints[-1].header.stamp
-            ):
+            last = self._joints[-1][1] if self._joints else None
+            if last is not None and stamp_of(msg.header.stamp) < stamp_of(last.header.stamp):
                 self._joints = []  # sim time rewound: a new episode, the old states are stale
-            self._joints = [*self._joints[-49:], msg]
+            self._arrived += 1
+            self._joints = [*self._joints[-49:], (self._arrived, msg)]
             self._lock.notify_all()
 
-    def _ready(self, names: Sequence[str], stamp: float, rgb: bool) -> bool:
+    def mark(self) -> int:
+        """How many messages have arrived: views and joints_at(after=mark) take later ones."""
+        with self._lock:
+            return self._arrived
+
+    def _ready(self, names: Sequence[str], stamp: float, rgb: bool, after: int) -> bool:
         for n in names:
             need = [self._depth, self._info] + ([self._color] if rgb else [])
-            if any(n not in d or abs(stamp_of(d[n].header.stamp) - stamp) > 1e-6 for d in need):
+            if any(
+                n not in d
+                or abs(stamp_of(d[n].header.stamp) - stamp) > 1e-6
+                or self._when[id(d), n] <= after
+                for d in need
+            ):
                 return False
             if n not in self._frames:
                 return False
         return True
 
     def views(
-        self, names: Sequence[str], stamp: float, rgb: bool, timeout: float = 10.0
+        self, names: Sequence[str], stamp: float, rgb: bool, after: int = 0, timeout: float = 10.0
     ) -> list[CameraView] | None:
-        """CameraViews of capture `stamp` [s], or None when they did not all arrive in time."""
+        """CameraViews of capture `stamp` [s] that arrived after mark() returned `after` (an
+        earlier episode had captures at the same sim times), or None when they did not all
+        arrive in time."""
         end = time.monotonic() + timeout
         with self._lock:
-            while not self._ready(names, stamp, rgb):
+            while not self._ready(names, stamp, rgb, after):
                 left = end - time.monotonic()
                 if left <= 0:
                     return None
@@ -170,13 +186,19 @@ class CameraInputs:
             return out
 
     def joints_at(
-        self, stamp: float, names: Sequence[str], timeout: float = 5.0
+        self, stamp: float, names: Sequence[str], after: int = 0, timeout: float = 5.0
     ) -> np.ndarray | None:
-        """Joint positions (in `names` order) of the first state stamped at or after `stamp`."""
+        """Joint positions (in `names` order) of the first state stamped at or after `stamp`
+        that arrived after mark() returned `after`: in fast-forward the arm jumps without
+        sim time passing, so a state stamped like the capture may still be from before it."""
         end = time.monotonic() + timeout
         with self._lock:
             while True:
-                fresh = [j for j in self._joints if stamp_of(j.header.stamp) >= stamp - 1e-9]
+                fresh = [
+                    j
+                    for n, j in self._joints
+                    if n > after and stamp_of(j.header.stamp) >= stamp - 1e-9
+                ]
                 if fresh:
                     js = fresh[0]
                     pos = dict(zip(js.name, js.position, strict=False))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from palletizer_msgs.srv import Capture, Detect, FuseHeightMap, GroundTruth, MeasureHeld
@@ -105,6 +106,7 @@ class DepthFusionNode(Node):
             group=self.client_group,
         )
         self.held: Observation | None = None
+        self.mark = 0
         self.pub = self.create_publisher(HeightMapMsg, 'heightmap', LATCHED)
         self.cloud_pub = self.create_publisher(PointCloud2, 'points', LATCHED)
         self.create_service(FuseHeightMap, '~/fuse', self.on_fuse, callback_group=self.serve_group)
@@ -124,7 +126,9 @@ class DepthFusionNode(Node):
         return fut.result() if fut.done() else None
 
     def _views(self, names, rgb: bool, min_stamp: float):
-        """(views, stamp) of a fresh capture of `names`, or (None, reason)."""
+        """(views, stamp) of a fresh capture of `names`, or (None, reason); self.mark is the
+        message count before the capture was asked for."""
+        self.mark = self.inputs.mark()
         if self.capture is not None:
             res = self._call(self.capture, Capture.Request(cameras=list(names)))
             if res is None or res.error_code != Capture.Response.OK:
@@ -134,7 +138,7 @@ class DepthFusionNode(Node):
             stamp = min_stamp
         if stamp < min_stamp - 1e-9:
             return None, f'capture at {stamp:.3f} s is older than {min_stamp:.3f} s'
-        views = self.inputs.views(names, stamp, rgb, timeout=self.frames_timeout_s)
+        views = self.inputs.views(names, stamp, rgb, self.mark, timeout=self.frames_timeout_s)
         if views is None:
             return None, f'frames of {", ".join(names)} at {stamp:.3f} s did not all arrive'
         return views, stamp
@@ -154,7 +158,7 @@ class DepthFusionNode(Node):
             if views is None:
                 res.error_code, res.error_msg = res.STALE_FRAMES, stamp
                 return res
-            q = self.inputs.joints_at(stamp, self.joint_names) if self.body else None
+            q = self.inputs.joints_at(stamp, self.joint_names, self.mark) if self.body else None
             if self.body is not None and q is None:
                 res.error_code = res.STALE_FRAMES
                 res.error_msg = f'no joint state at {stamp:.3f} s for the robot self-filter'
@@ -210,7 +214,7 @@ class DepthFusionNode(Node):
         if views is None:
             res.error_code, res.error_msg = res.STALE_FRAMES, stamp
             return res
-        q = self.inputs.joints_at(stamp, self.joint_names)
+        q = self.inputs.joints_at(stamp, self.joint_names, self.mark)
         if q is None:
             res.error_code = res.STALE_FRAMES
             res.error_msg = f'no joint state at {stamp:.3f} s to place the gripper'
@@ -218,7 +222,10 @@ class DepthFusionNode(Node):
         got = held_height(views, self.det, self.held_body, q, obs, self.tcp_offset, self.cup_gap)
         res.confidence = float(got.confidence)
         if got.height <= 0.0:
-            res.error_code, res.error_msg = res.NO_MEASUREMENT, got.reason
+            res.error_code, res.error_msg = (
+                res.NO_MEASUREMENT,
+                f'{got.reason}; q {np.round(q, 3).tolist()} at {stamp:.3f} s',
+            )
             return res
         L, W, _ = obs.dims_guess
         held = dataclasses.replace(obs, dims_guess=(L, W, got.height))

@@ -540,6 +540,7 @@ class RosPerception:
         self.detect_c = node.create_client(Detect, f'{prefix}/detect')
         self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
         self.held_c = node.create_client(MeasureHeld, f'{prefix}/measure_held')
+        self.say: Callable[[str], None] = getattr(node, 'say', print)
         self.last: HeightMap | None = None  # the newest fused map
         self.on_heightmap: Callable[[HeightMap], None] | None = None
 
@@ -570,6 +571,7 @@ class RosPerception:
             retry_s=10.0,
         )
         if res.error_code != MeasureHeld.Response.OK:
+            self.say(f'  in-hand measurement of {observation.package_id}: {res.error_msg}')
             return None
         return observation_from_msg(res.observation)
 
