@@ -61,7 +61,7 @@ __all__ = ['CellBridgeNode', 'main']
 STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # The world advances in bursts (0.7 s of sim time can take 20 ms of wall time): the writer keeps
 # enough history that a reliable reader gets every sample of a burst: the wrist gauge averages
-# the last 400 wrench samples of a 1.1 s hold at 500 Hz; 1000 keeps 2 s.
+# the last 600 wrench samples of a 1.5 s hold at 500 Hz; 1000 keeps 2 s.
 BURST = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 # Settle and RunStability define only OK; this code (next in the cell band 201-206) marks a
