@@ -98,8 +98,9 @@ def _views(noise_mm: float = 0.0, seed: int = 0) -> list[CameraView]:
 def test_fused_heights_match_known_boxes(noise_mm):
     fused = fuse_heightmap(_views(noise_mm, seed=7), PARAMS, PALLET).heightmap
     got = map_errors(fused, _truth())
-    # Three views leave the cells beside the tall sides unseen: 95.4 % (95.3 % noisy) measured.
-    assert got['coverage_pct'] > 94.5
+    # Three views leave the cells beside the tall sides unseen: 96.5 % (noisy too) measured,
+    # 95.4 % without the edge fill (the cells round the lids from the unfiltered returns).
+    assert got['coverage_pct'] > 96.0
     assert got['median_mm'] <= 2.0
     assert got['p99_mm'] <= 8.0
     # No cell beside a lid takes the lid's height: lost returns at the lid's edge do not grow
@@ -107,6 +108,8 @@ def test_fused_heights_match_known_boxes(noise_mm):
     truth = np.asarray(_truth().cells)
     obs = np.asarray(fused.observed)
     assert not np.any(obs & (np.asarray(fused.cells) > truth + 0.02))
+    # Off by a whole carton height: 4 cells measured, with or without the edge fill.
+    assert np.sum(obs & (np.abs(np.asarray(fused.cells) - truth) > 0.02)) <= 4
     # Each lid is found at its height, turned ones included.
     cells, obs = np.asarray(fused.cells), np.asarray(fused.observed)
     for cx, cy, _, _, _, H in BOXES:
@@ -125,7 +128,7 @@ def test_unobserved_cells_stay_unobserved():
     assert not obs[far].any()
     assert np.all(cells[far] == 0.0)
     near = np.s_[:, :55]
-    assert obs[near].mean() > 0.8  # 0.82 measured: one view, a tall box occludes its sides
+    assert obs[near].mean() > 0.85  # 0.87 measured: one view, a tall box occludes its sides
     assert np.all(fused.points[:, 0] < 0.62)
 
 
@@ -137,8 +140,9 @@ def test_deck_board_gaps_are_deck_but_unseen_gaps_between_lids_are_not():
     for g in (-0.25, -0.05, 0.15):
         depth[np.abs(ys - g) < 0.0085] = 0.0
     fused = fuse_heightmap([CameraView('top', depth, None, K, T, 0.0)], PARAMS, PALLET)
-    # 98.3 % measured: the deck's outermost column loses its normals at the footprint edge.
-    assert map_errors(fused.heightmap, HeightMap.flat(PALLET))['coverage_pct'] > 97.0
+    # 99.8 % measured (98.3 % without the edge fill: the deck's outermost column loses its
+    # normals at the footprint edge).
+    assert map_errors(fused.heightmap, HeightMap.flat(PALLET))['coverage_pct'] > 99.5
     # Two equal lids with a lost 2 cm gap between them: the gap is not bridged at lid height.
     boxes = ((0.40, 0.0, 0.0, 0.38, 0.6, 0.3), (0.80, 0.0, 0.0, 0.38, 0.6, 0.3))
     depth = _render(K, T, boxes=boxes)

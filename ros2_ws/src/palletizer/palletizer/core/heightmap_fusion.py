@@ -48,6 +48,14 @@ class FusionParams:
     below_deck: returns down to this below the deck [m] count as deck where their ray crosses
     the deck plane. deck_bridge: unobserved runs of up to this many cells between deck-high
     cells are deck (the board gaps).
+    edge_fill: cells left unobserved beside lids (the edge and normal filters drop the 1-2
+    cells round each) take the robust height of the unfiltered returns in them where the cell
+    centre's side of the lid's fitted rectangle allows it. lid_tol: height tolerance [m] of one
+    lid's cells; lid_trim: percentile [%] trimmed off each end of the lid returns' extent;
+    lid_margin [m]: within this of a fitted edge a cell stays unobserved; lid_other, lid_fill:
+    a rectangle is rejected when more than lid_other of the cells it holds are observed at
+    other heights or fewer than lid_fill are the lid's. raw_min: unfiltered returns a cell
+    needs; raw_tol [m]: its height must be within this of an observed neighbour's.
     """
 
     cameras: tuple[str, ...] = ('top', 'diag_a', 'diag_b')
@@ -67,6 +75,14 @@ class FusionParams:
     up_erode_px: int = 0
     below_deck: float = 0.2
     deck_bridge: int = 3
+    edge_fill: bool = True
+    lid_tol: float = 0.006
+    lid_trim: float = 0.3
+    lid_margin: float = 0.005
+    lid_other: float = 0.01
+    lid_fill: float = 0.8
+    raw_min: int = 3
+    raw_tol: float = 0.005
 
     def __post_init__(self) -> None:
         if not self.cell > 0 or not self.bin > 0 or not self.band > 0:
@@ -110,6 +126,14 @@ class FusionParams:
             up_erode_px=int(get('up_erode_px', d.up_erode_px)),
             below_deck=float(get('below_deck', d.below_deck)),
             deck_bridge=int(get('deck_bridge', d.deck_bridge)),
+            edge_fill=bool(get('edge_fill', d.edge_fill)),
+            lid_tol=float(get('lid_tol', d.lid_tol)),
+            lid_trim=float(get('lid_trim', d.lid_trim)),
+            lid_margin=float(get('lid_margin', d.lid_margin)),
+            lid_other=float(get('lid_other', d.lid_other)),
+            lid_fill=float(get('lid_fill', d.lid_fill)),
+            raw_min=int(get('raw_min', d.raw_min)),
+            raw_tol=float(get('raw_tol', d.raw_tol)),
         )
 
 
@@ -274,9 +298,12 @@ def _view_points(
     params: FusionParams,
     R_keep: tuple[float, float, float, float, float, float],
     deck: float,
-) -> np.ndarray:
+    raw: bool = False,
+) -> Any:
     """World points (N, 3) float32 of a view's valid, upward-facing pixels inside the box
-    R_keep = (x0, x1, y0, y1, z0, z1) [m]; deck: the deck plane's height [m].
+    R_keep = (x0, x1, y0, y1, z0, z1) [m]; deck: the deck plane's height [m]. With raw, also
+    the unfiltered points (median-filtered depth, no edge or normal filter; below-deck returns
+    at their deck crossing) inside the box: (points, raw points).
 
     A return below the deck plane came through a gap between the deck boards (or is the
     deck's own noise): it becomes the point where its ray crosses the deck plane, at deck
@@ -294,7 +321,8 @@ def _view_points(
     # margins): the pallet fills about half of a pallet camera's image.
     r0, r1, c0, c1 = _roi(depth, K, T, R_keep, deck)
     if r1 - r0 < 8 or c1 - c0 < 8:
-        return np.zeros((0, 3), np.float32)
+        e = np.zeros((0, 3), np.float32)
+        return (e, e) if raw else e
     z = depth[r0:r1, c0:c1]
     z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
     valid = (z > params.depth_range[0]) & (z < params.depth_range[1])
@@ -371,7 +399,12 @@ def _view_points(
         ]
     )
     inside = (pts[:, 0] >= x0) & (pts[:, 0] < x1) & (pts[:, 1] >= y0) & (pts[:, 1] < y1)
-    return pts[inside]
+    if not raw:
+        return pts[inside]
+    m = ok & (Wz >= deck) & (Wz <= z1)
+    rp = np.concatenate([np.stack([Wx[m], Wy[m], Wz[m]], axis=1), pts[len(px) :]])
+    rin = (rp[:, 0] >= x0) & (rp[:, 0] < x1) & (rp[:, 1] >= y0) & (rp[:, 1] < y1)
+    return pts[inside], rp[rin]
 
 
 def _roi(
@@ -464,6 +497,130 @@ def _bridge_deck(cells: np.ndarray, obs: np.ndarray, span: int, tol: float) -> N
     obs[fill] = True
 
 
+def _fit_lids(
+    cells: np.ndarray,
+    obs: np.ndarray,
+    lid_pts: np.ndarray,
+    origin: tuple[float, float],
+    deck: float,
+    params: FusionParams,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rectangles fitted to the lids (cartons are boxes): each lid, a connected region of
+    observed cells within lid_tol of one height, gets the minimum-area rectangle's axes of the
+    steepest view's unfiltered returns at its height round it (lid_pts (N, 3) [m, world]),
+    and its extent along them with lid_trim % trimmed off each end. A rectangle holding cells
+    observed at other heights, or few of the lid's own, is rejected (two lids merged, a fit
+    thrown by stray returns).
+
+    Returns (inner, outer, fitted): per cell the highest lid [m] whose rectangle shrunk by
+    lid_margin holds the cell centre (NaN: none), the same for the rectangle widened by
+    lid_margin, and the cells of the lids that got a rectangle.
+    """
+    inner = np.full(cells.shape, np.nan)
+    outer = np.full(cells.shape, np.nan)
+    fitted = np.zeros_like(obs)
+    if lid_pts.size == 0:
+        return inner, outer, fitted
+    ny, nx = cells.shape
+    ox, oy = origin
+    cs = params.cell
+    pix = np.clip(((lid_pts[:, 0] - ox) / cs).astype(np.int64), 0, nx - 1)
+    piy = np.clip(((lid_pts[:, 1] - oy) / cs).astype(np.int64), 0, ny - 1)
+    pc = piy * nx + pix
+    pz = lid_pts[:, 2] - deck
+    gx = ox + (np.arange(nx) + 0.5) * cs
+    gy = oy + (np.arange(ny) + 0.5) * cs
+    k5 = np.ones((5, 5), np.uint8)
+    todo = obs & (cells > 0.02)
+    mg = params.lid_margin
+    while todo.any():
+        iy, ix = np.unravel_index(int(np.argmax(todo)), todo.shape)
+        level = (obs & (np.abs(cells - cells[iy, ix]) <= params.lid_tol)).astype(np.uint8)
+        _, lab = cv2.connectedComponents(level, connectivity=4)
+        comp = lab == lab[iy, ix]
+        todo &= ~comp
+        if comp.sum() < 4:
+            continue
+        h = float(np.median(cells[comp]))
+        near = cv2.dilate(comp.astype(np.uint8), k5).astype(bool)
+        sel = near.reshape(-1)[pc] & (np.abs(pz - h) <= params.band)
+        if sel.sum() < 20:
+            continue
+        xy = lid_pts[sel, :2].astype(np.float32)
+        ang = math.radians(cv2.minAreaRect(xy)[2])
+        u = np.array([math.cos(ang), math.sin(ang)])
+        v = np.array([-u[1], u[0]])
+        t = params.lid_trim
+        u0, u1 = np.percentile(xy @ u, (t, 100 - t))
+        v0, v1 = np.percentile(xy @ v, (t, 100 - t))
+        GU = gx[None, :] * u[0] + gy[:, None] * u[1]
+        GV = gx[None, :] * v[0] + gy[:, None] * v[1]
+        rin = (GU >= u0 + mg) & (GU <= u1 - mg) & (GV >= v0 + mg) & (GV <= v1 - mg)
+        rout = (GU >= u0 - mg) & (GU <= u1 + mg) & (GV >= v0 - mg) & (GV <= v1 + mg)
+        n_in = int(rin.sum())
+        if n_in == 0:
+            continue
+        if (
+            int((rin & obs & ~comp).sum()) > params.lid_other * n_in
+            or int((rin & comp).sum()) < params.lid_fill * n_in
+        ):
+            continue
+        inner[rin] = np.fmax(inner[rin], h)
+        outer[rout] = np.fmax(outer[rout], h)
+        fitted |= comp
+    return inner, outer, fitted
+
+
+def _edge_fill(
+    cells: np.ndarray,
+    obs: np.ndarray,
+    lids: tuple[np.ndarray, np.ndarray, np.ndarray],
+    raw: np.ndarray,
+    origin: tuple[float, float],
+    deck: float,
+    nb: int,
+    zlo: float,
+    params: FusionParams,
+) -> None:
+    """Observe, in place, unobserved cells from the unfiltered returns raw (N, 3) [m, world] of
+    all views: the cell's robust height (as _robust_cells, >= raw_min returns) must be within
+    raw_tol of an observed neighbour's, and the side of the fitted lid edges its centre lies on
+    must allow it (lids = _fit_lids(...)). What no camera returned stays unobserved."""
+    ny, nx = cells.shape
+    ox, oy = origin
+    cs = params.cell
+    ix = np.clip(((raw[:, 0] - ox) / cs).astype(np.int64), 0, nx - 1)
+    iy = np.clip(((raw[:, 1] - oy) / cs).astype(np.int64), 0, ny - 1)
+    est, cnt = _robust_cells(iy * nx + ix, raw[:, 2], nx * ny, nb, zlo, params)
+    est = np.maximum(est - deck, 0.0).reshape(ny, nx)
+    cnt = cnt.reshape(ny, nx)
+    H = np.pad(cells, 1)
+    Ob = np.pad(obs, 1)
+    m = {}
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy or dx:
+                hs = H[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx]
+                os_ = Ob[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx]
+                m[dy, dx] = os_ & (np.abs(hs - est) <= params.raw_tol)
+    match = np.any(np.stack(list(m.values())), axis=0)
+    enclosed = (m[0, -1] & m[0, 1]) | (m[-1, 0] & m[1, 0])
+    inner, outer, fitted = lids
+    # The cell centre decides (the true map takes the height there). On a fitted lid the
+    # height must be the lid's; within lid_margin of a fitted edge the cell stays unobserved.
+    # Elsewhere a lid height would grow the lid over its edge (the unfiltered returns of a lid
+    # reach past it), so only a height lower than every neighbouring lid without a rectangle,
+    # or one seen on both sides of the cell along X or Y, is taken.
+    on_lid = ~np.isnan(inner)
+    ok = np.where(on_lid, np.abs(est - np.nan_to_num(inner)) <= 0.01, np.isnan(outer))
+    ok &= on_lid | (est < 0.02) | enclosed
+    unfit = np.where(obs & ~fitted, cells, -1.0).astype(np.float32)
+    ok &= on_lid | (cv2.dilate(unfit, np.ones((3, 3), np.uint8)) <= est + 0.02) | enclosed
+    fill = ~obs & (cnt >= params.raw_min) & match & ok
+    cells[fill] = est[fill]
+    obs[fill] = True
+
+
 def _robust_cells(
     c: np.ndarray, z: np.ndarray, ncell: int, nb: int, zlo: float, params: FusionParams
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -517,7 +674,9 @@ def fuse_heightmap(
     # the depth error (lid points spill onto the deck beyond), so it only fills what the
     # steeper views could not see.
     order = sorted(views, key=lambda v: float(np.asarray(v.T_world_optical)[2, 2]))
-    parts = [_view_points(v, params, box, deck) for v in order]
+    both = [_view_points(v, params, box, deck, raw=params.edge_fill) for v in order]
+    parts = [b[0] for b in both] if params.edge_fill else both
+    raws = [b[1] for b in both] if params.edge_fill else []
     sizes = [len(q_) for q_ in parts]
     pts = np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
     src = np.repeat(np.arange(len(parts)), sizes)
@@ -549,6 +708,15 @@ def fuse_heightmap(
     for _ in range(2):
         _fill_holes(cells, obs, params.fill_neighbours, params.fill_tol)
         _bridge_deck(cells, obs, params.deck_bridge, params.fill_tol)
+    if params.edge_fill and raws:
+        # Unfiltered returns inside the robot body are the robot's.
+        raw = np.concatenate(raws)
+        first = np.arange(len(raw)) < len(raws[0])
+        if body is not None and q is not None and len(raw):
+            free = ~body.contains(raw, np.asarray(q, float), held_dims, params.robot_margin)
+            raw, first = raw[free], first[free]
+        lids = _fit_lids(cells, obs, raw[first], (ox, oy), deck, params)
+        _edge_fill(cells, obs, lids, raw, (ox, oy), deck, nb, zlo, params)
     hm = HeightMap(cells, obs, (ox, oy), cs)
     return FusionResult(hm, np.ascontiguousarray(pts, dtype=np.float32), dropped)
 
