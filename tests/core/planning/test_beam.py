@@ -97,3 +97,29 @@ def test_beam_no_fit_is_a_result():
     huge = PackageSpec('h', 'huge', (1.3, 0.9, 0.2), 5.0)
     res = BeamPlanner().choose(huge, HeightMap.flat(), None)
     assert res.plan is None
+
+
+class _NotThere:
+    """Reaches every tool-down pose but those within 5 cm of (x, y) (a stand-in for the reach
+    table, which says where the wrist would strike the robot's base)."""
+
+    def __init__(self, x: float, y: float):
+        self.x, self.y, self.asked = x, y, 0
+
+    def reachable(self, x, y, z, yaw):
+        self.asked += len(x)
+        return np.hypot(np.asarray(x) - self.x, np.asarray(y) - self.y) > 0.05
+
+
+def test_beam_with_a_reach_oracle_rejects_release_poses_the_arm_cannot_take():
+    spec = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    free = BeamPlanner().choose(spec, HeightMap.flat(), None).plan
+    assert free is not None
+    reach = _NotThere(free.position[0], free.position[1])
+    res = BeamPlanner(reach=reach).choose(spec, HeightMap.flat(), None)
+    assert res.plan is not None and reach.asked > 0
+    assert (
+        np.hypot(res.plan.position[0] - free.position[0], res.plan.position[1] - free.position[1])
+        > 0.05
+    )
+    assert res.reject_summary['out_of_reach'] >= 1

@@ -52,7 +52,13 @@ def build_planner(kind: str) -> Planner:
             HeuristicParams.from_mapping(cfg['heuristic'], 'planner.yaml: heuristic'), reach=reach
         )
     if kind == 'beam':
-        return BeamPlanner(BeamParams.from_mapping(cfg['beam'], 'planner.yaml: beam'))
+        cell = config.cell
+        return BeamPlanner(
+            BeamParams.from_mapping(cfg['beam'], 'planner.yaml: beam'),
+            reach=ReachTable.load(config.reach_table),
+            tcp_above_lid=float(cell['gripper']['cup_gap'])
+            + float(cell['motion']['drop_clearance']),
+        )
     if kind == 'grid':
         return GridPlanner(GridParams.from_mapping(cfg['grid'], 'planner.yaml: grid'))
     raise PalletizerError(f'planner kind {kind!r}; expected one of {", ".join(KINDS)}')

@@ -19,6 +19,7 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.params import BEAM_TERMS, BeamParams
+from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
 from palletizer.core.stability import StackBox, StackModel
 
@@ -236,9 +237,21 @@ class BeamPlanner:
     kind = PlannerKind.beam
     oracle = False
 
-    def __init__(self, params: BeamParams | None = None, *, pallet: PalletGeometry | None = None):
+    def __init__(
+        self,
+        params: BeamParams | None = None,
+        *,
+        pallet: PalletGeometry | None = None,
+        reach: ReachOracle | None = None,
+        tcp_above_lid: float = 0.0035,
+    ):
         self.params = params or BeamParams()
         self.pallet = pallet or PalletGeometry()
+        # With a reach oracle, first moves whose release pose the arm cannot take (the tool
+        # down at the lid, either way round: the grasp may hold the carton turned by pi) are
+        # rejected as out_of_reach, as the heuristic does; tcp_above_lid [m] = cup gap + drop.
+        self.reach = reach
+        self.tcp_above_lid = tcp_above_lid
         self.book = LayerBook(self.pallet)
         self.forecast: tuple[PackageSpec, ...] = ()
 
@@ -264,6 +277,10 @@ class BeamPlanner:
         base = self.stack()
         rejects: dict[str, int] = {}
         roots = expand(base, spec, p, self.pallet, heightmap, rejects)
+        if self.reach is not None and roots:
+            ok = self._reachable(roots)
+            rejects['out_of_reach'] = int(np.count_nonzero(~ok))
+            roots = [m for m, r in zip(roots, ok, strict=True) if r]
         summary = {k: v for k, v in rejects.items() if v > 0}
         named = [(m, self._slot(m)) for m in roots]
         roots = [m for m, slot in named if slot not in excluded_slots]
@@ -295,6 +312,18 @@ class BeamPlanner:
             breakdown=best.components,
         )
         return PlanResult(plan, summary)
+
+    def _reachable(self, moves: Sequence[Move]) -> np.ndarray:
+        """(len(moves),) bool: the release pose reachable with the tool at yaw and yaw + pi."""
+        assert self.reach is not None
+        cx, cy = self.pallet.centre_xy
+        x = np.array([m.box.x + cx for m in moves])
+        y = np.array([m.box.y + cy for m in moves])
+        z = np.array([self.pallet.deck_z + m.box.z + m.box.h + self.tcp_above_lid for m in moves])
+        yaw = np.array([m.yaw for m in moves])
+        a = np.asarray(self.reach.reachable(x, y, z, yaw), dtype=bool)
+        b = np.asarray(self.reach.reachable(x, y, z, yaw + math.pi), dtype=bool)
+        return a & b
 
     def _slot(self, m: Move) -> str:
         return f'beam-L{self.book.layer(m.box.z)}-{m.rank}'
