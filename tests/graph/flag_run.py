@@ -28,8 +28,12 @@ def _read(probe: Node, node: str, name: str) -> str:
 
 def main() -> None:
     out = []
-    for m, d, g in itertools.product(('cameras', 'oracle'), ('cameras', 'oracle'), ('wrench', 'oracle')):
-        rclpy.init(args=['--ros-args', '-p', f'map:={m}', '-p', f'detector:={d}', '-p', f'mode:={g}'])
+    for m, d, g in itertools.product(
+        ('cameras', 'oracle'), ('cameras', 'oracle'), ('wrench', 'oracle')
+    ):
+        rclpy.init(
+            args=['--ros-args', '-p', f'map:={m}', '-p', f'detector:={d}', '-p', f'mode:={g}']
+        )
         nodes = [DepthFusionNode(), WristGaugeNode(), Node('flag_probe')]
         ex = MultiThreadedExecutor(num_threads=4)
         for n in nodes:

@@ -39,7 +39,7 @@ BENCHMARKS = {
     'reference': (
         'palletizer.cli.bench_reference',
         'bench_reference',
-        'the reference protocol: 3 planners x 2 motion modes, levels 11-33 and 14-17',
+        'the reference protocol: 2 perception modes x 3 planners x 2 motion modes, levels 11-33 and 14-17',
     ),
     'perception': (
         'palletizer.cli.bench_perception',

@@ -122,13 +122,14 @@ def _markdown(summary: dict, sha: str, command: str) -> str:
             f'{s["min_margin_mm"]} | '
             f'{", ".join(f"{k} x{v}" for k, v in s["failures"].items()) or "-"} |'
         )
-    lines += [
-        '',
-        'Levels 14-17 x seeds 1-3:',
-        '',
-        '| perception | planner | motion | episodes | cartons |',
-        '|---|---|---|---:|---:|',
-    ]
+    if summary['hard']:
+        lines += [
+            '',
+            'Levels 14-17 x seeds 1-3:',
+            '',
+            '| perception | planner | motion | episodes | cartons |',
+            '|---|---|---|---:|---:|',
+        ]
     for key, s in summary['hard'].items():
         perception, planner, mode = key.split('/')
         lines.append(
@@ -195,7 +196,17 @@ def bench_reference(
                     summary['hard'][key] = _summarise(
                         [r for r in sel if r['level'] in HARD_LEVELS]
                     )
-    command = 'scripts/bench reference'
+    parts = ['scripts/bench reference']
+    for flag, got, every in (
+        ('--perception', perceptions, PERCEPTION),
+        ('--planners', planners, PLANNERS),
+        ('--modes', modes, tuple(MODES)),
+    ):
+        if tuple(got) != tuple(every):
+            parts.append(f'{flag} {" ".join(got)}')
+    if not hard:
+        parts.append('--no-hard')
+    command = ' '.join(parts)
     doc = {
         'commit': sha,
         'command': command,

@@ -362,6 +362,7 @@ _PERCEPTION = {
         'min_points': _Opt(_num(1, 1000, integer=True), 2),
         'fill_neighbours': _Opt(_num(1, 8, integer=True), 5),
         'fill_tol': _Opt(_num(0.0, 0.1), 0.004),
+        'edge_fill': _Opt(_bool, True),
     },
     'detector': {
         'camera': _text,
@@ -371,10 +372,23 @@ _PERCEPTION = {
         **{
             k: _Opt(_num(0.0, 100.0))
             for k in (
-                'station_radius', 'pick_radius', 'min_height', 'flat_tol', 'min_area_m2',
-                'min_side', 'edge_search_px', 'edge_min_grad', 'max_residual_mm',
-                'colour_tol', 'square_tol', 'tie_margin', 'tie_near', 'bay_margin',
-                'held_margin', 'held_gap', 'held_pct',
+                'station_radius',
+                'pick_radius',
+                'min_height',
+                'flat_tol',
+                'min_area_m2',
+                'min_side',
+                'edge_search_px',
+                'edge_min_grad',
+                'max_residual_mm',
+                'colour_tol',
+                'square_tol',
+                'tie_margin',
+                'tie_near',
+                'bay_margin',
+                'held_margin',
+                'held_gap',
+                'held_pct',
             )
         },
         'envelope': _Opt(_vec(2, 0.0, 10.0)),

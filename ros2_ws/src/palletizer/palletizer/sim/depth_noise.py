@@ -62,7 +62,9 @@ class DepthNoise:
     def __post_init__(self) -> None:
         for name in ('focal_px', 'baseline_m', 'depth_unit_m', 'max_z_m'):
             if not getattr(self, name) > 0:
-                raise DepthNoiseError(f'depth_noise.{name} = {getattr(self, name)!r}; expected > 0')
+                raise DepthNoiseError(
+                    f'depth_noise.{name} = {getattr(self, name)!r}; expected > 0'
+                )
         if self.subpixel < 0 or self.min_z_m < 0 or self.edge_jump <= 0:
             raise DepthNoiseError(
                 f'depth_noise: subpixel {self.subpixel!r}, min_z_m {self.min_z_m!r} must be >= 0 '
