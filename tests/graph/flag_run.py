@@ -38,7 +38,7 @@ def main() -> None:
         ex = MultiThreadedExecutor(num_threads=4)
         for n in nodes:
             ex.add_node(n)
-        spin = threading.Thread(target=ex.spin, daemon=True)
+        spin = threading.Thread(target=ex.spin)
         spin.start()
         try:
             modes = [_read(nodes[2], node, name) for node, name in MODE_PARAMETERS]
@@ -56,7 +56,10 @@ def main() -> None:
                 }
             )
         finally:
-            ex.shutdown()
+            # Stop the spinning thread before the nodes and the context go: a thread still in
+            # the executor at interpreter exit aborts the process (std::terminate).
+            ex.shutdown(timeout_sec=10.0)
+            spin.join(timeout=10.0)
             for n in nodes:
                 n.destroy_node()
             rclpy.shutdown()
