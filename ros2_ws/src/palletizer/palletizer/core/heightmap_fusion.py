@@ -48,14 +48,18 @@ class FusionParams:
     below_deck: returns down to this below the deck [m] count as deck where their ray crosses
     the deck plane. deck_bridge: unobserved runs of up to this many cells between deck-high
     cells are deck (the board gaps).
-    edge_fill: cells left unobserved beside lids (the edge and normal filters drop the 1-2
-    cells round each) take the robust height of the unfiltered returns in them where the cell
-    centre's side of the lid's fitted rectangle allows it. lid_tol: height tolerance [m] of one
-    lid's cells; lid_trim: percentile [%] trimmed off each end of the lid returns' extent;
-    lid_margin [m]: within this of a fitted edge a cell stays unobserved; lid_other, lid_fill:
-    a rectangle is rejected when more than lid_other of the cells it holds are observed at
-    other heights or fewer than lid_fill are the lid's. raw_min: unfiltered returns a cell
-    needs; raw_tol [m]: its height must be within this of an observed neighbour's.
+    edge_fill: complete the cells the edge and normal filters leave unobserved round each lid
+    (the 1-2 cells of every lid edge) from rectangles fitted to the lids, cartons being boxes:
+    a cell whose centre lies in a lid's rectangle takes the lid's height; one outside every
+    rectangle but within lid_ring [m] of one takes the height of the observed cells beyond,
+    when at least two of its neighbours outside every rectangle are observed and agree within
+    fill_tol (lid_ring_iters passes). lid_tol: height tolerance [m] of one lid's cells;
+    lid_band [m]: returns within this of a lid's height are the lid's; lid_trim: percentile
+    [%] trimmed off each end of the lid returns' extent; lid_widen: share of a pixel's
+    footprint the extent is widened by on each side (the outermost returns' pixel centres lie
+    on average half a pixel inside the edge); lid_other, lid_fill: a rectangle is rejected
+    when more than lid_other of the cells it holds are observed at other heights or fewer
+    than lid_fill are the lid's.
     """
 
     cameras: tuple[str, ...] = ('top', 'diag_a', 'diag_b')
@@ -77,12 +81,13 @@ class FusionParams:
     deck_bridge: int = 3
     edge_fill: bool = True
     lid_tol: float = 0.006
+    lid_band: float = 0.015
     lid_trim: float = 0.3
-    lid_margin: float = 0.005
+    lid_widen: float = 0.5
     lid_other: float = 0.01
     lid_fill: float = 0.8
-    raw_min: int = 3
-    raw_tol: float = 0.005
+    lid_ring: float = 0.03
+    lid_ring_iters: int = 2
 
     def __post_init__(self) -> None:
         if not self.cell > 0 or not self.bin > 0 or not self.band > 0:
@@ -128,12 +133,13 @@ class FusionParams:
             deck_bridge=int(get('deck_bridge', d.deck_bridge)),
             edge_fill=bool(get('edge_fill', d.edge_fill)),
             lid_tol=float(get('lid_tol', d.lid_tol)),
+            lid_band=float(get('lid_band', d.lid_band)),
             lid_trim=float(get('lid_trim', d.lid_trim)),
-            lid_margin=float(get('lid_margin', d.lid_margin)),
+            lid_widen=float(get('lid_widen', d.lid_widen)),
             lid_other=float(get('lid_other', d.lid_other)),
             lid_fill=float(get('lid_fill', d.lid_fill)),
-            raw_min=int(get('raw_min', d.raw_min)),
-            raw_tol=float(get('raw_tol', d.raw_tol)),
+            lid_ring=float(get('lid_ring', d.lid_ring)),
+            lid_ring_iters=int(get('lid_ring_iters', d.lid_ring_iters)),
         )
 
 
@@ -298,12 +304,9 @@ def _view_points(
     params: FusionParams,
     R_keep: tuple[float, float, float, float, float, float],
     deck: float,
-    raw: bool = False,
-) -> Any:
+) -> np.ndarray:
     """World points (N, 3) float32 of a view's valid, upward-facing pixels inside the box
-    R_keep = (x0, x1, y0, y1, z0, z1) [m]; deck: the deck plane's height [m]. With raw, also
-    the unfiltered points (median-filtered depth, no edge or normal filter; below-deck returns
-    at their deck crossing) inside the box: (points, raw points).
+    R_keep = (x0, x1, y0, y1, z0, z1) [m]; deck: the deck plane's height [m].
 
     A return below the deck plane came through a gap between the deck boards (or is the
     deck's own noise): it becomes the point where its ray crosses the deck plane, at deck
@@ -321,8 +324,7 @@ def _view_points(
     # margins): the pallet fills about half of a pallet camera's image.
     r0, r1, c0, c1 = _roi(depth, K, T, R_keep, deck)
     if r1 - r0 < 8 or c1 - c0 < 8:
-        e = np.zeros((0, 3), np.float32)
-        return (e, e) if raw else e
+        return np.zeros((0, 3), np.float32)
     z = depth[r0:r1, c0:c1]
     z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
     valid = (z > params.depth_range[0]) & (z < params.depth_range[1])
@@ -399,12 +401,7 @@ def _view_points(
         ]
     )
     inside = (pts[:, 0] >= x0) & (pts[:, 0] < x1) & (pts[:, 1] >= y0) & (pts[:, 1] < y1)
-    if not raw:
-        return pts[inside]
-    m = ok & (Wz >= deck) & (Wz <= z1)
-    rp = np.concatenate([np.stack([Wx[m], Wy[m], Wz[m]], axis=1), pts[len(px) :]])
-    rin = (rp[:, 0] >= x0) & (rp[:, 0] < x1) & (rp[:, 1] >= y0) & (rp[:, 1] < y1)
-    return pts[inside], rp[rin]
+    return pts[inside]
 
 
 def _roi(
@@ -497,30 +494,60 @@ def _bridge_deck(cells: np.ndarray, obs: np.ndarray, span: int, tol: float) -> N
     obs[fill] = True
 
 
+def _lid_points(
+    view: Any, box: tuple[float, float, float, float, float, float], deck: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The view's returns above the deck (more than 2 cm) inside the box's footprint, from
+    the depth as the sensor gave it (no median, no edge or normal filter: the filters eat the
+    1-2 pixels at every lid edge, which is where a rectangle's extent is read), as world points
+    (N, 3) float32 [m], with each return's pixel footprint (N,) [m] (planar depth / fx)."""
+    depth = np.asarray(view.depth, dtype=np.float32)
+    K = np.asarray(view.K, dtype=np.float64)
+    T = np.asarray(view.T_world_optical, dtype=np.float64)
+    r0, r1, c0, c1 = _roi(depth, K, T, box, deck)
+    z = np.nan_to_num(depth[r0:r1, c0:c1], nan=0.0, posinf=0.0, neginf=0.0)
+    fx, fy, cx, cy = K[0, 0], K[1, 1], K[0, 2], K[1, 2]
+    rows, cols = np.nonzero(z > 0)
+    zz = z[rows, cols]
+    a = ((cols + c0 - cx) / fx).astype(np.float32)
+    b = ((rows + r0 - cy) / fy).astype(np.float32)
+    R = T[:3, :3].astype(np.float32)
+    t = T[:3, 3].astype(np.float32)
+    P = np.stack([a * zz, b * zz, zz], axis=1) @ R.T + t
+    x0, x1, y0, y1, _, z1 = box
+    keep = (
+        (P[:, 2] > deck + 0.02)
+        & (P[:, 2] <= z1)
+        & (P[:, 0] >= x0)
+        & (P[:, 0] < x1)
+        & (P[:, 1] >= y0)
+        & (P[:, 1] < y1)
+    )
+    return P[keep], (zz[keep] / np.float32(fx)).astype(np.float32)
+
+
 def _fit_lids(
     cells: np.ndarray,
     obs: np.ndarray,
     lid_pts: np.ndarray,
+    foot: np.ndarray,
     origin: tuple[float, float],
     deck: float,
     params: FusionParams,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rectangles fitted to the lids (cartons are boxes): each lid, a connected region of
-    observed cells within lid_tol of one height, gets the minimum-area rectangle's axes of the
-    steepest view's unfiltered returns at its height round it (lid_pts (N, 3) [m, world]),
-    and its extent along them with lid_trim % trimmed off each end. A rectangle holding cells
-    observed at other heights, or few of the lid's own, is rejected (two lids merged, a fit
-    thrown by stray returns).
+) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Rectangles fitted to the lids: each lid, a connected region of observed cells within
+    lid_tol of one height, gets the minimum-area rectangle's axes of the returns within
+    lid_band of its height round it (lid_pts (N, 3) [m, world], from the steepest view, foot
+    (N,) their pixel footprints [m]) and its extent along them, lid_trim % trimmed off each end
+    and widened by lid_widen of a pixel footprint. A rectangle holding cells observed at other
+    heights below the lid's, or few of the lid's own or higher ones (a carton standing on it),
+    is rejected (two lids merged, a fit thrown by stray returns).
 
-    Returns (inner, outer, fitted): per cell the highest lid [m] whose rectangle shrunk by
-    lid_margin holds the cell centre (NaN: none), the same for the rectangle widened by
-    lid_margin, and the cells of the lids that got a rectangle.
+    Returns (height [m], cells whose centre the rectangle holds, cells of the lid) per lid.
     """
-    inner = np.full(cells.shape, np.nan)
-    outer = np.full(cells.shape, np.nan)
-    fitted = np.zeros_like(obs)
+    out: list[tuple[float, np.ndarray, np.ndarray]] = []
     if lid_pts.size == 0:
-        return inner, outer, fitted
+        return out
     ny, nx = cells.shape
     ox, oy = origin
     cs = params.cell
@@ -531,8 +558,8 @@ def _fit_lids(
     gx = ox + (np.arange(nx) + 0.5) * cs
     gy = oy + (np.arange(ny) + 0.5) * cs
     k5 = np.ones((5, 5), np.uint8)
+    k3 = np.ones((3, 3), np.uint8)
     todo = obs & (cells > 0.02)
-    mg = params.lid_margin
     while todo.any():
         iy, ix = np.unravel_index(int(np.argmax(todo)), todo.shape)
         level = (obs & (np.abs(cells - cells[iy, ix]) <= params.lid_tol)).astype(np.uint8)
@@ -543,7 +570,7 @@ def _fit_lids(
             continue
         h = float(np.median(cells[comp]))
         near = cv2.dilate(comp.astype(np.uint8), k5).astype(bool)
-        sel = near.reshape(-1)[pc] & (np.abs(pz - h) <= params.band)
+        sel = near.reshape(-1)[pc] & (np.abs(pz - h) <= params.lid_band)
         if sel.sum() < 20:
             continue
         xy = lid_pts[sel, :2].astype(np.float32)
@@ -551,74 +578,74 @@ def _fit_lids(
         u = np.array([math.cos(ang), math.sin(ang)])
         v = np.array([-u[1], u[0]])
         t = params.lid_trim
+        w = params.lid_widen * float(np.median(foot[sel]))
         u0, u1 = np.percentile(xy @ u, (t, 100 - t))
         v0, v1 = np.percentile(xy @ v, (t, 100 - t))
         GU = gx[None, :] * u[0] + gy[:, None] * u[1]
         GV = gx[None, :] * v[0] + gy[:, None] * v[1]
-        rin = (GU >= u0 + mg) & (GU <= u1 - mg) & (GV >= v0 + mg) & (GV <= v1 - mg)
-        rout = (GU >= u0 - mg) & (GU <= u1 + mg) & (GV >= v0 - mg) & (GV <= v1 + mg)
+        rin = (GU >= u0 - w) & (GU <= u1 + w) & (GV >= v0 - w) & (GV <= v1 + w)
         n_in = int(rin.sum())
         if n_in == 0:
             continue
+        # A carton standing on this one hides part of the lid: cells observed higher are no
+        # contradiction, lower ones are (two lids merged round a gap, a fit thrown wide),
+        # except on the rectangle's rim, where the oblique views' edge returns land.
+        above = obs & (cells > h + params.lid_tol)
+        below = obs & ~comp & (cells < h - params.lid_tol)
+        core = cv2.erode(rin.astype(np.uint8), k3).astype(bool)
         if (
-            int((rin & obs & ~comp).sum()) > params.lid_other * n_in
-            or int((rin & comp).sum()) < params.lid_fill * n_in
+            int((core & below).sum()) > params.lid_other * n_in
+            or int((rin & (comp | above)).sum()) < params.lid_fill * n_in
         ):
             continue
-        inner[rin] = np.fmax(inner[rin], h)
-        outer[rout] = np.fmax(outer[rout], h)
-        fitted |= comp
-    return inner, outer, fitted
+        out.append((h, rin, comp))
+    return out
 
 
-def _edge_fill(
+def _complete_edges(
     cells: np.ndarray,
     obs: np.ndarray,
-    lids: tuple[np.ndarray, np.ndarray, np.ndarray],
-    raw: np.ndarray,
-    origin: tuple[float, float],
-    deck: float,
-    nb: int,
-    zlo: float,
+    lids: list[tuple[float, np.ndarray, np.ndarray]],
     params: FusionParams,
 ) -> None:
-    """Observe, in place, unobserved cells from the unfiltered returns raw (N, 3) [m, world] of
-    all views: the cell's robust height (as _robust_cells, >= raw_min returns) must be within
-    raw_tol of an observed neighbour's, and the side of the fitted lid edges its centre lies on
-    must allow it (lids = _fit_lids(...)). What no camera returned stays unobserved."""
-    ny, nx = cells.shape
-    ox, oy = origin
-    cs = params.cell
-    ix = np.clip(((raw[:, 0] - ox) / cs).astype(np.int64), 0, nx - 1)
-    iy = np.clip(((raw[:, 1] - oy) / cs).astype(np.int64), 0, ny - 1)
-    est, cnt = _robust_cells(iy * nx + ix, raw[:, 2], nx * ny, nb, zlo, params)
-    est = np.maximum(est - deck, 0.0).reshape(ny, nx)
-    cnt = cnt.reshape(ny, nx)
-    H = np.pad(cells, 1)
-    Ob = np.pad(obs, 1)
-    m = {}
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            if dy or dx:
-                hs = H[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx]
-                os_ = Ob[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx]
-                m[dy, dx] = os_ & (np.abs(hs - est) <= params.raw_tol)
-    match = np.any(np.stack(list(m.values())), axis=0)
-    enclosed = (m[0, -1] & m[0, 1]) | (m[-1, 0] & m[1, 0])
-    inner, outer, fitted = lids
-    # The cell centre decides (the true map takes the height there). On a fitted lid the
-    # height must be the lid's; within lid_margin of a fitted edge the cell stays unobserved.
-    # Elsewhere a lid height would grow the lid over its edge (the unfiltered returns of a lid
-    # reach past it), so only a height lower than every neighbouring lid without a rectangle,
-    # or one seen on both sides of the cell along X or Y, is taken.
-    on_lid = ~np.isnan(inner)
-    ok = np.where(on_lid, np.abs(est - np.nan_to_num(inner)) <= 0.01, np.isnan(outer))
-    ok &= on_lid | (est < 0.02) | enclosed
-    unfit = np.where(obs & ~fitted, cells, -1.0).astype(np.float32)
-    ok &= on_lid | (cv2.dilate(unfit, np.ones((3, 3), np.uint8)) <= est + 0.02) | enclosed
-    fill = ~obs & (cnt >= params.raw_min) & match & ok
-    cells[fill] = est[fill]
+    """Observe, in place, the edge cells round the fitted lids (lids = _fit_lids(...)): inside
+    a rectangle the highest lid's height; outside every rectangle but within lid_ring of one,
+    the height of the observed cells beyond (outside every rectangle) when at least two of the
+    8 neighbours are and they agree within fill_tol; the same for the grid's outermost cells
+    (the deck's edge, whose normals the footprint edge spoils). A slot between two lids, whose
+    floor no camera saw, has only lid cells round it and stays unobserved."""
+    top = np.full(cells.shape, -np.inf)
+    for h, rin, _ in lids:
+        top[rin] = np.maximum(top[rin], h)
+    on = np.isfinite(top)
+    fill = ~obs & on
+    cells[fill] = top[fill]
     obs[fill] = True
+    ring_px = max(int(math.ceil(params.lid_ring / params.cell)), 1)
+    ring = cv2.dilate(on.astype(np.uint8), np.ones((2 * ring_px + 1,) * 2, np.uint8)).astype(bool)
+    # The grid's outermost cells too: the deck's edge loses its normals at the footprint edge.
+    border = np.ones_like(ring)
+    border[1:-1, 1:-1] = False
+    todo = (ring | border) & ~on
+    ny, nx = cells.shape
+    for _ in range(params.lid_ring_iters):
+        if not (todo & ~obs).any():
+            break
+        H = np.pad(cells, 1)
+        Ob = np.pad(obs & ~on, 1)
+        hs = np.stack([H[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in _SHIFTS])
+        os_ = np.stack([Ob[1 + dy : 1 + dy + ny, 1 + dx : 1 + dx + nx] for dy, dx in _SHIFTS])
+        n = os_.sum(axis=0)
+        hi = np.where(os_, hs, -np.inf).max(axis=0)
+        lo = np.where(os_, hs, np.inf).min(axis=0)
+        add = todo & ~obs & (n >= 2) & (hi - lo <= params.fill_tol)
+        if not add.any():
+            break
+        cells[add] = (np.where(os_, hs, 0.0).sum(axis=0) / np.maximum(n, 1))[add]
+        obs[add] = True
+
+
+_SHIFTS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
 
 
 def _robust_cells(
@@ -627,6 +654,11 @@ def _robust_cells(
     """Per-cell height (ncell,) [m] and point count (ncell,): the mean of the points within
     `band` of the most populated 3-bin height window, refined once around that mean."""
     zb = np.clip(((z - zlo) / params.bin).astype(np.int64), 0, nb - 1)
+    # The histogram spans only the bins that hold points (the stack, not the 2 m band): the
+    # dense (cells x bins) array is most of the fusion's time.
+    b0 = int(zb.min()) if zb.size else 0
+    nb = max(int(zb.max()) - b0 + 1 if zb.size else 1, 3)
+    zb = zb - b0
     hist = np.bincount(c * nb + zb, minlength=ncell * nb).reshape(ncell, nb)
     win = hist[:, :-2] + hist[:, 1:-1] + hist[:, 2:]
     i = np.argmax(win, axis=1)
@@ -634,7 +666,7 @@ def _robust_cells(
     # The window's own centroid, not its middle bin's: points all in one edge bin of the
     # window lay 1.5 bins (15 mm, beyond `band`) from the middle, and the cell went unseen.
     h1, h2 = hist[rows, i + 1], hist[rows, i + 2]
-    est = zlo + (i + 0.5 + (h1 + 2.0 * h2) / np.maximum(win[rows, i], 1)) * params.bin
+    est = zlo + (b0 + i + 0.5 + (h1 + 2.0 * h2) / np.maximum(win[rows, i], 1)) * params.bin
     cnt = np.zeros(ncell, dtype=np.int64)
     for _ in range(2):
         sel = np.abs(z - est[c]) <= params.band
@@ -674,9 +706,7 @@ def fuse_heightmap(
     # the depth error (lid points spill onto the deck beyond), so it only fills what the
     # steeper views could not see.
     order = sorted(views, key=lambda v: float(np.asarray(v.T_world_optical)[2, 2]))
-    both = [_view_points(v, params, box, deck, raw=params.edge_fill) for v in order]
-    parts = [b[0] for b in both] if params.edge_fill else both
-    raws = [b[1] for b in both] if params.edge_fill else []
+    parts = [_view_points(v, params, box, deck) for v in order]
     sizes = [len(q_) for q_ in parts]
     pts = np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
     src = np.repeat(np.arange(len(parts)), sizes)
@@ -708,15 +738,14 @@ def fuse_heightmap(
     for _ in range(2):
         _fill_holes(cells, obs, params.fill_neighbours, params.fill_tol)
         _bridge_deck(cells, obs, params.deck_bridge, params.fill_tol)
-    if params.edge_fill and raws:
-        # Unfiltered returns inside the robot body are the robot's.
-        raw = np.concatenate(raws)
-        first = np.arange(len(raw)) < len(raws[0])
-        if body is not None and q is not None and len(raw):
-            free = ~body.contains(raw, np.asarray(q, float), held_dims, params.robot_margin)
-            raw, first = raw[free], first[free]
-        lids = _fit_lids(cells, obs, raw[first], (ox, oy), deck, params)
-        _edge_fill(cells, obs, lids, raw, (ox, oy), deck, nb, zlo, params)
+    if params.edge_fill and order:
+        # The steepest view's returns give the lid edges; those inside the robot are its own.
+        lid_pts, foot = _lid_points(order[0], box, deck)
+        if body is not None and q is not None and len(lid_pts):
+            free = ~body.contains(lid_pts, np.asarray(q, float), held_dims, params.robot_margin)
+            lid_pts, foot = lid_pts[free], foot[free]
+        lids = _fit_lids(cells, obs, lid_pts, foot, (ox, oy), deck, params)
+        _complete_edges(cells, obs, lids, params)
     hm = HeightMap(cells, obs, (ox, oy), cs)
     return FusionResult(hm, np.ascontiguousarray(pts, dtype=np.float32), dropped)
 
