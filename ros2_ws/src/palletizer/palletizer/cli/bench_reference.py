@@ -251,7 +251,7 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench reference') ->
     """Options to run part of the protocol (the default runs all of it)."""
     import argparse
 
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split('\n\n')[0].replace('\n', ' '))
     p.add_argument('--perception', nargs='+', choices=PERCEPTION, default=list(PERCEPTION))
     p.add_argument('--planners', nargs='+', choices=PLANNERS, default=list(PLANNERS))
     p.add_argument('--modes', nargs='+', choices=tuple(MODES), default=list(MODES))
