@@ -1,6 +1,6 @@
 """ros2 launch palletizer table.launch.py -- the node graph for a table level."""
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from palletizer.launcher.graph import LAUNCH_ARGUMENTS, launch_node_kwargs
@@ -12,7 +12,12 @@ SOURCE = 'table'  # only table levels; the default is the first one
 
 def _nodes(context):
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
-    return [Node(**kw) for kw in launch_node_kwargs(values, source=SOURCE)]
+    nodes = []
+    for kw in launch_node_kwargs(values, source=SOURCE):
+        # A required node (the director) ends the launch when it exits, as the launcher does.
+        required = kw.pop('required')
+        nodes.append(Node(**kw, on_exit=Shutdown() if required else None))
+    return nodes
 
 
 def generate_launch_description():

@@ -78,6 +78,7 @@ def test_launch_files_pass_exactly_the_description(level):
         assert kw['parameters'] == [dict(n.parameters)]
         assert kw['remappings'] == list(n.remappings)
         assert kw['respawn'] == n.respawn
+        assert kw['required'] == n.required  # the launch files make it on_exit=Shutdown()
         assert kw['arguments'] == ['--ros-args', '--log-level', 'warn']
         assert kw['additional_env'] == dict(n.env)
 

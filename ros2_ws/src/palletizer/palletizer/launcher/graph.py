@@ -420,6 +420,8 @@ def launch_node_kwargs(
                 'remappings': [tuple(r) for r in n.remappings],
                 'respawn': n.respawn,
                 'respawn_delay': n.respawn_delay,
+                # Not a Node() argument: the launch files turn it into on_exit=Shutdown().
+                'required': n.required,
                 'additional_env': dict(n.env),
                 'output': 'screen',
                 'arguments': ['--ros-args', '--log-level', opts.log_level],
