@@ -35,8 +35,8 @@ def test_cell_frames_give_the_pallet_and_name_truth_cartons_apart():
     cell = Cell(cfg.level(21), 1)
     frames = {f.child: f for f in cell_frames(cell)}
     assert frames['pallet'].parent == 'world'
-    # The robot's frames belong to the state publisher: no second parent for flange or tcp.
-    assert not {'base_link', 'flange', 'tcp'} & set(frames)
+    # The robot's frames belong to the state publisher: no second parent for any of them.
+    assert not {'base_link', 'base', 'flange', 'tool0', 'tcp'} & set(frames)
     truth = [c for c in frames if c.startswith(TRUTH_PREFIX)]
     assert len(truth) == len(cell.carton_indices()) and f'{TRUTH_PREFIX}std_m-00' in truth
     assert not [c for c in cell_frames(cell, truth=False) if c.child.startswith(TRUTH_PREFIX)]
@@ -44,25 +44,37 @@ def test_cell_frames_give_the_pallet_and_name_truth_cartons_apart():
 
 @pytest.mark.sim
 def test_the_published_robot_description_lands_on_the_simulated_tcp():
-    from palletizer.core.description import link_transforms
+    """world -> base_link -> ... -> tool0 -> tcp through the state publisher's static transforms
+    and link chain ends where MuJoCo's tcp site is, in position and orientation."""
+    import mujoco
+    from palletizer.core.description import LINKS, link_transforms, static_transforms
     from palletizer.core.motion import UR10eKinematics
     from palletizer.sim.robot import ARM_JOINTS
 
     cell = Cell()
-    dh = dict(load_config().cell['robot']['dh'])
+    cfg = load_config()
+    dh = dict(cfg.cell['robot']['dh'])
+    fixed = {
+        child: (parent, T)
+        for parent, child, T in static_transforms(
+            UR10eKinematics().T_world_base, cfg.cell['gripper']['tcp_offset']
+        )
+    }
     rng = np.random.default_rng(2)
     m, d = cell.model, cell.data
     adr = [int(m.joint(j).qposadr[0]) for j in ARM_JOINTS]
     for q in rng.uniform(-2.5, 2.5, size=(20, 6)):
         d.qpos[adr] = q
-        T = UR10eKinematics().T_world_base
-        for step in link_transforms(dh, q):
-            T = T @ step
-        tcp = T[:3, 3] + T[:3, :3] @ np.array([0.0, 0.0, 0.092])
-        import mujoco
-
+        moving = {LINKS[i + 1]: (LINKS[i], T) for i, T in enumerate(link_transforms(dh, q))}
+        tree = {**fixed, **moving}
+        T, frame = np.eye(4), 'tcp'
+        while frame != 'world':
+            parent, step = tree[frame]
+            T, frame = step @ T, parent
         mujoco.mj_kinematics(m, d)
-        np.testing.assert_allclose(tcp, cell.tcp_pose()[0], atol=1e-9)
+        pos, rot = cell.tcp_pose()
+        np.testing.assert_allclose(T[:3, 3], pos, atol=1e-9)
+        np.testing.assert_allclose(T[:3, :3], rot, atol=1e-9)
 
 
 @pytest.mark.sim

@@ -1,16 +1,65 @@
-"""The URDF chain built from the DH parameters reproduces the DH forward kinematics."""
+"""The URDF: the DH chain, ur_description's frame names, parsed by a real URDF parser (yourdfpy)
+and checked against ur_analytic_ik's forward kinematics."""
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
+import ur_analytic_ik
+import yourdfpy
 from palletizer.core.config import load_config
-from palletizer.core.description import JOINTS, link_transforms, urdf
+from palletizer.core.description import (
+    JOINTS,
+    fixed_transforms,
+    link_transforms,
+    static_transforms,
+    urdf,
+)
 from palletizer.core.motion import UR10eKinematics
 from palletizer.core.motion.kinematics import Frame
 
-DH = dict(load_config().cell['robot']['dh'])
+ROBOT = load_config().cell['robot']
+DH = dict(ROBOT['dh'])
+TCP = float(load_config().cell['gripper']['tcp_offset'])
+# The frames ur_description publishes for a UR10e (tf_prefix ''), which a real ur_robot_driver's
+# TF tree has: ours must agree.
+UR_FRAMES = {
+    'base_link',
+    'base_link_inertia',
+    'base',
+    'shoulder_link',
+    'upper_arm_link',
+    'forearm_link',
+    'wrist_1_link',
+    'wrist_2_link',
+    'wrist_3_link',
+    'flange',
+    'tool0',
+}
+
+
+def _published() -> str:
+    return urdf(
+        DH,
+        ROBOT['joint_lower'],
+        ROBOT['joint_upper'],
+        [np.radians(v) for v in ROBOT['joint_speed_limits_deg_s']],
+        ROBOT['torque_limits_nm'],
+        TCP,
+    )
+
+
+@pytest.fixture(scope='module')
+def parsed() -> yourdfpy.URDF:
+    return yourdfpy.URDF.load(
+        io.StringIO(_published()),
+        load_meshes=False,
+        build_collision_scene_graph=False,
+        load_collision_meshes=False,
+    )
 
 
 def test_link_chain_equals_dh_forward_kinematics():
@@ -29,4 +78,42 @@ def test_urdf_names_the_ur_joints_and_limits():
     root = ET.fromstring(text)
     names = [j.get('name') for j in root.iter('joint') if j.get('type') == 'revolute']
     assert names == list(JOINTS)
-    assert root.find(".//joint[@name='tcp_fixed']/origin").get('xyz') == '0 0 0.092'
+    tcp = root.find(".//joint[@name='tool0-tcp']")
+    assert tcp.find('parent').get('link') == 'tool0'
+    assert tcp.find('origin').get('xyz') == '0.000000 0.000000 0.092000'
+
+
+def test_a_urdf_parser_finds_ur_descriptions_frames_joints_and_limits(parsed):
+    assert set(parsed.link_map) == UR_FRAMES | {'tcp'}
+    assert parsed.base_link == 'base_link'
+    assert parsed.actuated_joint_names == list(JOINTS)
+    for k, name in enumerate(JOINTS):
+        lim = parsed.joint_map[name].limit
+        assert (lim.lower, lim.upper) == (ROBOT['joint_lower'][k], ROBOT['joint_upper'][k])
+        assert lim.velocity == pytest.approx(np.radians(ROBOT['joint_speed_limits_deg_s'][k]))
+        assert lim.effort == ROBOT['torque_limits_nm'][k]
+
+
+def test_the_parsed_urdf_agrees_with_ur_analytic_ik_at_random_poses(parsed):
+    rng = np.random.default_rng(11)
+    for q in rng.uniform(-np.pi, np.pi, size=(30, 6)):
+        parsed.update_cfg(q)
+        want = ur_analytic_ik.ur10e.forward_kinematics(*q)  # UR's base -> tool0
+        np.testing.assert_allclose(parsed.get_transform('tool0', 'base'), want, atol=1e-6)
+        # base_link is REP-103 (x forward): turned pi about z from base.
+        T = parsed.get_transform('tool0', 'base_link')
+        np.testing.assert_allclose(T, np.diag([-1.0, -1.0, 1.0, 1.0]) @ want, atol=1e-6)
+        # ROS-Industrial flange: x along tool0's z (out of the flange); the tcp on that axis.
+        F = parsed.get_transform('flange', 'base')
+        np.testing.assert_allclose(F[:3, 0], want[:3, 2], atol=1e-6)
+        P = parsed.get_transform('tcp', 'base')
+        np.testing.assert_allclose(P[:3, 3], want[:3, 3] + TCP * want[:3, 2], atol=1e-6)
+
+
+def test_static_transforms_match_the_urdf_fixed_joints(parsed):
+    parsed.update_cfg(np.zeros(6))
+    for parent, child, T in fixed_transforms(TCP):
+        np.testing.assert_allclose(parsed.get_transform(child, parent), T, atol=1e-9)
+    (world, base_link, T), *_ = static_transforms(np.eye(4), TCP)
+    assert (world, base_link) == ('world', 'base_link')
+    np.testing.assert_allclose(T @ parsed.get_transform('base', 'base_link'), np.eye(4), atol=1e-9)

@@ -270,10 +270,10 @@ class CellBridgeNode(Node):
         self.tf_pub.publish(TFMessage(transforms=self._transforms(cell_frames(cell, self.truth))))
 
     def _publish_wrench(self) -> None:
-        """The flange wrench at the current sim time."""
+        """The wrist wrench at the current sim time, in tool0 (as the UR driver publishes it)."""
         w = self.cell.wrench()
         msg = WrenchStamped()
-        msg.header.stamp, msg.header.frame_id = _stamp(self.cell.time), 'flange'
+        msg.header.stamp, msg.header.frame_id = _stamp(self.cell.time), 'tool0'
         f, t = msg.wrench.force, msg.wrench.torque
         f.x, f.y, f.z = (float(v) for v in w.force)
         t.x, t.y, t.z = (float(v) for v in w.torque)

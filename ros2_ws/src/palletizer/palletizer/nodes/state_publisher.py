@@ -13,7 +13,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
-from palletizer.core.description import JOINTS, LINKS, link_transforms, urdf
+from palletizer.core.description import JOINTS, LINKS, link_transforms, static_transforms, urdf
 from palletizer.core.motion import UR10eKinematics
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
@@ -38,20 +38,10 @@ class StatePublisherNode(Node):
         )
         self.create_publisher(String, '/robot_description', LATCHED).publish(String(data=text))
         self.tf = self.create_publisher(TFMessage, '/tf', 10)
-        T_world_base = UR10eKinematics().T_world_base
         static = self.create_publisher(TFMessage, '/tf_static', LATCHED)
         stamp = self.get_clock().now().to_msg()
-        tcp = np.eye(4)
-        tcp[2, 3] = gripper['tcp_offset']
-        static.publish(
-            TFMessage(
-                transforms=[
-                    transform_msg(stamp, 'world', 'base_link', T_world_base),
-                    transform_msg(stamp, 'wrist_3_link', 'flange', np.eye(4)),
-                    transform_msg(stamp, 'flange', 'tcp', tcp),
-                ]
-            )
-        )
+        fixed = static_transforms(UR10eKinematics().T_world_base, gripper['tcp_offset'])
+        static.publish(TFMessage(transforms=[transform_msg(stamp, *f) for f in fixed]))
         self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
 
     def on_joints(self, msg: JointState) -> None:
