@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import rclpy
+from mcap.reader import make_reader
 from palletizer.launcher.graph import describe, parse_launch_args
 from palletizer.launcher.process import node_argv
 from palletizer.nodes.qos import EVENTS, LATCHED, SENSORS
@@ -255,6 +256,16 @@ def main() -> int:
             for c, _, raw in reader.messages()
             if c.topic == '/palletizer/episode_events'
         ]
+    # The same bag through Foxglove's mcap reader: ros2msg schemas, every message.
+    with next((run_dir / 'bag').glob('*.mcap')).open('rb') as f:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        chans = summary.channels.values()
+        out['bag_mcap_schemas'] = sorted({summary.schemas[c.schema_id].encoding for c in chans})
+        mcap_counts = dict.fromkeys((c.topic for c in chans), 0)
+        for _, channel, _ in reader.iter_messages():
+            mcap_counts[channel.topic] += 1
+        out['bag_mcap'] = mcap_counts
     out['off_files'] = (
         sorted(str(p) for p in (work / 'telemetry_off').rglob('*'))
         if (work / 'telemetry_off').exists()

@@ -51,6 +51,10 @@ def test_telemetry_node_writes_confirms_counts_and_aborts_on_sigterm(got):
     place = next(e for e in got['events'] if e['kind'] == 'place')
     assert place['payload'] == {'error_xy_mm': 3.0, 'error_yaw_deg': 1.15, 'overhang_mm': 0.0}
     assert got['placements'] == 2
+    # Foxglove's mcap reader reads the same bag: ros2msg schemas and the same messages, as many
+    # events as the telemetry wrote to events.jsonl.
+    assert got['bag_mcap'] == got['bag'] and got['bag_mcap_schemas'] == ['ros2msg']
+    assert got['bag_mcap']['/palletizer/episode_events'] == len(got['events'])
     # joint states are best effort (sensor QoS): under load some may be dropped
     assert 1 <= got['bag'].pop('/joint_states') <= 5
     assert got['bag'] == {
