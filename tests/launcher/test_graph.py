@@ -152,3 +152,14 @@ def test_the_ur_names_are_the_drivers():
     )
     assert UR_SET_IO_SERVICE == '/io_and_status_controller/set_io'
     assert UR_WRENCH_TOPIC == '/force_torque_sensor_broadcaster/wrench'
+
+
+def test_viz_foxglove_adds_the_bridge_on_the_default_port():
+    plain = [n.name for n in describe(parse_launch_args([], config=CFG))]
+    nodes = describe(parse_launch_args(['viz:=foxglove'], config=CFG))
+    assert [n.name for n in nodes] == [*plain, 'foxglove_bridge']
+    bridge = nodes[-1]
+    assert bridge.parameters['port'] == 8765 and bridge.parameters['host'] == '127.0.0.1'
+    assert bridge.respawn and not bridge.required
+    with pytest.raises(GraphError, match="viz:='rviz'; expected one of none, foxglove"):
+        parse_launch_args(['viz:=rviz'], config=CFG)

@@ -17,6 +17,7 @@ NODES = [
     'episode_director',
     'telemetry',
     'state_publisher',
+    'foxglove_bridge',
 ]
 
 

@@ -16,10 +16,12 @@ from palletizer.core.config import SOURCES, load_config
 from palletizer.core.errors import GraphError, PalletizerError
 from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import (
+    FOXGLOVE_PORT,
     PERCEPTION_MODES,
     PLANNERS,
     ROBOTS,
     SEED_MAX,
+    VIZ_MODES,
     GraphOptions,
     describe,
     options_from_mapping,
@@ -39,6 +41,7 @@ _NODE_ROLES = {
     'trajectory_executor': 'IK, trajectories and the pick/place actions',
     'telemetry': 'disk telemetry and bags',
     'episode_director': 'the episode loop',
+    'foxglove_bridge': 'the Foxglove WebSocket server (viz:=foxglove)',
 }
 
 
@@ -99,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
         help='write nothing (telemetry off)',
     )
     p.add_argument('--robot', action=_Given, metavar='{' + ','.join(ROBOTS) + '}')
+    p.add_argument(
+        '--viz',
+        action=_Given,
+        metavar='{' + ','.join(VIZ_MODES) + '}',
+        help=f'foxglove: also serve the topics on ws://127.0.0.1:{FOXGLOVE_PORT} (default none)',
+    )
     return p
 
 

@@ -37,6 +37,8 @@ PLANNERS = ('heuristic', 'beam', 'grid')
 ROBOTS = ('sim', 'ur')
 TELEMETRY_MODES = ('disk', 'remote', 'off')
 PERCEPTION_MODES = ('cameras', 'oracle')
+VIZ_MODES = ('none', 'foxglove')
+FOXGLOVE_PORT = 8765  # Foxglove's default WebSocket port
 LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
 # Every episode's seed (seed + k) travels in palletizer_msgs/srv/ResetCell.srv as `int32 seed`.
 SEED_MAX = 2**31 - 1
@@ -79,6 +81,12 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('use_sim_time', 'true', 'nodes follow /clock from the cell'),
     LaunchArgument('params_file', '', 'extra ROS parameters YAML, keyed by node name'),
     LaunchArgument('log_level', 'info', 'debug | info | warn | error | fatal'),
+    LaunchArgument(
+        'viz',
+        'none',
+        "none | foxglove = also serve the cell's topics on a Foxglove WebSocket "
+        f'(ws://127.0.0.1:{FOXGLOVE_PORT})',
+    ),
 )
 _ARG_NAMES = tuple(a.name for a in LAUNCH_ARGUMENTS)
 
@@ -98,6 +106,7 @@ class GraphOptions:
     use_sim_time: bool = True
     params_file: str = ''
     log_level: str = 'info'
+    viz: str = 'none'
     source: str = ''  # the level's source (table | conveyor | truck)
 
 
@@ -209,6 +218,7 @@ def options_from_mapping(
         use_sim_time=_as_bool('use_sim_time', v['use_sim_time']),
         params_file=params_file,
         log_level=_as_choice('log_level', v['log_level'], LOG_LEVELS),
+        viz=_as_choice('viz', v['viz'], VIZ_MODES),
         source=cfg.level(level).source,
     )
 
@@ -396,6 +406,15 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             required=True,
         ),
     ]
+    if opts.viz == 'foxglove':
+        nodes.append(
+            NodeSpec(
+                name='foxglove_bridge',
+                executable='foxglove_bridge',
+                parameters={**common, 'host': '127.0.0.1', 'port': FOXGLOVE_PORT},
+                respawn=True,
+            )
+        )
     return tuple(nodes)
 
 
