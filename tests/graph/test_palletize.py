@@ -1,7 +1,7 @@
 """The palletize command runs the full node graph end to end (real rclpy, real DDS, MuJoCo).
 
 Each run is one process tree in its own network namespace: the standalone launcher starts all
-eight nodes; the director is required, so the graph stops when the episodes are done.
+the graph's nodes; the director is required, so the graph stops when the episodes are done.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ ALL_NODES = [
     'planner',
     'trajectory_executor',
     'telemetry',
+    'viz_markers',
     'episode_director',
 ]
 
@@ -163,3 +164,20 @@ def test_viz_foxglove_adds_the_bridge_on_the_default_port():
     assert bridge.respawn and not bridge.required
     with pytest.raises(GraphError, match="viz:='rviz'; expected one of none, foxglove"):
         parse_launch_args(['viz:=rviz'], config=CFG)
+
+
+def test_rviz_true_needs_rviz2_and_starts_it_with_the_cells_configuration(monkeypatch, tmp_path):
+    monkeypatch.setenv('PATH', str(tmp_path))
+    with pytest.raises(GraphError, match='rviz2 is not installed here .*ros-jazzy-rviz2'):
+        parse_launch_args(['rviz:=true'], config=CFG)
+    fake = tmp_path / 'rviz2'
+    fake.write_text('#!/bin/sh\n')
+    fake.chmod(0o755)
+    nodes = describe(parse_launch_args(['rviz:=true'], config=CFG))
+    rviz = next(n for n in nodes if n.name == 'rviz2')
+    assert rviz.command == (str(fake),) and rviz.args[0] == '-d'
+    assert Path(rviz.args[1]).name == 'palletizer.rviz' and Path(rviz.args[1]).is_file()
+    kw = next(k for k in launch_node_kwargs({'rviz': 'true'}) if k['name'] == 'rviz2')
+    assert (kw['package'], kw['executable']) == ('rviz2', 'rviz2')
+    assert kw['arguments'][:2] == ['-d', rviz.args[1]]
+    assert 'rviz2' not in [n.name for n in describe(parse_launch_args([], config=CFG))]

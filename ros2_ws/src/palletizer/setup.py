@@ -18,11 +18,12 @@ NODES = [
     'telemetry',
     'state_publisher',
     'foxglove_bridge',
+    'viz_markers',
 ]
 
 
 def _share(folder: str) -> list[tuple[str, list[str]]]:
-    """Install launch/ and configs/ (symlinked from the repository root) into share/."""
+    """Install launch/, configs/ and rviz/ (symlinked from the repository root) into share/."""
     root = HERE / folder
     files = sorted(p for p in root.rglob('*') if p.is_file() and '__pycache__' not in p.parts)
     groups: dict[str, list[str]] = {}
@@ -41,6 +42,7 @@ setup(
         (f'share/{PACKAGE}', ['package.xml']),
         *_share('launch'),
         *_share('configs'),
+        *_share('rviz'),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -42,6 +42,7 @@ _NODE_ROLES = {
     'telemetry': 'disk telemetry and bags',
     'episode_director': 'the episode loop',
     'foxglove_bridge': 'the Foxglove WebSocket server (viz:=foxglove)',
+    'viz_markers': 'the markers RViz shows (/palletizer/markers)',
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,6 +83,9 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('params_file', '', 'extra ROS parameters YAML, keyed by node name'),
     LaunchArgument('log_level', 'info', 'debug | info | warn | error | fatal'),
     LaunchArgument(
+        'rviz', 'false', "true = also start rviz2 with the cell's configuration (where installed)"
+    ),
+    LaunchArgument(
         'viz',
         'none',
         "none | foxglove = also serve the cell's topics on a Foxglove WebSocket "
@@ -107,6 +111,7 @@ class GraphOptions:
     params_file: str = ''
     log_level: str = 'info'
     viz: str = 'none'
+    rviz: bool = False
     source: str = ''  # the level's source (table | conveyor | truck)
 
 
@@ -123,6 +128,7 @@ class NodeSpec:
     respawn_delay: float = 1.0  # [s]
     required: bool = False  # the whole graph stops when this node exits
     command: tuple[str, ...] = ()  # explicit argv instead of lib/<package>/<executable>
+    args: tuple[str, ...] = ()  # the executable's own arguments, before --ros-args
     params_files: tuple[str, ...] = ()  # extra ROS parameter files, applied after `parameters`
     env: Mapping[str, str] = field(default_factory=dict)  # environment added to the process's
 
@@ -219,8 +225,26 @@ def options_from_mapping(
         params_file=params_file,
         log_level=_as_choice('log_level', v['log_level'], LOG_LEVELS),
         viz=_as_choice('viz', v['viz'], VIZ_MODES),
+        rviz=_check_rviz(_as_bool('rviz', v['rviz'])),
         source=cfg.level(level).source,
     )
+
+
+def rviz_config() -> Path:
+    """The cell's RViz configuration: rviz/palletizer.rviz beside configs/ (repository or share)."""
+    return config_dir().parent / 'rviz' / 'palletizer.rviz'
+
+
+def _check_rviz(wanted: bool) -> bool:
+    """rviz:=true needs rviz2 on the PATH (a ROS 2 install), and the configuration file."""
+    if wanted and shutil.which('rviz2') is None:
+        raise GraphError(
+            'rviz:=true; rviz2 is not installed here (on ROS 2 Jazzy: sudo apt install '
+            'ros-jazzy-rviz2); without it use viz:=foxglove, or rviz:=false'
+        )
+    if wanted and not rviz_config().is_file():
+        raise GraphError(f'rviz:=true; the configuration {rviz_config()} is missing')
+    return wanted
 
 
 def _check_reach_table(cfg: Config) -> None:
@@ -406,6 +430,31 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             required=True,
         ),
     ]
+    nodes.insert(
+        len(nodes) - 1,  # before the director, so it sees the first carton
+        NodeSpec(
+            name='viz_markers',
+            executable='viz_markers',
+            parameters=common,
+            remappings=(
+                ('heightmap', '/palletizer/heightmap'),
+                ('placements', '/palletizer/placements'),
+                ('pallet_states', '/palletizer/pallet_states'),
+            ),
+            respawn=True,
+        ),
+    )
+    if opts.rviz:
+        nodes.append(
+            NodeSpec(
+                name='rviz2',
+                package='rviz2',
+                executable='rviz2',
+                command=(str(shutil.which('rviz2')),),
+                args=('-d', str(rviz_config())),
+                parameters=common,
+            )
+        )
     if opts.viz == 'foxglove':
         nodes.append(
             NodeSpec(
@@ -443,7 +492,7 @@ def launch_node_kwargs(
                 'required': n.required,
                 'additional_env': dict(n.env),
                 'output': 'screen',
-                'arguments': ['--ros-args', '--log-level', opts.log_level],
+                'arguments': [*n.args, '--ros-args', '--log-level', opts.log_level],
             }
         )
     return out

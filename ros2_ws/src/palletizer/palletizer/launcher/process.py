@@ -67,7 +67,8 @@ def node_argv(spec: NodeSpec, params_dir: Path, log_level: str = 'info') -> list
     params_file.write_text(
         yaml.safe_dump({spec.name: {'ros__parameters': dict(spec.parameters)}}), encoding='utf-8'
     )
-    argv = [*base, '--ros-args', '-r', f'__node:={spec.name}', '--params-file', str(params_file)]
+    argv = [*base, *spec.args, '--ros-args', '-r', f'__node:={spec.name}']
+    argv += ['--params-file', str(params_file)]
     for extra in spec.params_files:
         argv += ['--params-file', extra]
     for src, dst in spec.remappings:

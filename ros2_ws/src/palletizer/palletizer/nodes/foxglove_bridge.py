@@ -34,6 +34,7 @@ DEFAULT_TOPICS = (
     '/joint_states',
     '/palletizer/heightmap',
     '/palletizer/points',
+    '/palletizer/markers',
     '/palletizer/episode_events',
     '/palletizer/placements',
     '/palletizer/pallet_states',
@@ -42,7 +43,13 @@ DEFAULT_TOPICS = (
 )
 # Latched publishers (their last value reaches a late subscriber) and sensor streams (best
 # effort); everything else is reliable and volatile.
-_LATCHED = {'/robot_description', '/tf_static', '/palletizer/heightmap'}
+_LATCHED = {
+    '/robot_description',
+    '/tf_static',
+    '/palletizer/heightmap',
+    '/palletizer/points',
+    '/palletizer/markers',
+}
 _EVENT_TOPICS = {'/palletizer/episode_events'}
 
 
@@ -57,7 +64,7 @@ def _qos(topic: str) -> QoSProfile:
         return LATCHED
     if topic in _EVENT_TOPICS:
         return EVENTS
-    if topic.startswith('/cameras/') or topic in ('/joint_states', '/palletizer/points'):
+    if topic.startswith('/cameras/') or topic == '/joint_states':
         return SENSORS
     return QoSProfile(depth=50)
 

@@ -1,7 +1,8 @@
 """The Foxglove layout for `viz:=foxglove` (foxglove/palletizer.json), built with foxglove-sdk's
 typed layout classes: `python -m palletizer.nodes.foxglove_layout > foxglove/palletizer.json`.
 
-3D: the robot (URDF from /robot_description), TF and the fused points; the station camera;
+3D: the robot (URDF from /robot_description), TF, the fused points and the episode's markers
+(/palletizer/markers: pallet, planned and actual cartons, CoG, height map); the station camera;
 plots of the stack's stability margin, fill and settle drift after every carton; the episode
 events as they come.
 """
@@ -23,6 +24,7 @@ def layout() -> fl.Layout:
                 '/palletizer/points': fl.BaseRendererPointCloudTopicSettings(
                     visible=True, point_size=3.0, color_mode='colormap', color_field='z'
                 ),
+                '/palletizer/markers': fl.BaseRendererRosMarkerTopicSettings(visible=True),
             },
         ),
     )

@@ -1,0 +1,156 @@
+"""Markers node: what RViz shows of the episode, as one latched MarkerArray.
+
+/palletizer/markers (visualization_msgs/MarkerArray, in `world`), with stable namespaces and
+ids so RViz updates markers in place instead of piling them up:
+- `pallet` 0: the deck;
+- `planned` <seq>: each carton where the planner put it (translucent blue);
+- `actual` <seq>: where the referee found it after the settle (green placed, red not);
+- `cog` 0: the stack's centre of mass after the last carton (the referee's, from
+  /palletizer/pallet_states);
+- `heightmap` 0: the observed cells of the last fused height map, one cube per cell at its
+  height, coloured from low (blue) to high (yellow).
+A new episode (an attempt seq lower than the last one) clears the episode's markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point
+from palletizer_msgs.msg import HeightMap, PalletState, Placement
+from rclpy.node import Node
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+from palletizer.core.contracts import PalletGeometry
+from palletizer.core.measure import pallet_to_world
+from palletizer.nodes.qos import LATCHED
+from palletizer.nodes.spin import run_node
+
+__all__ = ['FRAME', 'MarkerState', 'VizMarkersNode', 'main']
+
+FRAME = 'world'
+
+
+def _color(r: float, g: float, b: float, a: float = 1.0) -> ColorRGBA:
+    return ColorRGBA(r=float(r), g=float(g), b=float(b), a=float(a))
+
+
+def _box(
+    ns: str, mid: int, pose: Sequence[float], dims: Sequence[float], color: ColorRGBA
+) -> Marker:
+    m = Marker(ns=ns, id=int(mid), type=Marker.CUBE, action=Marker.ADD)
+    m.header.frame_id = FRAME
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in pose[:3])
+    yaw = float(pose[3]) if len(pose) > 3 else 0.0
+    m.pose.orientation.z, m.pose.orientation.w = float(np.sin(yaw / 2)), float(np.cos(yaw / 2))
+    m.scale.x, m.scale.y, m.scale.z = (float(v) for v in dims)
+    m.color = color
+    return m
+
+
+class MarkerState:
+    """The markers of the current episode, rebuilt into one MarkerArray on every update."""
+
+    def __init__(self, pallet: PalletGeometry) -> None:
+        self.pallet = pallet
+        self.placements: dict[int, Placement] = {}
+        self.cog: Marker | None = None
+        self.heightmap: Marker | None = None
+        self.last_seq = -1
+        self.cleared = False
+
+    def on_placement(self, p: Placement) -> None:
+        if p.seq < self.last_seq:  # a new episode
+            self.placements.clear()
+            self.cog = None
+            self.cleared = True
+        self.last_seq = int(p.seq)
+        self.placements[int(p.seq)] = p
+
+    def on_state(self, s: PalletState) -> None:
+        cx, cy, cz, _ = pallet_to_world((s.cog.x, s.cog.y, s.cog.z, 0.0), self.pallet)
+        m = _box('cog', 0, (cx, cy, cz), (0.05, 0.05, 0.05), _color(1.0, 0.5, 0.0))
+        m.type = Marker.SPHERE
+        self.cog = m
+
+    def on_heightmap(self, h: HeightMap) -> None:
+        cells = np.asarray(h.cells, dtype=float).reshape(h.ny, h.nx)
+        seen = np.asarray(h.observed, dtype=bool).reshape(h.ny, h.nx)
+        m = Marker(ns='heightmap', id=0, type=Marker.CUBE_LIST, action=Marker.ADD)
+        m.header.frame_id = FRAME
+        m.pose.orientation.w = 1.0
+        m.scale.x = m.scale.y = float(h.cell_size)
+        m.scale.z = 0.004
+        top = max(float(cells[seen].max()) if seen.any() else 0.0, 1e-6)
+        iy, ix = np.nonzero(seen)
+        for y, x in zip(iy.tolist(), ix.tolist(), strict=True):
+            z = float(cells[y, x])
+            m.points.append(
+                Point(
+                    x=h.origin_x + (x + 0.5) * h.cell_size,
+                    y=h.origin_y + (y + 0.5) * h.cell_size,
+                    z=self.pallet.deck_z + z,
+                )
+            )
+            t = z / top
+            m.colors.append(_color(t, t, 1.0 - t, 0.8))
+        self.heightmap = m
+
+    def array(self, stamp: Time) -> MarkerArray:
+        out: list[Marker] = []
+        if self.cleared:
+            out.append(Marker(action=Marker.DELETEALL))
+            self.cleared = False
+        p = self.pallet
+        deck = (p.centre_xy[0], p.centre_xy[1], p.deck_z / 2)  # from the floor to the deck
+        out.append(_box('pallet', 0, deck, (*p.size_xy, p.deck_z), _color(0.6, 0.45, 0.3)))
+        for seq, pl in sorted(self.placements.items()):
+            dims = list(pl.dims_m)
+            planned = pallet_to_world(
+                (pl.planned_pose.x, pl.planned_pose.y, pl.planned_pose.z, pl.planned_pose.yaw), p
+            )
+            out.append(_box('planned', seq, planned, dims, _color(0.2, 0.4, 1.0, 0.35)))
+            actual = pallet_to_world(
+                (pl.actual_pose.x, pl.actual_pose.y, pl.actual_pose.z, pl.actual_pose.yaw), p
+            )
+            ok = _color(0.2, 0.8, 0.3, 0.9) if pl.placed else _color(0.9, 0.2, 0.2, 0.9)
+            out.append(_box('actual', seq, actual, dims, ok))
+        out += [m for m in (self.cog, self.heightmap) if m is not None]
+        for m in out:
+            m.header.frame_id = FRAME
+            m.header.stamp = stamp
+        return MarkerArray(markers=out)
+
+
+class VizMarkersNode(Node):
+    def __init__(self) -> None:
+        super().__init__('viz_markers')
+        self.state = MarkerState(PalletGeometry())
+        self.pub = self.create_publisher(MarkerArray, '/palletizer/markers', LATCHED)
+        self.create_subscription(Placement, 'placements', self._wrap(self.state.on_placement), 50)
+        self.create_subscription(PalletState, 'pallet_states', self._wrap(self.state.on_state), 50)
+        self.create_subscription(
+            HeightMap, 'heightmap', self._wrap(self.state.on_heightmap), LATCHED
+        )
+        self.publish()
+
+    def _wrap(self, handler):
+        def cb(msg) -> None:
+            handler(msg)
+            self.publish()
+
+        return cb
+
+    def publish(self) -> None:
+        self.pub.publish(self.state.array(self.get_clock().now().to_msg()))
+
+
+def main(args=None) -> None:
+    run_node(VizMarkersNode, args)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,94 @@
+"""Run inside a network namespace: one fast-forward episode of level 11 through the standalone
+launcher, and a probe that records, while the graph is up, the topics with their types, the TF
+frames, and the markers; prints RESULT {json}."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import rclpy
+from palletizer.nodes.qos import LATCHED
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import Image, PointCloud2
+from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import MarkerArray
+
+
+def main() -> None:
+    launcher = subprocess.Popen(
+        [sys.executable, '-m', 'palletizer.launcher', 'level', 'level:=11', 'episodes:=1',
+         'speed:=0', 'telemetry:=off', 'log_level:=warn'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    log: list[str] = []
+    threading.Thread(target=lambda: log.extend(launcher.stdout), daemon=True).start()
+    rclpy.init()
+    node = rclpy.create_node('rviz_probe')
+    frames: set[str] = set()
+    seen = {'image': 0, 'points': 0}
+    markers: dict = {}
+
+    def on_tf(msg: TFMessage) -> None:
+        for t in msg.transforms:
+            frames.update((t.header.frame_id, t.child_frame_id))
+
+    def on_markers(msg: MarkerArray) -> None:
+        markers['frames'] = sorted({m.header.frame_id for m in msg.markers if m.action == 0})
+        markers['ns'] = sorted({m.ns for m in msg.markers if m.action == 0})
+
+    node.create_subscription(TFMessage, '/tf', on_tf, QoSProfile(depth=100))
+    node.create_subscription(TFMessage, '/tf_static', on_tf, LATCHED)
+    node.create_subscription(MarkerArray, '/palletizer/markers', on_markers, LATCHED)
+    # With the QoS the RViz displays ask for (rviz/palletizer.rviz).
+    node.create_subscription(
+        Image,
+        '/cameras/station/color/image_raw',
+        lambda _: seen.__setitem__('image', 1),
+        QoSProfile(depth=1),
+    )
+    node.create_subscription(
+        PointCloud2, '/palletizer/points', lambda _: seen.__setitem__('points', 1), LATCHED
+    )
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    spin = threading.Thread(target=ex.spin, daemon=True)
+    spin.start()
+    out: dict = {}
+    try:
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and launcher.poll() is None:
+            if {'actual', 'cog', 'heightmap'} <= set(markers.get('ns', [])) and all(seen.values()):
+                break
+            time.sleep(0.2)
+        out['topics'] = {name: types for name, types in node.get_topic_names_and_types()}
+        out['frames'] = sorted(frames)
+        out['markers'] = markers
+        out['seen'] = seen
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGINT)
+        try:
+            launcher.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+        ex.shutdown()
+        spin.join(timeout=5)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    out['log_tail'] = ''.join(log[-30:])
+    print('RESULT ' + json.dumps(out), flush=True)
+
+
+if __name__ == '__main__':
+    main()
