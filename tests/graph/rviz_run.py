@@ -13,7 +13,7 @@ import threading
 import time
 
 import rclpy
-from palletizer.nodes.qos import LATCHED
+from palletizer.nodes.qos import LATCHED, MARKERS
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, PointCloud2
@@ -42,13 +42,23 @@ def main() -> None:
         for t in msg.transforms:
             frames.update((t.header.frame_id, t.child_frame_id))
 
+    plan: dict = {}
+
     def on_markers(msg: MarkerArray) -> None:
         markers['frames'] = sorted({m.header.frame_id for m in msg.markers if m.action == 0})
         markers['ns'] = sorted({m.ns for m in msg.markers if m.action == 0})
+        held = [m.header.frame_id for m in msg.markers if m.ns == 'held' and m.action == 0]
+        markers['held_frames'] = sorted(set(markers.get('held_frames', [])) | set(held))
+
+    def on_plan(msg: MarkerArray) -> None:
+        live = [m for m in msg.markers if m.action == 0]
+        plan['frames'] = sorted(set(plan.get('frames', [])) | {m.header.frame_id for m in live})
+        plan['ns'] = sorted(set(plan.get('ns', [])) | {m.ns for m in live})
 
     node.create_subscription(TFMessage, '/tf', on_tf, QoSProfile(depth=100))
     node.create_subscription(TFMessage, '/tf_static', on_tf, LATCHED)
-    node.create_subscription(MarkerArray, '/palletizer/markers', on_markers, LATCHED)
+    node.create_subscription(MarkerArray, '/palletizer/markers', on_markers, MARKERS)
+    node.create_subscription(MarkerArray, '/palletizer/plan_markers', on_plan, MARKERS)
     # With the QoS the RViz displays ask for (rviz/palletizer.rviz).
     node.create_subscription(
         Image,
@@ -67,12 +77,15 @@ def main() -> None:
     try:
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline and launcher.poll() is None:
-            if {'actual', 'cog', 'heightmap'} <= set(markers.get('ns', [])) and all(seen.values()):
+            done = {'actual', 'cog', 'heightmap'} <= set(markers.get('ns', []))
+            done &= {'cog_measured', 'support'} <= set(plan.get('ns', []))
+            if done and markers.get('held_frames') and all(seen.values()):
                 break
             time.sleep(0.2)
         out['topics'] = {name: types for name, types in node.get_topic_names_and_types()}
         out['frames'] = sorted(frames)
         out['markers'] = markers
+        out['plan'] = plan
         out['seen'] = seen
     finally:
         if launcher.poll() is None:

@@ -51,6 +51,7 @@ def test_every_display_of_the_configuration_is_known_here():
     assert set(_topics(cfg)) == {
         '/robot_description',
         '/palletizer/markers',
+        '/palletizer/plan_markers',
         '/palletizer/points',
         '/cameras/station/color/image_raw',
     }
@@ -77,3 +78,6 @@ def test_every_frame_of_the_configuration_and_the_markers_is_in_the_tf_tree(live
     assert set(live['markers']['frames']) <= frames
     assert {'base_link', 'tool0', 'tcp', 'station_optical'} <= frames
     assert set(live['markers']['ns']) >= {'pallet', 'planned', 'actual', 'cog', 'heightmap'}
+    assert set(live['markers']['held_frames']) == {'tcp'}  # the carton rode on the tool
+    assert set(live['plan']['frames']) <= frames
+    assert set(live['plan']['ns']) >= {'candidates', 'chosen', 'cog_measured', 'support'}

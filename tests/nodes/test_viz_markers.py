@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -65,3 +66,70 @@ def test_cog_and_heightmap_markers():
     assert grid.type == Marker.CUBE_LIST and len(grid.points) == 4 == len(grid.colors)
     assert grid.points[1].z == pytest.approx(PalletGeometry().deck_z + 0.2)
     assert grid.points[3].x == pytest.approx(0.025) and grid.points[3].y == pytest.approx(-0.385)
+
+
+def test_plan_markers_show_the_ranked_candidates_the_choice_and_what_the_planner_believes():
+    from palletizer.core.contracts import HeightMap as Map
+    from palletizer.core.contracts import PackageSpec
+    from palletizer.core.contracts import Placement as Placed
+    from palletizer.nodes.plan_markers import MAX_CANDIDATES, PlanMarkers
+    from palletizer.nodes.planner import build_planner
+
+    planner = build_planner('heuristic')
+    spec = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2, (0.01, 0.0, 0.0))
+    flat = Map.flat(PalletGeometry())
+    result = planner.choose(spec, flat, None)
+    pm = PlanMarkers()
+    got = pm.array(Time(), spec, result.plan, planner, flat, None).markers
+    cands = [m for m in got if m.ns == 'candidates']
+    assert [m.id for m in cands] == list(range(MAX_CANDIDATES))
+    assert cands[0].color.g > cands[-1].color.g  # best green, the last shown red
+    (chosen,) = [m for m in got if m.ns == 'chosen']
+    xs = [p.x for p in chosen.points]
+    assert min(xs) < result.plan.position[0] < max(xs)
+    # Nothing placed yet: no believed centre of mass, no support polygon.
+    assert {(m.ns, m.action) for m in got if m.ns in ('cog_measured', 'support')} == {
+        ('cog_measured', Marker.DELETE),
+        ('support', Marker.DELETE),
+    }
+    x, y, z = result.plan.position
+    pose = (x - 0.6, y, z - PalletGeometry().deck_z, result.plan.yaw)
+    planner.record(
+        Placed(0, 'a', 'std_m', 4.2, (0.42, 0.30, 0.18), 1, pose, pose, 0.0, 0.0, 1.0, 0.0, True)
+    )
+
+    c = planner.candidates(spec, flat, None)
+    arrays = ('score', 'z_base', 'x', 'y', 'yaw', 'i0', 'j0', 'support', 'terms')
+    few = dataclasses.replace(c, **{f: getattr(c, f)[:3] for f in arrays})
+
+    class Fewer:  # a plan with three candidates left: the other ids are deleted
+        book = planner.book
+
+        def candidates(self, *_):
+            return few
+
+    got = pm.array(Time(), spec, None, Fewer(), flat, None).markers
+    by_ns: dict = {}
+    for m in got:
+        by_ns.setdefault(m.ns, []).append((m.id, m.action))
+    assert by_ns['candidates'] == [(k, Marker.ADD) for k in range(3)] + [
+        (k, Marker.DELETE) for k in range(3, MAX_CANDIDATES)
+    ]
+    assert by_ns['chosen'] == [(0, Marker.DELETE)]
+    assert by_ns['cog_measured'] == [(0, Marker.ADD)] and by_ns['support'] == [(0, Marker.ADD)]
+
+
+def test_the_held_carton_rides_on_the_tcp_from_pick_to_place():
+    from palletizer_msgs.msg import EpisodeEvent
+
+    st = MarkerState(PalletGeometry())
+    st.on_event(EpisodeEvent(kind='pick', payload_json='{"dims_mm": [400.0, 300.0, 200.0]}'))
+    (held,) = [m for m in st.array(Time()).markers if m.ns == 'held']
+    assert (held.header.frame_id, held.action, held.frame_locked) == ('tcp', Marker.ADD, True)
+    assert (held.scale.x, held.scale.y, held.scale.z) == pytest.approx((0.4, 0.3, 0.2))
+    assert held.pose.position.z == pytest.approx(0.1)  # hanging below the cups
+    st.on_event(EpisodeEvent(kind='place', payload_json='{}'))
+    assert [(m.ns, m.action) for m in st.array(Time()).markers if m.ns == 'held'] == [
+        ('held', Marker.DELETE)
+    ]
+    assert not [m for m in st.array(Time()).markers if m.ns == 'held']  # deleted once

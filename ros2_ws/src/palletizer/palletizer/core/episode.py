@@ -382,6 +382,7 @@ class _Loop:
             mass_kg=_r(spec.mass_kg, 3),
             type=spec.type_name,
             cog_offset_mm=[_r(v * 1000) for v in spec.cog_offset_m],
+            dims_mm=[_r(v * 1000) for v in spec.dims_m],
             **{k: v for k, v in picked.details.items()},
         )
         attempt = _Attempt(self.seq, spec, None)

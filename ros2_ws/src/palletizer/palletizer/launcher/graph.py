@@ -438,6 +438,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             parameters=common,
             remappings=(
                 ('heightmap', '/palletizer/heightmap'),
+                ('episode_events', '/palletizer/episode_events'),
                 ('placements', '/palletizer/placements'),
                 ('pallet_states', '/palletizer/pallet_states'),
             ),

@@ -20,7 +20,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
 import foxglove
-from palletizer.nodes.qos import EVENTS, LATCHED, SENSORS
+from palletizer.nodes.qos import EVENTS, LATCHED, MARKERS, SENSORS
 from palletizer.nodes.spin import run_node
 from palletizer.telemetry import load_typestore
 
@@ -35,6 +35,7 @@ DEFAULT_TOPICS = (
     '/palletizer/heightmap',
     '/palletizer/points',
     '/palletizer/markers',
+    '/palletizer/plan_markers',
     '/palletizer/episode_events',
     '/palletizer/placements',
     '/palletizer/pallet_states',
@@ -48,8 +49,8 @@ _LATCHED = {
     '/tf_static',
     '/palletizer/heightmap',
     '/palletizer/points',
-    '/palletizer/markers',
 }
+_MARKERS = {'/palletizer/markers', '/palletizer/plan_markers'}
 _EVENT_TOPICS = {'/palletizer/episode_events'}
 
 
@@ -62,6 +63,8 @@ def _message_class(msgtype: str) -> Any:
 def _qos(topic: str) -> QoSProfile:
     if topic in _LATCHED:
         return LATCHED
+    if topic in _MARKERS:
+        return MARKERS
     if topic in _EVENT_TOPICS:
         return EVENTS
     if topic.startswith('/cameras/') or topic == '/joint_states':

@@ -2,7 +2,7 @@
 typed layout classes: `python -m palletizer.nodes.foxglove_layout > foxglove/palletizer.json`.
 
 3D: the robot (URDF from /robot_description), TF, the fused points and the episode's markers
-(/palletizer/markers: pallet, planned and actual cartons, CoG, height map); the station camera;
+(/palletizer/markers, /palletizer/plan_markers); the station camera;
 plots of the stack's stability margin, fill and settle drift after every carton; the episode
 events as they come.
 """
@@ -25,6 +25,7 @@ def layout() -> fl.Layout:
                     visible=True, point_size=3.0, color_mode='colormap', color_field='z'
                 ),
                 '/palletizer/markers': fl.BaseRendererRosMarkerTopicSettings(visible=True),
+                '/palletizer/plan_markers': fl.BaseRendererRosMarkerTopicSettings(visible=True),
             },
         ),
     )

@@ -8,6 +8,7 @@ from palletizer_msgs.srv import PlanPlacement
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
 
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
@@ -30,6 +31,8 @@ from palletizer.nodes.convert import (
     reject_to_lists,
     spec_from_msg,
 )
+from palletizer.nodes.plan_markers import PlanMarkers
+from palletizer.nodes.qos import MARKERS
 from palletizer.nodes.spin import run_node
 
 __all__ = ['PlannerNode', 'build_planner', 'main']
@@ -77,6 +80,8 @@ class PlannerNode(Node):
         ).value
         self.kind = kind
         self.record = RecordedPlanner(lambda: build_planner(kind))
+        self.markers = PlanMarkers()
+        self.markers_pub = self.create_publisher(MarkerArray, '/palletizer/plan_markers', MARKERS)
         self.create_service(PlanPlacement, '~/plan', self.on_plan)
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.add_on_set_parameters_callback(self.on_set_parameters)
@@ -109,7 +114,15 @@ class PlannerNode(Node):
             return res
         pallet = pallet_state_from_msg(req.pallet) if req.has_pallet else None
         self.record.sync(placements, specs)
-        result = self.record.planner.choose(spec, heightmap, pallet, tuple(req.excluded_slots))
+        planner = self.record.planner
+        result = planner.choose(spec, heightmap, pallet, tuple(req.excluded_slots))
+        try:  # what RViz shows must never cost the plan
+            stamp = self.get_clock().now().to_msg()
+            self.markers_pub.publish(
+                self.markers.array(stamp, spec, result.plan, planner, heightmap, pallet)
+            )
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().warning(f'plan markers not published: {exc!r}')
         res.reject_reasons, res.reject_counts = reject_to_lists(result.reject_summary)
         if result.plan is None:
             res.error_code = PlanPlacement.Response.NO_CANDIDATE

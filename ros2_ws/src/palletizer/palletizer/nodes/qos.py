@@ -10,7 +10,7 @@ from rclpy.qos import (
     qos_profile_sensor_data,
 )
 
-__all__ = ['COMMANDS', 'EVENTS', 'LATCHED', 'SENSORS']
+__all__ = ['COMMANDS', 'EVENTS', 'LATCHED', 'MARKERS', 'SENSORS']
 
 SENSORS = qos_profile_sensor_data
 # Robot description, static TF, the latest height map: late joiners get the last value.
@@ -23,4 +23,9 @@ EVENTS = QoSProfile(
     history=HistoryPolicy.KEEP_ALL,
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+# Markers for RViz and Foxglove: latched, and deep enough that a reader keeps up with the bursts
+# of a fast-forward episode (a pick and its place can be published within milliseconds).
+MARKERS = QoSProfile(
+    depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )

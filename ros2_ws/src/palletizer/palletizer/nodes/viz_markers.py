@@ -8,25 +8,30 @@ ids so RViz updates markers in place instead of piling them up:
 - `cog` 0: the stack's centre of mass after the last carton (the referee's, from
   /palletizer/pallet_states);
 - `heightmap` 0: the observed cells of the last fused height map, one cube per cell at its
-  height, coloured from low (blue) to high (yellow).
+  height, coloured from low (blue) to high (yellow);
+- `held` 0: the carton in the gripper (its weighed size, from the `pick` event), hanging from
+  the `tcp` frame until it is placed.
+The planner publishes what it knows (candidates, chosen slot, believed centre of mass, support
+polygon) on /palletizer/plan_markers (nodes/plan_markers.py).
 A new episode (an attempt seq lower than the last one) clears the episode's markers.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point
-from palletizer_msgs.msg import HeightMap, PalletState, Placement
+from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from palletizer.core.contracts import PalletGeometry
 from palletizer.core.measure import pallet_to_world
-from palletizer.nodes.qos import LATCHED
+from palletizer.nodes.qos import EVENTS, LATCHED, MARKERS
 from palletizer.nodes.spin import run_node
 
 __all__ = ['FRAME', 'MarkerState', 'VizMarkersNode', 'main']
@@ -61,6 +66,15 @@ class MarkerState:
         self.heightmap: Marker | None = None
         self.last_seq = -1
         self.cleared = False
+        self.held: tuple[float, float, float] | None = None
+        self.held_drawn = False
+
+    def on_event(self, ev: EpisodeEvent) -> None:
+        if ev.kind == 'pick':
+            dims = json.loads(ev.payload_json or '{}').get('dims_mm')
+            self.held = tuple(float(v) / 1000.0 for v in dims) if dims else None
+        elif ev.kind in ('place', 'fail', 'perceive'):
+            self.held = None
 
     def on_placement(self, p: Placement) -> None:
         if p.seq < self.last_seq:  # a new episode
@@ -119,8 +133,18 @@ class MarkerState:
             ok = _color(0.2, 0.8, 0.3, 0.9) if pl.placed else _color(0.9, 0.2, 0.2, 0.9)
             out.append(_box('actual', seq, actual, dims, ok))
         out += [m for m in (self.cog, self.heightmap) if m is not None]
+        if self.held is not None:
+            L, W, H = self.held
+            m = _box('held', 0, (0.0, 0.0, H / 2), (L, W, H), _color(0.95, 0.75, 0.2, 0.9))
+            m.header.frame_id = 'tcp'  # the cups' plane; the carton hangs along tcp z
+            m.frame_locked = True
+            out.append(m)
+            self.held_drawn = True
+        elif self.held_drawn:
+            out.append(Marker(ns='held', id=0, action=Marker.DELETE))
+            self.held_drawn = False
         for m in out:
-            m.header.frame_id = FRAME
+            m.header.frame_id = m.header.frame_id or FRAME
             m.header.stamp = stamp
         return MarkerArray(markers=out)
 
@@ -129,11 +153,14 @@ class VizMarkersNode(Node):
     def __init__(self) -> None:
         super().__init__('viz_markers')
         self.state = MarkerState(PalletGeometry())
-        self.pub = self.create_publisher(MarkerArray, '/palletizer/markers', LATCHED)
+        self.pub = self.create_publisher(MarkerArray, '/palletizer/markers', MARKERS)
         self.create_subscription(Placement, 'placements', self._wrap(self.state.on_placement), 50)
         self.create_subscription(PalletState, 'pallet_states', self._wrap(self.state.on_state), 50)
         self.create_subscription(
             HeightMap, 'heightmap', self._wrap(self.state.on_heightmap), LATCHED
+        )
+        self.create_subscription(
+            EpisodeEvent, 'episode_events', self._wrap(self.state.on_event), EVENTS
         )
         self.publish()
 
