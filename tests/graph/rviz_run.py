@@ -17,6 +17,7 @@ from palletizer.nodes.qos import LATCHED, MARKERS
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, PointCloud2
+from std_msgs.msg import Float64
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
@@ -36,6 +37,7 @@ def main() -> None:
     node = rclpy.create_node('rviz_probe')
     frames: set[str] = set()
     seen = {'image': 0, 'points': 0}
+    cycles: list[float] = []
     markers: dict = {}
 
     def on_tf(msg: TFMessage) -> None:
@@ -69,6 +71,9 @@ def main() -> None:
     node.create_subscription(
         PointCloud2, '/palletizer/points', lambda _: seen.__setitem__('points', 1), LATCHED
     )
+    node.create_subscription(
+        Float64, '/palletizer/cycle_time_s', lambda m: cycles.append(m.data), QoSProfile(depth=10)
+    )
     ex = SingleThreadedExecutor()
     ex.add_node(node)
     spin = threading.Thread(target=ex.spin, daemon=True)
@@ -79,13 +84,14 @@ def main() -> None:
         while time.monotonic() < deadline and launcher.poll() is None:
             done = {'actual', 'cog', 'heightmap'} <= set(markers.get('ns', []))
             done &= {'cog_measured', 'support'} <= set(plan.get('ns', []))
-            if done and markers.get('held_frames') and all(seen.values()):
+            if done and markers.get('held_frames') and all(seen.values()) and cycles:
                 break
             time.sleep(0.2)
         out['topics'] = {name: types for name, types in node.get_topic_names_and_types()}
         out['frames'] = sorted(frames)
         out['markers'] = markers
         out['plan'] = plan
+        out['cycles'] = cycles
         out['seen'] = seen
     finally:
         if launcher.poll() is None:

@@ -70,6 +70,8 @@ def test_every_display_topic_is_live_with_the_displays_type(live):
         assert topic in live['topics'], f'{topic} not on the graph\n{live["log_tail"]}'
         assert live['topics'][topic] == [msgtype], topic
     assert live['seen'] == {'image': 1, 'points': 1}
+    # The Foxglove layout's cycle-time plot: the sim time from one carton's place to the next.
+    assert live['cycles'] and all(2.0 < c < 60.0 for c in live['cycles']), live['cycles']
 
 
 def test_every_frame_of_the_configuration_and_the_markers_is_in_the_tf_tree(live):

@@ -133,3 +133,20 @@ def test_the_held_carton_rides_on_the_tcp_from_pick_to_place():
         ('held', Marker.DELETE)
     ]
     assert not [m for m in st.array(Time()).markers if m.ns == 'held']  # deleted once
+
+
+def test_cycle_time_is_the_sim_time_between_places():
+    from palletizer_msgs.msg import EpisodeEvent
+
+    st = MarkerState(PalletGeometry())
+
+    def ev(seq: int, ts: float, kind: str, seed: int = 1) -> float | None:
+        return st.cycle_time(EpisodeEvent(run_id='r', seed=seed, seq=seq, ts=ts, kind=kind))
+
+    assert ev(0, 2.0, 'perceive') is None
+    assert ev(1, 5.0, 'pick') is None
+    assert ev(2, 9.5, 'place') == pytest.approx(7.5)  # since the episode's first event
+    assert ev(3, 12.0, 'perceive') is None
+    assert ev(4, 20.0, 'place') == pytest.approx(10.5)
+    assert ev(0, 30.0, 'perceive', seed=2) is None  # the next episode starts over
+    assert ev(1, 36.0, 'place', seed=2) == pytest.approx(6.0)

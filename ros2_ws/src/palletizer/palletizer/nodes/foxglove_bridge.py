@@ -36,6 +36,7 @@ DEFAULT_TOPICS = (
     '/palletizer/points',
     '/palletizer/markers',
     '/palletizer/plan_markers',
+    '/palletizer/cycle_time_s',
     '/palletizer/episode_events',
     '/palletizer/placements',
     '/palletizer/pallet_states',

@@ -3,8 +3,8 @@ typed layout classes: `python -m palletizer.nodes.foxglove_layout > foxglove/pal
 
 3D: the robot (URDF from /robot_description), TF, the fused points and the episode's markers
 (/palletizer/markers, /palletizer/plan_markers); the station camera;
-plots of the stack's stability margin, fill and settle drift after every carton; the episode
-events as they come.
+plots of the cycle time per carton (/palletizer/cycle_time_s) and of the stack's stability
+margin, fill and settle drift after every carton; the episode events as they come.
 """
 
 from __future__ import annotations
@@ -48,6 +48,14 @@ def layout() -> fl.Layout:
             show_legend=True,
         ),
     )
+    cycle = fl.PlotPanel(
+        title='cycle time per carton',
+        config=fl.PlotConfig(
+            paths=[fl.PlotSeries(value='/palletizer/cycle_time_s.data', label='cycle time [s]')],
+            x_axis_val='index',
+            show_legend=True,
+        ),
+    )
     events = fl.RawMessagesPanel(
         title='episode events',
         config=fl.RawMessagesConfig(topic_path='/palletizer/episode_events'),
@@ -57,7 +65,12 @@ def layout() -> fl.Layout:
         items=[fl.SplitItem(proportion=2, content=three_d), fl.SplitItem(content=image)],
     )
     right = fl.SplitContainer(
-        direction='column', items=[fl.SplitItem(content=plot), fl.SplitItem(content=events)]
+        direction='column',
+        items=[
+            fl.SplitItem(content=cycle),
+            fl.SplitItem(content=plot),
+            fl.SplitItem(content=events),
+        ],
     )
     return fl.Layout(
         content=fl.SplitContainer(

@@ -11,6 +11,9 @@ ids so RViz updates markers in place instead of piling them up:
   height, coloured from low (blue) to high (yellow);
 - `held` 0: the carton in the gripper (its weighed size, from the `pick` event), hanging from
   the `tcp` frame until it is placed.
+It also publishes /palletizer/cycle_time_s (std_msgs/Float64) at every `place` event: the sim
+time since the previous carton's place (the first carton: since the episode's first event), for
+the Foxglove layout's cycle-time plot.
 The planner publishes what it knows (candidates, chosen slot, believed centre of mass, support
 polygon) on /palletizer/plan_markers (nodes/plan_markers.py).
 A new episode (an attempt seq lower than the last one) clears the episode's markers.
@@ -26,7 +29,7 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
 from rclpy.node import Node
-from std_msgs.msg import ColorRGBA
+from std_msgs.msg import ColorRGBA, Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
 from palletizer.core.contracts import PalletGeometry
@@ -68,6 +71,20 @@ class MarkerState:
         self.cleared = False
         self.held: tuple[float, float, float] | None = None
         self.held_drawn = False
+        self.episode: tuple[str, int] | None = None
+        self.since = 0.0  # [s] sim time of the episode's first event, then of the last place
+
+    def cycle_time(self, ev: EpisodeEvent) -> float | None:
+        """At a `place` event, the sim time [s] since the previous place (or the episode's
+        first event); None for other events."""
+        key = (ev.run_id, int(ev.seed))
+        if key != self.episode or ev.seq == 0:
+            self.episode, self.since = key, float(ev.ts)
+        if ev.kind != 'place':
+            return None
+        out = float(ev.ts) - self.since
+        self.since = float(ev.ts)
+        return out
 
     def on_event(self, ev: EpisodeEvent) -> None:
         if ev.kind == 'pick':
@@ -159,9 +176,15 @@ class VizMarkersNode(Node):
         self.create_subscription(
             HeightMap, 'heightmap', self._wrap(self.state.on_heightmap), LATCHED
         )
-        self.create_subscription(
-            EpisodeEvent, 'episode_events', self._wrap(self.state.on_event), EVENTS
-        )
+        self.cycle_pub = self.create_publisher(Float64, '/palletizer/cycle_time_s', 10)
+        self.create_subscription(EpisodeEvent, 'episode_events', self.on_event, EVENTS)
+        self.publish()
+
+    def on_event(self, ev: EpisodeEvent) -> None:
+        cycle = self.state.cycle_time(ev)
+        if cycle is not None:
+            self.cycle_pub.publish(Float64(data=cycle))
+        self.state.on_event(ev)
         self.publish()
 
     def _wrap(self, handler):
