@@ -20,6 +20,7 @@ from palletizer.core.config import load_config
 from palletizer.launcher.graph import describe, parse_launch_args
 
 from tests.graph.isolation import next_domain
+from tests.graph.ros2_launch_tool import ros2_launch_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = load_config()
@@ -28,15 +29,7 @@ STARTED = re.compile(
 )
 
 
-def _tool() -> Path | None:
-    env = os.environ.get('PALLETIZER_ROS2_LAUNCH')
-    for cand in ([Path(env)] if env else []) + [ROOT.parent / 'shared/tools/ros2-launch/run']:
-        if cand.is_file():
-            return cand
-    return None
-
-
-TOOL = _tool()
+TOOL = ros2_launch_tool()
 pytestmark = pytest.mark.skipif(
     TOOL is None,
     reason='the ros2-launch checking tool was not found: set PALLETIZER_ROS2_LAUNCH to its run script',
@@ -83,22 +76,17 @@ def _session_left(sid: int) -> list[str]:
     return [ln for ln in ps.stdout.splitlines() if ln.split()[1] == str(sid)]
 
 
-def test_level_launch_runs_one_episode_and_ends_by_itself_with_exit_code_0():
-    args = ['level:=11', 'episodes:=1', 'speed:=0', 'seed:=1']
-    proc = _start('level.launch.py', *args)
-    try:
-        out, _ = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, out[-3000:]
+def test_level_launch_runs_one_episode_and_ends_by_itself_with_exit_code_0(level_episode):
+    got = level_episode  # tests/graph/conftest.py: level 11, one episode, through ros2 launch
+    out = got['log']
+    assert got['via'] == 'ros2 launch'
+    assert got['returncode'] == 0, out[-3000:]
     started = {m['name']: int(m['pid']) for m in STARTED.finditer(out)}
+    args = ['level:=11', 'seed:=1', 'episodes:=1', 'speed:=0', 'telemetry:=off']
     assert sorted(started) == sorted(_expected(args, None)), out[-3000:]
     assert '1/1 episodes succeeded' in out, out[-3000:]
     assert 'shutting down launched system' in out
-    assert not _alive(list(started.values())), out[-3000:]
-    assert not _session_left(proc.pid)
+    assert got['left'] == [], got['left']
 
 
 @pytest.mark.parametrize('name', ['table', 'conveyor', 'truck'])

@@ -3,14 +3,10 @@ the display takes, and every frame it names (and every marker's frame) is in the
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-
-from tests.graph.isolation import run_isolated
 
 HERE = Path(__file__).parent
 RVIZ = HERE.parents[1] / 'rviz' / 'palletizer.rviz'
@@ -58,16 +54,14 @@ def test_every_display_of_the_configuration_is_known_here():
 
 
 @pytest.fixture(scope='module')
-def live() -> dict:
-    proc = run_isolated([sys.executable, str(HERE / 'rviz_run.py')], timeout=240)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('RESULT ')]
-    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(lines[0].split(' ', 1)[1])
+def live(level_episode) -> dict:
+    """The shared level-11 episode (tests/graph/conftest.py), probed while it ran."""
+    return level_episode
 
 
 def test_every_display_topic_is_live_with_the_displays_type(live):
     for topic, msgtype in _topics(_config()).items():
-        assert topic in live['topics'], f'{topic} not on the graph\n{live["log_tail"]}'
+        assert topic in live['topics'], f'{topic} not on the graph\n{live["log"][-3000:]}'
         assert live['topics'][topic] == [msgtype], topic
     assert live['seen'] == {'image': 1, 'points': 1}
     # The Foxglove layout's cycle-time plot: the sim time from one carton's place to the next.

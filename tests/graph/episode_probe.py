@@ -1,6 +1,8 @@
-"""Run inside a network namespace: one fast-forward episode of level 11 through the standalone
-launcher, and a probe that records, while the graph is up, the topics with their types, the TF
-frames, and the markers; prints RESULT {json}."""
+"""Run inside a network namespace: one fast-forward episode of level 11, through the real
+`ros2 launch` (argv[1]: the ros2-launch checking tool's run script) or else the standalone
+launcher, left to end by itself; a probe records, while the graph is up, the topics with their
+types, the TF frames, the markers and the cycle times; then the launch's exit code, its log and
+any process left in its session. Prints RESULT {json}."""
 
 from __future__ import annotations
 
@@ -23,16 +25,17 @@ from visualization_msgs.msg import MarkerArray
 
 
 def main() -> None:
+    args = ['level:=11', 'seed:=1', 'episodes:=1', 'speed:=0', 'telemetry:=off']
+    if len(sys.argv) > 1:
+        via, cmd = 'ros2 launch', [sys.argv[1], 'palletizer', 'level.launch.py', *args]
+    else:
+        via, cmd = 'launcher', [sys.executable, '-m', 'palletizer.launcher', 'level', *args]
     launcher = subprocess.Popen(
-        [sys.executable, '-m', 'palletizer.launcher', 'level', 'level:=11', 'episodes:=1',
-         'speed:=0', 'telemetry:=off', 'log_level:=warn'],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )  # fmt: skip
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     log: list[str] = []
-    threading.Thread(target=lambda: log.extend(launcher.stdout), daemon=True).start()
+    reader = threading.Thread(target=lambda: log.extend(launcher.stdout), daemon=True)
+    reader.start()
     rclpy.init()
     node = rclpy.create_node('rviz_probe')
     frames: set[str] = set()
@@ -81,7 +84,7 @@ def main() -> None:
     out: dict = {}
     try:
         deadline = time.monotonic() + 150
-        while time.monotonic() < deadline and launcher.poll() is None:
+        while time.monotonic() < deadline and launcher.poll() is None:  # sample while it is up
             done = {'actual', 'cog', 'heightmap'} <= set(markers.get('ns', []))
             done &= {'cog_measured', 'support'} <= set(plan.get('ns', []))
             if done and markers.get('held_frames') and all(seen.values()) and cycles:
@@ -94,18 +97,25 @@ def main() -> None:
         out['cycles'] = cycles
         out['seen'] = seen
     finally:
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGINT)
-        try:
-            launcher.wait(timeout=60)
+        try:  # the launch ends by itself once the director is done
+            out['returncode'] = launcher.wait(timeout=120)
         except subprocess.TimeoutExpired:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            launcher.wait()
+            out['returncode'] = 'hung'
+            os.killpg(launcher.pid, signal.SIGINT)
+            try:
+                launcher.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(launcher.pid, signal.SIGKILL)
+                launcher.wait()
+        reader.join(timeout=10)
+        ps = subprocess.run(['ps', '-eo', 'sid=,pid=,args='], capture_output=True, text=True)
+        out['left'] = [ln for ln in ps.stdout.splitlines() if ln.split()[0] == str(launcher.pid)]
         ex.shutdown()
         spin.join(timeout=5)
         node.destroy_node()
         rclpy.try_shutdown()
-    out['log_tail'] = ''.join(log[-30:])
+    out['via'] = via
+    out['log'] = ''.join(log)
     print('RESULT ' + json.dumps(out), flush=True)
 
 
