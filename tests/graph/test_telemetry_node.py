@@ -41,7 +41,11 @@ def test_telemetry_node_writes_confirms_counts_and_aborts_on_sigterm(got):
     assert [e['seed'] for e in eps] == [5, 6, 7]
     assert eps[0]['success'] and eps[0]['metrics']['mean_planner_score'] == 0.7
     # SIGTERM closed seed 7 as aborted, with no invented failure.
-    assert eps[2]['metrics'] == {'aborted': True} and eps[2]['failure'] is None
+    assert eps[2]['metrics'] == {
+        'aborted': True,
+        'aborted_reason': 'the telemetry node stopped with the episode open',
+    }
+    assert eps[2]['failure'] is None
     assert not eps[2]['success'] and (eps[2]['level'], eps[2]['task']) == (11, 'table')
     # ... and with the run info given to begin_episode (it used to say oracle false)
     assert (eps[2]['oracle'], eps[2]['n_objects']) == (True, 3)

@@ -286,7 +286,10 @@ def test_an_aborted_episode_line_has_the_run_info_given_at_begin(tmp_path):
         True,
         'abc1234',
     )
-    assert line['metrics'] == {'aborted': True}
+    assert line['metrics'] == {
+        'aborted': True,
+        'aborted_reason': 'the run closed with the episode open',
+    }
 
 
 def _fsynced(monkeypatch) -> list[str]:
@@ -327,7 +330,7 @@ def test_an_exception_in_the_with_block_still_closes_the_episode(tmp_path):
             w.begin(8)
             raise RuntimeError('crash')
     (line,) = _lines(w.path / 'episodes.jsonl')
-    assert line['seed'] == 8 and line['metrics'] == {'aborted': True} and line['n_objects'] is None
+    assert line['seed'] == 8 and line['metrics']['aborted'] is True and line['n_objects'] is None
     with pytest.raises(TelemetryError, match=r'closed'):
         w.begin(9)
 

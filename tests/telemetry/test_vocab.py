@@ -45,7 +45,10 @@ def test_failure_vocabulary_is_failure_cause_and_errors_are_palletizer_errors():
         parse_failure('place_inaccurate')
 
 
-def test_telemetry_mode_parses_disk_remote_off_only():
+def test_telemetry_mode_parses_disk_postgres_supabase_off_only():
     assert TelemetryMode.parse('off', 'mode') is TelemetryMode.off
+    assert [m.value for m in TelemetryMode] == ['disk', 'postgres', 'supabase', 'off']
+    with pytest.raises(TelemetryError, match=r"mode = 'remote'; expected one of disk, postgres"):
+        TelemetryMode.parse('remote', 'mode')
     with pytest.raises(TelemetryError, match=r"mode = 'disc'.*did you mean 'disk'"):
         TelemetryMode.parse('disc', 'mode')

@@ -23,7 +23,7 @@ NODES = [
 
 
 def _share(folder: str) -> list[tuple[str, list[str]]]:
-    """Install launch/, configs/ and rviz/ (symlinked from the repository root) into share/."""
+    """Install launch/, configs/, rviz/ and sql/ (symlinked from the repository root) into share/."""
     root = HERE / folder
     files = sorted(p for p in root.rglob('*') if p.is_file() and '__pycache__' not in p.parts)
     groups: dict[str, list[str]] = {}
@@ -43,6 +43,7 @@ setup(
         *_share('launch'),
         *_share('configs'),
         *_share('rviz'),
+        *_share('sql'),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -46,6 +46,11 @@ BENCHMARKS = {
         'bench_perception',
         'camera height map, carton detection and wrist gauge against the referee, noise on',
     ),
+    'replica': (
+        'palletizer.cli.bench_replica',
+        'bench_replica',
+        'telemetry replica into a local PostgreSQL: rows/s, lag at episode end, drain after 30 s down',
+    ),
     'graph': (
         'palletizer.cli.bench_graph',
         'bench_graph',

@@ -21,6 +21,7 @@ from palletizer.launcher.graph import (
     PLANNERS,
     ROBOTS,
     SEED_MAX,
+    TELEMETRY_MODES,
     VIZ_MODES,
     GraphOptions,
     describe,
@@ -28,6 +29,7 @@ from palletizer.launcher.graph import (
 )
 from palletizer.launcher.process import GraphRunner
 from palletizer.telemetry import preflight
+from palletizer.telemetry.replica import replica_line
 
 __all__ = ['build_options', 'main', 'missing_nodes']
 
@@ -94,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
         help='cameras (default) or oracle: simulator truth, the run is flagged oracle',
     )
     p.add_argument('--speed', action=_Given, help='0 = fast-forward (default); 1 = real UR speed')
+    p.add_argument(
+        '--telemetry',
+        action=_Given,
+        metavar='{' + ','.join(TELEMETRY_MODES) + '}',
+        help='disk (default); postgres or supabase: disk plus a live replica; off: nothing',
+    )
     p.add_argument(
         '--no-telemetry',
         action=_Given,
@@ -178,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner = GraphRunner(describe(opts), log_level=opts.log_level, env=domain.env)
         runner.stop_on_signals()
         runner.log('launcher', domain.banner())
+        runner.log('launcher', f'telemetry {opts.telemetry}: {replica_line(opts.telemetry)}')
         runner.start()
         return runner.run()
 

@@ -103,6 +103,12 @@ def _text(v: Any, where: str) -> str:
     return v
 
 
+def _text_or_empty(v: Any, where: str) -> str:
+    if not isinstance(v, str):
+        raise _fail(where, v, 'a string (may be empty)')
+    return v
+
+
 def _list_of(item: Validator, min_len: int = 0) -> Validator:
     def check(v: Any, where: str) -> tuple[Any, ...]:
         if not isinstance(v, list) or len(v) < min_len:
@@ -430,7 +436,7 @@ _STABILITY = {
 }
 _TELEMETRY = {
     'schema': _num(1, 1, integer=True),
-    'mode': _one_of('disk', 'remote'),
+    'mode': _one_of('disk', 'postgres', 'supabase'),
     'runs_dir': _text,
     'min_free_mb': _Opt(_num(0.0, 1e7), 0.0),
     'bag': {
@@ -442,7 +448,14 @@ _TELEMETRY = {
     'snapshots': {
         'views': _list_of(_one_of('top', 'side', 'iso', 'camera'), 1),
     },
-    'remote': {'timeout_s': _num(0.1, 120.0), 'outbox': _text},
+    'replica': {
+        'timeout_s': _num(0.1, 120.0),
+        'batch': _num(1, 100_000, integer=True),
+        'backoff_s': _list_of(_num(0.01, 600.0), 2),
+        'drain_s': _num(0.0, 3600.0),
+        'postgres': {'dsn': _text_or_empty},
+        'supabase': {'bucket': _text},
+    },
 }
 
 

@@ -13,6 +13,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import LAUNCH_ARGUMENTS, describe, parse_launch_args
 from palletizer.launcher.process import GraphRunner
+from palletizer.telemetry.replica import replica_line
 
 USAGE = (
     'usage: launch_graph [level|table|conveyor|truck] [name:=value ...]\n'
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         'launcher',
         f'level {opts.level} ({opts.source}), seed {opts.seed}, '
         f'{opts.episodes} episode(s), planner {opts.planner}, speed {opts.speed:g}, '
-        f'robot {opts.robot}, telemetry {opts.telemetry}',
+        f'robot {opts.robot}, telemetry {opts.telemetry}: {replica_line(opts.telemetry)}',
     )
     try:
         runner.start()

@@ -36,7 +36,7 @@ __all__ = [
 PACKAGE = 'palletizer'
 PLANNERS = ('heuristic', 'beam', 'grid')
 ROBOTS = ('sim', 'ur')
-TELEMETRY_MODES = ('disk', 'remote', 'off')
+TELEMETRY_MODES = ('disk', 'postgres', 'supabase', 'off')
 PERCEPTION_MODES = ('cameras', 'oracle')
 VIZ_MODES = ('none', 'foxglove')
 FOXGLOVE_PORT = 8765  # Foxglove's default WebSocket port
@@ -78,7 +78,11 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument(
         'robot', 'sim', 'sim = MuJoCo cell bridge; ur = a real UR driver provides the arm'
     ),
-    LaunchArgument('telemetry', 'disk', 'telemetry mode: disk | remote | off'),
+    LaunchArgument(
+        'telemetry',
+        'disk',
+        'telemetry mode: disk | postgres | supabase (disk plus a replica) | off',
+    ),
     LaunchArgument('use_sim_time', 'true', 'nodes follow /clock from the cell'),
     LaunchArgument('params_file', '', 'extra ROS parameters YAML, keyed by node name'),
     LaunchArgument('log_level', 'info', 'debug | info | warn | error | fatal'),

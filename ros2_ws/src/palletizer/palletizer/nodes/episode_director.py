@@ -88,7 +88,7 @@ class EpisodeDirectorNode(Node):
         self.planner_kind = param('planner', 'heuristic', 'heuristic | beam | grid')
         self.speed = float(param('speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)'))
         self.robot = param('robot', 'sim', 'sim | ur')
-        self.telemetry = param('telemetry', 'disk', 'disk | remote | off')
+        self.telemetry = param('telemetry', 'disk', 'disk | postgres | supabase | off')
         cfg = load_config()
         gauge = cfg.perception['gauge']
         hold = float(

@@ -35,6 +35,7 @@ from palletizer.telemetry import (
     encode_png,
     run_stamp,
 )
+from palletizer.telemetry.replica import Replicator, adopt_orphans, choose_backend
 
 __all__ = ['TelemetryNode', 'main']
 
@@ -66,7 +67,9 @@ class TelemetryNode(Node):
                 name, default, ParameterDescriptor(description=what)
             ).value
 
-        mode = TelemetryMode.parse(param('mode', cfg['mode'], 'disk | remote | off'), 'mode')
+        mode = TelemetryMode.parse(
+            param('mode', cfg['mode'], 'disk | postgres | supabase | off'), 'mode'
+        )
         runs_dir = param('runs_dir', cfg['runs_dir'], 'folder of run directories (relative: cwd)')
         stamp = param('run_stamp', '', 'YYYYmmdd-HHMMSS of the run; empty = wall clock at start')
         tag = param('tag', 'pallet', 'suffix of the run directory name')
@@ -88,6 +91,8 @@ class TelemetryNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.mode = mode
         self.rec: Recorder | None = None
+        self.replicator: Replicator | None = None
+        self.drain_s = float(cfg['replica']['drain_s'])
         self._dropped: set[str] = set()  # what was logged once: foreign run ids, no run folder
         # Subscriptions and the service run on different threads: end_episode waits for events
         # still in flight, which only the subscription thread can deliver.
@@ -112,13 +117,28 @@ class TelemetryNode(Node):
                 tag=tag,
                 min_free_bytes=int(min_free_mb * 1e6),
                 bag_topics=topics if cfg['bag']['enabled'] else None,
+                outbox=mode in (TelemetryMode.postgres, TelemetryMode.supabase),
             )
         )
         if self.rec.open():
             # Stay up: begin_episode answers CANNOT_WRITE, so the director fails at once.
             self.get_logger().error(f'telemetry cannot write: {self.rec.error}')
-        if mode is TelemetryMode.remote:
-            self.get_logger().warning('remote replica not available yet: writing to disk only')
+        choice = choose_backend(mode.value, cfg['replica'])
+        self.replica_line = choice.line
+        if choice.backend is not None:
+            self.replicator = Replicator(
+                choice.backend,
+                self._replica_log,
+                batch=int(cfg['replica']['batch']),
+                backoff_s=tuple(cfg['replica']['backoff_s']),
+            )
+            if self.rec.run is not None:
+                self.replicator.add(self.rec.run.path)
+            for run_dir, note in adopt_orphans(self.rec.cfg.runs_dir, self.rec.run_dir):
+                self.replicator.add(run_dir)
+                if note:
+                    self.get_logger().warning(note)
+            self.replicator.start()
         self._raw(EpisodeEvent, 'episode_events', EVENTS, self.on_event)
         self._raw(Placement, 'placements', EVENTS, self.on_placement)
         self._raw(PalletState, 'pallet_states', EVENTS, self.on_pallet_state)
@@ -148,7 +168,19 @@ class TelemetryNode(Node):
                 COMMANDS,
                 callback_group=self._subs,
             )
-        self.get_logger().info(f'telemetry ready: {mode.value} -> {self.rec.run_dir or "-"}')
+        self.get_logger().info(
+            f'telemetry ready: {mode.value} -> {self.rec.run_dir or "-"} · {self.replica_line}'
+        )
+
+    def _replica_log(self, level: str, line: str) -> None:
+        # One call site per severity: rclpy refuses a call site whose severity changes.
+        log = self.get_logger()
+        if level == 'info':
+            log.info(line)
+        elif level == 'warning':
+            log.warning(line)
+        else:
+            log.error(line)
 
     def _raw(self, msg_type, topic: str, qos, callback) -> None:
         # raw=True: the bag stores the wire bytes; only the episode topics are deserialised.
@@ -179,6 +211,12 @@ class TelemetryNode(Node):
                 bag.write(topic, self._stamp(), data)
             except TelemetryWriteError as exc:
                 self._once('bag', f'bag messages dropped from now: {exc}')
+
+    def _replica_check(self) -> None:
+        """Log once when rows could not be queued for the replica (the disk has them)."""
+        sink = None if self.rec.run is None else self.rec.run.replica
+        if sink is not None and sink.error:
+            self._once('outbox', f'replica outbox: {sink.error}; scripts/replicate can backfill')
 
     def _mine(self, run_id: str, what: str) -> bool:
         """False (logged once per run id) for a message of another run than the bound one."""
@@ -219,6 +257,7 @@ class TelemetryNode(Node):
             except (PalletizerError, ValueError) as exc:
                 self.get_logger().error(f'event seed {msg.seed} seq {msg.seq} dropped: {exc}')
                 return
+            self._replica_check()
             # The bag's payload is the stored one, in mm and degrees as the message says.
             msg.payload_json = json.dumps(row['payload'], separators=(',', ':'))
             self._record('/palletizer/episode_events', serialize_message(msg))
@@ -409,6 +448,21 @@ class TelemetryNode(Node):
                 self.get_logger().error(f'telemetry could not close the run: {exc}')
             for run_id, n in self.rec.foreign.items():
                 self.get_logger().warning(f'{n} messages of run {run_id} were dropped')
+        if self.replicator is not None:
+            self.replicator.wake()
+            drained = self.replicator.stop(self.drain_s)
+            r = self.replicator
+            where = self.rec.run_dir or self.rec.cfg.runs_dir
+            if drained:
+                self.get_logger().info(
+                    f'replica: {r.shipped} rows shipped, {r.rejected} refused; outbox drained'
+                )
+            else:
+                self.get_logger().warning(
+                    f'replica: {r.shipped} rows shipped; rows are left in the outbox '
+                    f'({r.error or r.state}): the next start or scripts/replicate {where} '
+                    'ships them'
+                )
 
 
 def main(args=None) -> None:

@@ -37,7 +37,8 @@ class RecorderConfig:
 
     runs_dir: folder of run folders; stamp, tag: the run folder is <stamp>-<tag> (or -2, ...);
     min_free_bytes [B]: free space the runs folder needs at start and at every begin;
-    bag_topics: topic -> message type of the bag, or None for no bag.
+    bag_topics: topic -> message type of the bag, or None for no bag; outbox: queue every row
+    for a replica as well.
     """
 
     runs_dir: Path
@@ -45,6 +46,7 @@ class RecorderConfig:
     tag: str
     min_free_bytes: int
     bag_topics: Mapping[str, str] | None
+    outbox: bool = False  # queue every row for a replica (runs/<run>/outbox.sqlite)
 
 
 def preflight(telemetry: Mapping[str, Any]) -> Path:
@@ -115,7 +117,9 @@ class Recorder:
             return ''
         try:
             check_writable(self.cfg.runs_dir, self.cfg.min_free_bytes)
-            run = RunWriter(self.cfg.runs_dir, self.cfg.stamp, self.cfg.tag)
+            run = RunWriter(
+                self.cfg.runs_dir, self.cfg.stamp, self.cfg.tag, outbox=self.cfg.outbox
+            )
             try:
                 if self.cfg.bag_topics is not None:
                     self.bag = BagWriter(run.path / 'bag', self.cfg.bag_topics)
@@ -173,7 +177,7 @@ class Recorder:
                     f'begin of seed {seed} while episode {run.open_seed} is open: aborted it '
                     '(end_episode never came)'
                 )
-                self._abort()
+                self._abort(f'the next episode (seed {seed}) began before its end came')
             run.begin(seed, n_objects, info)
         except TelemetryWriteError as exc:
             return Begin.CANNOT_WRITE, str(exc)
@@ -181,10 +185,10 @@ class Recorder:
             return Begin.INVALID_REQUEST, str(exc)
         return Begin.OK, note
 
-    def _abort(self) -> None:
+    def _abort(self, reason: str) -> None:
         assert self.run is not None
         try:
-            self.run.abort()
+            self.run.abort(reason=reason)
         finally:
             self.checkpoint()
 
@@ -205,7 +209,7 @@ class Recorder:
                 f'event of seed {seed} while episode {run.open_seed} is open: aborting it '
                 '(end_episode never came)'
             )
-            self._abort()
+            self._abort(f'an event of seed {seed} came before its end')
         self.run_id = self.run_id or run_id
         run.begin(seed)
         return note
@@ -215,13 +219,15 @@ class Recorder:
         if self.bag is not None:
             self.bag.checkpoint()
 
-    def close(self) -> int | None:
-        """Abort an open episode and finish the bag; return the aborted seed or None."""
+    def close(
+        self, reason: str = 'the telemetry node stopped with the episode open'
+    ) -> int | None:
+        """Abort an open episode (for `reason`) and finish the bag; return its seed or None."""
         seed = None
         try:
             if self.run is not None:
                 seed = self.run.open_seed
-                self.run.close()
+                self.run.close(reason)
         finally:
             if self.bag is not None:
                 self.bag.close()

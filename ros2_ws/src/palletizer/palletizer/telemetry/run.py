@@ -17,6 +17,8 @@ from typing import Any
 
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.errors import PalletizerError
+from palletizer.telemetry.replica.rows import ReplicaError
+from palletizer.telemetry.replica.sink import ReplicaSink
 from palletizer.telemetry.units import json_safe, payload_to_display
 from palletizer.telemetry.vocab import (
     EventKind,
@@ -199,6 +201,8 @@ class RunWriter:
         stamp: str,
         tag: str = 'pallet',
         info: RunInfo | None = None,
+        *,
+        outbox: bool = False,
     ) -> None:
         if not _STAMP_RE.match(str(stamp)):
             raise TelemetryError(f'run stamp = {stamp!r}; expected YYYYmmdd-HHMMSS')
@@ -222,6 +226,15 @@ class RunWriter:
         self._episode: _Episode | None = None
         self._seeds: set[int] = set()
         self._closed = False
+        # outbox=True: every row written here is then queued for the replica (replica/sink.py).
+        self.replica: ReplicaSink | None = None
+        if outbox:
+            try:
+                self.replica = ReplicaSink(self.path)
+            except ReplicaError as exc:
+                for fd in self._files.values():
+                    os.close(fd)
+                raise TelemetryWriteError(f'run folder {self.path}: {exc}') from None
 
     # -- state --------------------------------------------------------------------------------
 
@@ -277,6 +290,11 @@ class RunWriter:
                 pass
             raise TelemetryWriteError(f'{self.path / FILES[key]}: {_why(exc)}') from None
 
+    def _queue(self, table: str, row: Mapping[str, Any]) -> None:
+        """Queue a row written to disk for the replica (a queue failure is kept, not raised)."""
+        if self.replica is not None:
+            self.replica.row(table, row)
+
     def _sync(self) -> None:
         """fsync every file: the episode's lines survive a crash or power loss from here on."""
         for key, fd in self._files.items():
@@ -309,6 +327,17 @@ class RunWriter:
         self._seeds.add(seed)
         if info is not None:
             self.info = info
+        if self.replica is not None:
+            self.replica.begin(
+                seed,
+                {
+                    'level': self.info.level,
+                    'task': self.info.task,
+                    'oracle': self.info.oracle,
+                    'git_sha': self.info.git_sha,
+                    'n_objects': n_objects,
+                },
+            )
 
     def event(
         self,
@@ -345,6 +374,7 @@ class RunWriter:
             'payload': shown,
         }
         self._write('events', row)
+        self._queue('events', row)
         ep.last['events'] = seq
         ep.n_events += 1
         ep.last_ts = max(ep.last_ts, t)
@@ -387,6 +417,7 @@ class RunWriter:
             'placed': p.placed,
         }
         self._write('placements', row)
+        self._queue('placements', row)
         ep.last['placements'] = seq
         ep.n_placed += int(p.placed)
         return row
@@ -412,6 +443,7 @@ class RunWriter:
             'settle_drift_m': s.settle_drift_m,
         }
         self._write('pallet_states', row)
+        self._queue('pallet_states', row)
         ep.last['pallet_states'] = seq
         return row
 
@@ -442,17 +474,16 @@ class RunWriter:
             path.unlink(missing_ok=True)
             raise TelemetryWriteError(f'{path}: {_why(exc)}') from None
         ep.snapshots.add((after_seq, v.value))
-        self._write(
-            'snapshots',
-            {
-                'seed': ep.seed,
-                'after_seq': after_seq,
-                'view': v.value,
-                'path': str(path.relative_to(self.path)),
-                'width': width,
-                'height': height,
-            },
-        )
+        row = {
+            'seed': ep.seed,
+            'after_seq': after_seq,
+            'view': v.value,
+            'path': str(path.relative_to(self.path)),
+            'width': width,
+            'height': height,
+        }
+        self._write('snapshots', row)
+        self._queue('snapshots', row)
         return path
 
     def end(self, result: EpisodeResult | Mapping[str, Any]) -> int:
@@ -483,6 +514,8 @@ class RunWriter:
         self._episode = None  # closed even when the disk refuses the line
         self._write('episodes', line)
         self._sync()
+        if self.replica is not None:
+            self.replica.end(line)
         self.info = RunInfo(
             level=self.info.level if self.info.level is not None else r.level,
             task=self.info.task if self.info.task is not None else r.task,
@@ -491,11 +524,11 @@ class RunWriter:
         )
         return ep.n_events
 
-    def abort(self, seed: int | None = None) -> int | None:
+    def abort(self, seed: int | None = None, reason: str = '') -> int | None:
         """Close the open episode as aborted; return its events written, or None if none is open.
 
         The line says success False, failure None (no cause is invented) and metrics
-        {"aborted": true}; n_placed counts the placed cartons recorded so far, duration_s is
+        {"aborted": true} (with "aborted_reason" when a reason is given); n_placed counts the placed cartons recorded so far, duration_s is
         the last event's ts, and n_objects is None when begin() did not give it.
         """
         if self._episode is None:
@@ -513,23 +546,27 @@ class RunWriter:
             'oracle': self.info.oracle,
             'git_sha': self.info.git_sha,
             'task': self.info.task,
-            'metrics': {'aborted': True},
+            'metrics': {'aborted': True, **({'aborted_reason': reason} if reason else {})},
         }
         self._episode = None  # closed even when the disk refuses the line
         self._write('episodes', line)
         self._sync()
+        if self.replica is not None:
+            self.replica.end(line)
         return ep.n_events
 
-    def close(self) -> None:
-        """Abort any open episode and close the files; safe to call more than once."""
+    def close(self, reason: str = 'the run closed with the episode open') -> None:
+        """Abort any open episode (for `reason`) and close the files; safe more than once."""
         if self._closed:
             return
         try:
-            self.abort()
+            self.abort(reason=reason)
         finally:
             self._closed = True
             for fd in self._files.values():
                 os.close(fd)
+            if self.replica is not None:
+                self.replica.close()
 
     def __enter__(self) -> RunWriter:
         return self

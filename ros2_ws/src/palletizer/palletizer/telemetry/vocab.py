@@ -63,10 +63,11 @@ class SnapshotView(_Closed):
 
 
 class TelemetryMode(_Closed):
-    """disk: files only; remote: files plus a replica; off: write nothing."""
+    """disk: files only; postgres, supabase: files plus that replica; off: write nothing."""
 
     disk = 'disk'
-    remote = 'remote'
+    postgres = 'postgres'
+    supabase = 'supabase'
     off = 'off'
 
 
