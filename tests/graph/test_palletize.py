@@ -69,10 +69,12 @@ def _in_process(level: int, seed: int, git_sha: str) -> dict:
     return json.loads(json.dumps(local.to_dict()))
 
 
-@pytest.mark.parametrize('level', [11, 21, 31])
+@pytest.mark.parametrize('level', [21, 31])
 def test_three_episodes_in_a_row_each_equal_the_in_process_loop(level, tmp_path):
     # Each reset rewinds sim time: every node that keeps stamped state must start over
     # (a second episode used to abort at the gauge's tare, or slip on stale wrench samples).
+    # Level 11's three episodes in a row run in tests/graph/test_replica_outage.py, replicating
+    # through two outages, and are held to the in-process loop there.
     proc = _palletize(
         '--level', str(level), '--seed', '1', '-n', '3', '--speed', '0', cwd=tmp_path
     )

@@ -172,6 +172,13 @@ def test_outage_and_crash_lose_no_row_and_duplicate_none(tmp_path, pg):
                     assert row[col] == pytest.approx(value, rel=1e-6), (table, col)
                 else:
                     assert row[col] == value, (table, col)
+    # The replica changes nothing of the episodes: the two that ended equal the in-process loop.
+    from tests.graph.test_palletize import _in_process
+
+    ended = _lines(run_dir / 'episodes.jsonl')
+    assert [e['seed'] for e in ended] == [1, 2]  # seed 3 died with the run: no line on disk
+    for graph in ended:
+        assert graph == _in_process(11, graph['seed'], graph['git_sha'])
     eps = _db(dsn, 'SELECT seed, status, metrics FROM episodes ORDER BY seed')
     assert [(s, st) for s, st, _ in eps] == [(1, 'success'), (2, 'success'), (3, 'failure')]
     assert eps[2][2]['aborted'] is True and 'died' in eps[2][2]['aborted_reason']

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -128,7 +129,7 @@ class TelemetryNode(Node):
         if choice.backend is not None:
             self.replicator = Replicator(
                 choice.backend,
-                self._replica_log,
+                self._log_line,
                 batch=int(cfg['replica']['batch']),
                 backoff_s=tuple(cfg['replica']['backoff_s']),
             )
@@ -172,7 +173,13 @@ class TelemetryNode(Node):
             f'telemetry ready: {mode.value} -> {self.rec.run_dir or "-"} · {self.replica_line}'
         )
 
-    def _replica_log(self, level: str, line: str) -> None:
+    def _log_line(self, level: str, line: str) -> None:
+        """A line of the replicator or of the shutdown, at `level` (info, warning, error)."""
+        # After Ctrl-C the context is shut down and a logger call cannot reach /rosout (rcl
+        # prints an error per line): the closing lines go to stderr, in the logger's format.
+        if not self.context.ok():
+            print(f'[{level.upper()}] [telemetry]: {line}', file=sys.stderr, flush=True)
+            return
         # One call site per severity: rclpy refuses a call site whose severity changes.
         log = self.get_logger()
         if level == 'info':
@@ -416,6 +423,8 @@ class TelemetryNode(Node):
                 res.events_written = run.open_events or 0
                 res.events_written = run.end(result)
                 self.rec.checkpoint()
+                if self.replicator is not None:
+                    self.replicator.wake()  # ship the episode's final row now, not at a poll
             except TelemetryWriteError as exc:
                 res.error_code = EndEpisode.Response.WRITE_FAILED
                 res.error_msg = f'episode seed {req.seed} not recorded: {exc}'
@@ -443,25 +452,33 @@ class TelemetryNode(Node):
             try:
                 seed = self.rec.close()
                 if seed is not None:
-                    self.get_logger().warning(f'episode seed {seed} aborted at shutdown')
+                    self._log_line('warning', f'episode seed {seed} aborted at shutdown')
             except PalletizerError as exc:
-                self.get_logger().error(f'telemetry could not close the run: {exc}')
+                self._log_line('error', f'telemetry could not close the run: {exc}')
             for run_id, n in self.rec.foreign.items():
-                self.get_logger().warning(f'{n} messages of run {run_id} were dropped')
+                self._log_line('warning', f'{n} messages of run {run_id} were dropped')
         if self.replicator is not None:
             self.replicator.wake()
             drained = self.replicator.stop(self.drain_s)
             r = self.replicator
             where = self.rec.run_dir or self.rec.cfg.runs_dir
             if drained:
-                self.get_logger().info(
-                    f'replica: {r.shipped} rows shipped, {r.rejected} refused; outbox drained'
+                self._log_line(
+                    'info',
+                    f'replica: {r.shipped} rows shipped, {r.rejected} refused; outbox drained',
+                )
+            elif r.state == 'disabled':
+                self._log_line(
+                    'warning',
+                    f'replica off (see above): the rows wait in the outbox; once fixed, '
+                    f'scripts/replicate {where} ships them',
                 )
             else:
-                self.get_logger().warning(
+                self._log_line(
+                    'warning',
                     f'replica: {r.shipped} rows shipped; rows are left in the outbox '
                     f'({r.error or r.state}): the next start or scripts/replicate {where} '
-                    'ships them'
+                    'ships them',
                 )
 
 
