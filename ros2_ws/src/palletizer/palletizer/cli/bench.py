@@ -41,6 +41,11 @@ BENCHMARKS = {
         'bench_reference',
         'the reference protocol: 2 perception modes x 3 planners x 2 motion modes, levels 11-33 and 14-17',
     ),
+    'generalise': (
+        'palletizer.cli.bench_generalise',
+        'bench_generalise',
+        'the planners on seeds 1-50 of the reference levels and 14-17, with workers and progress',
+    ),
     'perception': (
         'palletizer.cli.bench_perception',
         'bench_perception',

@@ -1,0 +1,248 @@
+"""`scripts/bench generalise`: the planners on fresh loads, the reference levels and 14-17 over a
+seed range (default 1-50), for the figures of planning that generalises.
+
+Each (planner, motion mode, level, seed) is one episode in a worker process, through the
+in-process wiring (the loop the node graph runs) with the default run's perception (cameras),
+or, in mode `quasi_static`, without physics: every carton goes exactly where planned and the
+stack is checked quasi-statically (bench_planner's episode; for fast iteration only). Each
+finished episode is appended to benchmarks/results/generalise.episodes.jsonl at once, so a long
+run loses nothing when stopped; `--resume` skips the episodes already there for this commit.
+Writes benchmarks/results/generalise.json: per planner, level group (main: 11-13, 21-23, 31-33;
+hard: 14-17) and motion mode, the episodes, cartons and failure counts, and per level. Its last
+line is JSON with main_episodes_ok_pct and hard_episodes_ok_pct per planner.
+
+Seeds above 100 are reserved for independent checks and refused unless --reserved is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
+from palletizer.version import git_sha
+
+__all__ = ['bench_generalise', 'parse_options', 'parse_seeds']
+
+PLANNERS = ('heuristic', 'beam')
+MODES = {'quasi_static': None, 'fast_forward': 0.0, 'interpolated': 1.0}
+RESERVED_ABOVE = 100
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'1-50', '3', '1-3,7,9-10' -> sorted seeds; ValueError naming what is allowed."""
+    seeds: set[int] = set()
+    for part in text.split(','):
+        a, sep, b = part.strip().partition('-')
+        try:
+            lo = int(a)
+            hi = int(b) if sep else lo
+        except ValueError:
+            raise ValueError(
+                f'seeds {text!r}: {part!r} is not N or A-B; expected e.g. 1-50 or 1-3,7'
+            ) from None
+        if lo < 0 or hi < lo:
+            raise ValueError(f'seeds {text!r}: {part!r}; expected 0 <= A <= B')
+        seeds.update(range(lo, hi + 1))
+    return sorted(seeds)
+
+
+def quasi_static_one(job: tuple[str, None, int, int, str]) -> dict:
+    """One quasi-static episode (no physics, true specs, exact map) as a summary row."""
+    from palletizer.cli.bench_planner import _episode
+    from palletizer.core.loads import draw_load
+    from palletizer.nodes.planner import build_planner
+
+    planner, _, level, seed, perception = job
+    t0 = time.perf_counter()
+    specs = [d.spec for d in draw_load(level, seed)]
+    e = _episode(build_planner(planner), specs)
+    failure = {'complete': None, 'collapse': 'stack_collapse'}.get(e['outcome'], 'wrong_placement')
+    margin = e.get('min_margin_m')
+    return {
+        'perception': 'exact',
+        'planner': planner,
+        'speed': None,
+        'level': level,
+        'seed': seed,
+        'success': e['outcome'] == 'complete',
+        'n_placed': e['placed'],
+        'n_objects': e['n'],
+        'failure': failure,
+        'outcome': e['outcome'],
+        'min_margin_mm': round(margin * 1000, 1) if margin is not None else None,
+        'wall_s': round(time.perf_counter() - t0, 2),
+        'oracle': True,
+    }
+
+
+def _run(job: tuple) -> dict:
+    return quasi_static_one(job) if job[1] is None else run_one(job)
+
+
+def _mode(speed: float | None) -> str:
+    return {v: k for k, v in MODES.items()}[speed]
+
+
+def bench_generalise(
+    seeds: Sequence[int] = tuple(range(1, 51)),
+    planners: Sequence[str] = PLANNERS,
+    modes: Sequence[str] = ('interpolated',),
+    levels: Sequence[int] = MAIN_LEVELS + HARD_LEVELS,
+    perception: str = 'cameras',
+    workers: int | None = None,
+    out_dir: str | os.PathLike[str] = 'benchmarks/results',
+    resume: bool = False,
+) -> dict:
+    sha = git_sha()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / 'generalise.episodes.jsonl'
+    done: dict[tuple, dict] = {}
+    if resume and log.exists():
+        for line in log.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a torn last line
+            if r.get('commit') == sha:
+                done[(r['planner'], r['speed'], r['level'], r['seed'])] = r
+    elif log.exists():
+        log.unlink()
+    jobs = [
+        (p, MODES[m], lv, s, perception)
+        for p in planners
+        for m in modes
+        for lv in levels
+        for s in seeds
+        if (p, MODES[m], lv, s) not in done
+    ]
+    rows = [r for r in done.values() if r['planner'] in planners]
+    print(
+        f'[generalise] {len(jobs)} episodes to run ({len(rows)} already done at {sha}), '
+        f'{workers or os.cpu_count()} workers',
+        file=sys.stderr,
+        flush=True,
+    )
+    t0 = time.perf_counter()
+    workers = workers or max(1, os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool, log.open('a') as f:
+        futures = [pool.submit(_run, j) for j in jobs]
+        ok = 0
+        for i, fut in enumerate(as_completed(futures), 1):
+            r = {**fut.result(), 'commit': sha}
+            f.write(json.dumps(r, sort_keys=True) + '\n')
+            f.flush()
+            rows.append(r)
+            ok += bool(r['success'])
+            rate = (time.perf_counter() - t0) / i
+            print(
+                f'[generalise] {i}/{len(jobs)} {r["planner"]} {_mode(r["speed"])} L{r["level"]} '
+                f's{r["seed"]}: {"ok" if r["success"] else r["failure"]} '
+                f'({r["n_placed"]}/{r["n_objects"]}); {ok}/{i} ok, '
+                f'~{rate * (len(jobs) - i) / 60:.0f} min left',
+                file=sys.stderr,
+                flush=True,
+            )
+    results: dict = {}
+    last: dict = {}
+    for p in planners:
+        results[p] = {}
+        for m in modes:
+            sel = [r for r in rows if r['planner'] == p and _mode(r['speed']) == m]
+            main = _summarise([r for r in sel if r['level'] in MAIN_LEVELS])
+            hard = _summarise([r for r in sel if r['level'] in HARD_LEVELS])
+            per_level = {
+                str(lv): _summarise([r for r in sel if r['level'] == lv]) for lv in levels
+            }
+            results[p][m] = {'main': main, 'hard': hard, 'levels': per_level}
+        m = modes[-1]
+        main, hard = results[p][m]['main'], results[p][m]['hard']
+        last[p] = {
+            'mode': m,
+            'main_episodes_ok_pct': (
+                round(100.0 * main['episodes_ok'] / main['episodes'], 1)
+                if main['episodes']
+                else None
+            ),
+            'hard_episodes_ok_pct': (
+                round(100.0 * hard['episodes_ok'] / hard['episodes'], 1)
+                if hard['episodes']
+                else None
+            ),
+        }
+    doc = {
+        'commit': sha,
+        'seeds': [min(seeds), max(seeds)] if seeds else [],
+        'n_seeds': len(seeds),
+        'levels': {'main': list(MAIN_LEVELS), 'hard': list(HARD_LEVELS), 'run': list(levels)},
+        'perception': perception if any(MODES[m] is not None for m in modes) else 'exact',
+        'results': results,
+        'episodes': sorted(
+            rows, key=lambda r: (r['planner'], str(r['speed']), r['level'], r['seed'])
+        ),
+    }
+    (out / 'generalise.json').write_text(json.dumps(doc, indent=1, sort_keys=True) + '\n')
+    return {
+        'output': str(out / 'generalise.json'),
+        'episodes_run': len(jobs),
+        'wall_s_total': round(time.perf_counter() - t0, 1),
+        **last,
+    }
+
+
+def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -> dict:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split('\n\n')[0].replace('\n', ' '))
+    p.add_argument('--seeds', default='1-50', help='seed range, e.g. 1-50 or 1-3,7 (default 1-50)')
+    p.add_argument('--planners', nargs='+', choices=PLANNERS, default=list(PLANNERS))
+    p.add_argument(
+        '--modes',
+        nargs='+',
+        choices=tuple(MODES),
+        default=['interpolated'],
+        help='motion modes; quasi_static is planning only, no physics (default interpolated)',
+    )
+    p.add_argument('--levels', type=int, nargs='+', default=list(MAIN_LEVELS + HARD_LEVELS))
+    p.add_argument('--perception', choices=('cameras', 'oracle'), default='cameras')
+    p.add_argument('--workers', type=int, default=None, help='worker processes (default: cores)')
+    p.add_argument('--out-dir', default='benchmarks/results')
+    p.add_argument(
+        '--resume', action='store_true', help='skip episodes already run at this commit'
+    )
+    p.add_argument(
+        '--reserved', action='store_true', help='allow seeds above 100 (independent checks only)'
+    )
+    ns = p.parse_args(list(argv))
+    try:
+        seeds = parse_seeds(ns.seeds)
+    except ValueError as exc:
+        p.error(str(exc))
+    if seeds and max(seeds) > RESERVED_ABOVE and not ns.reserved:
+        p.error(
+            f'--seeds {ns.seeds}: seeds above {RESERVED_ABOVE} are reserved for independent '
+            'checks; develop on 1-50 (pass --reserved only for such a check)'
+        )
+    from palletizer.core.config import load_config
+
+    known = sorted(load_config().levels)
+    bad = [lv for lv in ns.levels if lv not in known]
+    if bad:
+        p.error(f'--levels {bad[0]}; expected some of {", ".join(map(str, known))}')
+    if ns.workers is not None and ns.workers < 1:
+        p.error(f'--workers {ns.workers}; expected >= 1')
+    return {
+        'seeds': seeds,
+        'planners': ns.planners,
+        'modes': ns.modes,
+        'levels': ns.levels,
+        'perception': ns.perception,
+        'workers': ns.workers,
+        'out_dir': ns.out_dir,
+        'resume': ns.resume,
+    }

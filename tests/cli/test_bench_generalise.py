@@ -1,0 +1,71 @@
+"""scripts/bench generalise: seed ranges, the reserved-seed guard, and its outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from palletizer.cli.bench_generalise import bench_generalise, parse_options, parse_seeds
+
+
+def test_seed_ranges_parse_and_bad_ones_say_what_is_allowed():
+    assert parse_seeds('1-5') == [1, 2, 3, 4, 5]
+    assert parse_seeds('3') == [3]
+    assert parse_seeds('1-3,7,9-10') == [1, 2, 3, 7, 9, 10]
+    for bad in ('1-x', '5-2', '-3', ''):
+        with pytest.raises(ValueError, match='expected'):
+            parse_seeds(bad)
+
+
+def test_reserved_seeds_are_refused_without_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        parse_options(['--seeds', '95-105'])
+    assert 'seeds above 100 are reserved for independent checks' in capsys.readouterr().err
+    assert parse_options(['--seeds', '101', '--reserved'])['seeds'] == [101]
+    assert parse_options([])['seeds'] == list(range(1, 51))
+    with pytest.raises(SystemExit):
+        parse_options(['--levels', '18'])
+
+
+def test_a_quasi_static_run_writes_every_episode_and_the_summary(tmp_path):
+    out = bench_generalise(
+        seeds=[1, 2], planners=['heuristic'], modes=['quasi_static'], levels=[11, 16],
+        workers=1, out_dir=tmp_path,
+    )  # fmt: skip
+    doc = json.loads((tmp_path / 'generalise.json').read_text())
+    eps = doc['episodes']
+    assert sorted((e['level'], e['seed']) for e in eps) == [(11, 1), (11, 2), (16, 1), (16, 2)]
+    r = doc['results']['heuristic']['quasi_static']
+    assert r['main']['episodes'] == 2 and r['hard']['episodes'] == 2
+    assert r['levels']['16']['episodes'] == 2
+    ok = {
+        k: sum(e['success'] for e in eps if (e['level'] in (11,)) == (k == 'main'))
+        for k in ('main', 'hard')
+    }
+    assert out['heuristic']['main_episodes_ok_pct'] == 50.0 * ok['main']
+    assert out['heuristic']['hard_episodes_ok_pct'] == 50.0 * ok['hard']
+    for e in eps:  # failures stay in the closed vocabulary
+        assert e['failure'] in (None, 'wrong_placement', 'stack_collapse')
+    log = (tmp_path / 'generalise.episodes.jsonl').read_text().splitlines()
+    assert len(log) == 4
+    # --resume runs nothing that is already there for this commit
+    again = bench_generalise(
+        seeds=[1, 2], planners=['heuristic'], modes=['quasi_static'], levels=[11, 16],
+        workers=1, out_dir=tmp_path, resume=True,
+    )  # fmt: skip
+    assert again['episodes_run'] == 0 and again['heuristic'] == out['heuristic']
+
+
+def test_the_command_prints_progress_and_json_last(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, '-m', 'palletizer.cli.bench', 'generalise', '--seeds', '1',
+         '--planners', 'heuristic', '--modes', 'quasi_static', '--levels', '11',
+         '--workers', '1', '--out-dir', str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last['heuristic']['main_episodes_ok_pct'] in (0.0, 100.0)
+    assert '[generalise] 1/1 heuristic quasi_static L11 s1' in proc.stderr
