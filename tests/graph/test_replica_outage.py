@@ -11,7 +11,6 @@ and equal; no episode is left running.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -22,20 +21,16 @@ import time
 import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
+from palletizer.telemetry.replica import Outbox
 from palletizer.telemetry.replica.localpg import LocalPostgres
+
+from tests.telemetry.replica_check import assert_run_equals_disk, lines, query
 
 pytestmark = pytest.mark.sim
 
 PALLETIZE = [sys.executable, '-m', 'palletizer.cli.palletize']
 _SCRIPT = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
-
-
-def _lines(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
 def _kill_marked(mark: str) -> int:
@@ -67,11 +62,6 @@ def _wait(cond, what: str, timeout: float, out: list[str]) -> None:
     while not cond():
         assert time.monotonic() < end, f'{what} did not happen:\n' + ''.join(out[-60:])
         time.sleep(0.2)
-
-
-def _db(dsn: str, query: str, *args):
-    with psycopg.connect(dsn) as conn:
-        return conn.execute(query, args).fetchall()
 
 
 @pytest.fixture
@@ -109,7 +99,7 @@ def test_outage_and_crash_lose_no_row_and_duplicate_none(tmp_path, pg):
         placements = run_dir / 'placements.jsonl'
 
         def placed(n: int):
-            return lambda: len(_lines(placements)) >= n
+            return lambda: len(lines(placements)) >= n
 
         # Episode 2 (seed 2) begins after 4 placements: stop the server at its first one, keep
         # it down for two more placements, then restart it.
@@ -135,7 +125,7 @@ def test_outage_and_crash_lose_no_row_and_duplicate_none(tmp_path, pg):
     assert 'telemetry postgres: replica postgres host=' in text, text[:3000]
     pg.start()
     missing_before = (
-        len(_lines(placements)) - _db(pg.dsn(), 'SELECT count(*) FROM placements')[0][0]
+        len(lines(placements)) - query(pg.dsn(), 'SELECT count(*) FROM placements')[0][0]
     )
     assert missing_before > 0  # the dead run left rows in its outbox
     t0 = time.monotonic()
@@ -149,40 +139,19 @@ def test_outage_and_crash_lose_no_row_and_duplicate_none(tmp_path, pg):
     assert 'episode seed 3 was left running; closed as aborted' in rep.stdout, rep.stdout
     print(f'replicate drained the dead run in {drain_s:.2f} s: {rep.stdout.splitlines()[-1]}')
     dsn = pg.dsn()
-    seeds = dict(_db(dsn, 'SELECT id::text, seed FROM episodes'))
-    for table, key in (
-        ('events', 'seq'),
-        ('placements', 'seq'),
-        ('pallet_states', 'after_seq'),
-    ):
-        disk = _lines(run_dir / f'{table}.jsonl')
-        rows = _db(dsn, f'SELECT episode_id::text, {key}, to_jsonb(t) FROM {table} t')
-        got = {(seeds[e], k): r for e, k, r in rows}
-        assert len(rows) == len(got) == len(disk), table  # exactly once
-        for line in disk:
-            row = got[(line['seed'], line[key])]
-            for col, value in line.items():
-                if col == 'seed':
-                    continue
-                if isinstance(value, float):
-                    assert row[col] == pytest.approx(value, rel=1e-6), (table, col)
-                elif isinstance(value, dict) and col != 'payload':
-                    assert row[col] == pytest.approx(value, rel=1e-9), (table, col)
-                elif isinstance(value, list):
-                    assert row[col] == pytest.approx(value, rel=1e-6), (table, col)
-                else:
-                    assert row[col] == value, (table, col)
+    with Outbox(run_dir, create=False) as ob:
+        assert_run_equals_disk(dsn, ob.run_uuid, run_dir)  # every row exactly once, equal
     # The replica changes nothing of the episodes: the two that ended equal the in-process loop.
     from tests.graph.test_palletize import _in_process
 
-    ended = _lines(run_dir / 'episodes.jsonl')
+    ended = lines(run_dir / 'episodes.jsonl')
     assert [e['seed'] for e in ended] == [1, 2]  # seed 3 died with the run: no line on disk
     for graph in ended:
         assert graph == _in_process(11, graph['seed'], graph['git_sha'])
-    eps = _db(dsn, 'SELECT seed, status, metrics FROM episodes ORDER BY seed')
+    eps = query(dsn, 'SELECT seed, status, metrics FROM episodes ORDER BY seed')
     assert [(s, st) for s, st, _ in eps] == [(1, 'success'), (2, 'success'), (3, 'failure')]
     assert eps[2][2]['aborted'] is True and 'died' in eps[2][2]['aborted_reason']
-    assert _db(dsn, "SELECT count(*) FROM episodes WHERE status = 'running'") == [(0,)]
-    assert _db(dsn, 'SELECT count(*) FROM runs WHERE ended_at IS NULL') == [(0,)]
-    snaps = _lines(run_dir / 'snapshots.jsonl')
-    assert _db(dsn, 'SELECT count(*) FROM snapshots WHERE png IS NOT NULL') == [(len(snaps),)]
+    assert query(dsn, "SELECT count(*) FROM episodes WHERE status = 'running'") == [(0,)]
+    assert query(dsn, 'SELECT count(*) FROM runs WHERE ended_at IS NULL') == [(0,)]
+    snaps = lines(run_dir / 'snapshots.jsonl')
+    assert query(dsn, 'SELECT count(*) FROM snapshots WHERE png IS NOT NULL') == [(len(snaps),)]

@@ -25,6 +25,7 @@ from palletizer.telemetry.replica.localpg import LocalPostgres
 from palletizer.telemetry.replica.postgres import PostgresBackend
 
 from tests.telemetry._fixtures import package_events, pallet_state, placement, png, result
+from tests.telemetry.replica_check import assert_run_equals_disk
 
 STAMP = '20261201-120000'
 INFO = RunInfo(level=11, task='table', oracle=False, git_sha='abc1234')
@@ -93,77 +94,7 @@ def _drain(dsn: str, *run_dirs, timeout: float = 30.0) -> Replicator:
 def _assert_equal_to_disk(dsn: str, run_dir) -> None:
     """Every events / placements / pallet_states / snapshots line is in the database once."""
     with Outbox(run_dir, create=False) as ob:
-        run_uuid = ob.run_uuid
-    seeds = {
-        s: eid
-        for s, eid in _q(dsn, 'SELECT seed, id::text FROM episodes WHERE run_id = %s', run_uuid)
-    }
-    ev = {
-        (r[0], r[1]): r[2:]
-        for r in _q(
-            dsn,
-            'SELECT e.seed, v.seq, v.ts, v.kind, v.package_id, v.payload FROM events v '
-            'JOIN episodes e ON e.id = v.episode_id WHERE e.run_id = %s',
-            run_uuid,
-        )
-    }
-    disk = _lines(run_dir / 'events.jsonl')
-    assert len(ev) == len(disk) == _q(dsn, 'SELECT count(*) FROM events')[0][0]
-    for line in disk:
-        ts, kind, pid, payload = ev[(line['seed'], line['seq'])]
-        assert (pytest.approx(line['ts'], abs=1e-6), line['kind'], line['package_id']) == (
-            ts,
-            kind,
-            pid,
-        )
-        assert payload == line['payload']
-    pl = {
-        (r[0], r[1]): r[2]
-        for r in _q(
-            dsn,
-            'SELECT e.seed, p.seq, to_jsonb(p) FROM placements p '
-            'JOIN episodes e ON e.id = p.episode_id WHERE e.run_id = %s',
-            run_uuid,
-        )
-    }
-    disk = _lines(run_dir / 'placements.jsonl')
-    assert len(pl) == len(disk) == _q(dsn, 'SELECT count(*) FROM placements')[0][0]
-    for line in disk:
-        got = pl[(line['seed'], line['seq'])]
-        for key, value in line.items():
-            if key == 'seed':
-                continue
-            if isinstance(value, float):
-                assert got[key] == pytest.approx(value, rel=1e-6), key
-            elif key == 'dims_m':
-                assert got[key] == pytest.approx(value, rel=1e-6)
-            elif key.endswith('_pose'):
-                assert got[key] == pytest.approx(value, rel=1e-9), key
-            else:
-                assert got[key] == value, key
-    st = {
-        (r[0], r[1]): r[2]
-        for r in _q(
-            dsn,
-            'SELECT e.seed, s.after_seq, to_jsonb(s) FROM pallet_states s '
-            'JOIN episodes e ON e.id = s.episode_id WHERE e.run_id = %s',
-            run_uuid,
-        )
-    }
-    disk = _lines(run_dir / 'pallet_states.jsonl')
-    assert len(st) == len(disk) == _q(dsn, 'SELECT count(*) FROM pallet_states')[0][0]
-    for line in disk:
-        got = st[(line['seed'], line['after_seq'])]
-        for key, value in line.items():
-            if key != 'seed':
-                assert got[key] == (pytest.approx(value, rel=1e-6) if value is not None else None)
-    snaps = _q(dsn, 'SELECT episode_id::text, after_seq, view, url, png, width FROM snapshots')
-    disk = _lines(run_dir / 'snapshots.jsonl')
-    assert len(snaps) == len(disk)
-    for line in disk:
-        (hit,) = [s for s in snaps if s[0] == seeds[line['seed']] and s[1] == line['after_seq']]
-        assert bytes(hit[4]) == (run_dir / line['path']).read_bytes()
-        assert hit[3] == f'{run_dir.name}/{line["path"]}' and hit[5] == line['width']
+        assert_run_equals_disk(dsn, ob.run_uuid, run_dir)
 
 
 def test_migrations_apply_once_and_a_newer_schema_is_refused(dsn):
@@ -288,6 +219,7 @@ def test_a_refused_row_is_marked_with_its_reason_and_does_not_block_the_rest(tmp
 _DIE = """
 import os, sys
 from palletizer.telemetry import RunInfo, RunWriter
+from tests.telemetry.replica_check import assert_run_equals_disk
 from tests.telemetry._fixtures import package_events
 info = RunInfo(level=12, task='conveyor', oracle=False, git_sha='f00')
 w = RunWriter(sys.argv[1], '20261201-120000', info=info, outbox=True)
