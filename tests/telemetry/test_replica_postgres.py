@@ -246,6 +246,8 @@ def test_an_episode_left_running_by_a_dead_run_is_closed_at_the_next_start(tmp_p
     assert adopt_orphans(tmp_path, live.path) == [(dead, '')]  # closed once; rows still wait
     live.close()
     _drain(dsn, dead)
+    # Closed and shipped runs cost a later start nothing: no run is taken up again.
+    assert adopt_orphans(tmp_path) == []
     ((status, metrics, level),) = _q(dsn, 'SELECT status, metrics, level FROM episodes')
     assert status == 'failure' and level == 12 and metrics['aborted'] is True
     assert metrics['aborted_reason'].startswith('its run process died; closed at the next start')

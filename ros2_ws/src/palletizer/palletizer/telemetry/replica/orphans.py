@@ -19,6 +19,9 @@ def recover_run(run_dir: Path, reason: str) -> tuple[bool, str]:
     """
     if owner_alive(run_dir):
         raise ReplicaError(f'{run_dir}: its run is still being written; try again after it ends')
+    with Outbox(run_dir, create=False) as ob:
+        if ob.get('closed') and ob.counts()['pending'] == 0:
+            return False, ''  # closed by its writer (or recovered) and shipped: nothing to do
     missed = reconcile(run_dir)
     seed = close_orphan(run_dir, reason)
     with Outbox(run_dir, create=False) as ob:

@@ -72,8 +72,8 @@ class ReplicaSink:
         self._put(*rows, meta={'open_seed': None})
 
     def close(self) -> None:
-        if self._run_sent:
-            self._put(run_row(self.run_uuid, {}, ended_at=now_iso()), meta={'closed': True})
+        rows = [run_row(self.run_uuid, {}, ended_at=now_iso())] if self._run_sent else []
+        self._put(*rows, meta={'closed': True})  # a closed run needs no recovery at a start
         self.outbox.close()
 
 
