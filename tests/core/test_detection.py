@@ -19,6 +19,7 @@ from palletizer.core.detection import (
     detect_truck,
     detection_errors,
     held_height,
+    held_segment,
 )
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.heightmap_fusion import RobotBody
@@ -238,3 +239,16 @@ def test_detection_errors_take_yaw_modulo_a_half_turn():
 def test_unknown_detector_key_is_named():
     with pytest.raises(DetectionError, match=r'detector.min_conf: unknown key.*min_confidence'):
         DetectorParams.from_config({'min_conf': 0.5})
+
+
+def test_a_stray_point_above_an_air_gap_is_not_the_held_carton():
+    # The carton's side from 10 to 30 cm under the lid, 1 mm apart, and the floor far below.
+    side = -np.arange(0.10, 0.30, 0.001)
+    floor = np.full(50, -1.0)
+    assert held_segment(np.concatenate([side, floor]), 0.03).size == side.size
+    # One flying pixel just under the lid, 5 cm above the side: dropped, not the carton.
+    got = held_segment(np.concatenate([[-0.05], side, floor]), 0.03)
+    assert got.size == side.size and got[0] == pytest.approx(-0.10)
+    # Four points are more than a stray: they end the segment (the measure then refuses).
+    got = held_segment(np.concatenate([[-0.050, -0.051, -0.052, -0.053], side, floor]), 0.03)
+    assert got.size == 4

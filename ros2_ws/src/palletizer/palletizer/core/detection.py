@@ -39,6 +39,7 @@ __all__ = [
     'detect_truck',
     'detection_errors',
     'held_height',
+    'held_segment',
     'held_top_z',
     'measure_held_height',
 ]
@@ -871,6 +872,23 @@ def held_top_z(body: RobotBody, q: np.ndarray, cup_gap: float) -> float:
     return float(F[2, 3] + F[2, 2] * body.gripper[2] - cup_gap)
 
 
+def held_segment(z: np.ndarray, gap: float, stray: int = 3) -> np.ndarray:
+    """The carton's points: z [m] sorted from the lid down, cut at the first air gap > gap [m].
+
+    A run of at most `stray` points before a gap is dropped first: flying pixels at the lid's
+    edge (the cups and the arm around them are filtered out) once left a single point above a
+    gap, and the measure read that point as the whole carton (a graph run of level 31 seed 2).
+    """
+    z = np.asarray(z, dtype=float)
+    while True:
+        gaps = np.flatnonzero(-np.diff(z) > gap)
+        if not gaps.size:
+            return z
+        if gaps[0] + 1 > stray:
+            return z[: gaps[0] + 1]
+        z = z[gaps[0] + 1 :]
+
+
 def measure_held_height(
     views: Sequence[CameraView],
     params: DetectorParams,
@@ -927,8 +945,7 @@ def measure_held_height(
     if z.size < 20:
         return HeldMeasure(0.0, 0.0, f'{z.size} points of the held carton seen; expected 20')
     # From the lid down to the first air gap.
-    gaps = np.flatnonzero(-np.diff(z) > params.held_gap)
-    seg = z[: gaps[0] + 1] if gaps.size else z
+    seg = held_segment(z, params.held_gap)
     if seg.size < 20:
         return HeldMeasure(0.0, 0.0, f'{seg.size} points below the lid before an air gap')
     if top_z - seg[0] > 0.08:
