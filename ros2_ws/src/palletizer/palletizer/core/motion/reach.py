@@ -280,11 +280,15 @@ def build_reach_table(
     params: ReachParams | None = None,
     x_range: tuple[float, float, float] = (0.0, 1.2, 0.02),
     y_range: tuple[float, float, float] = (-0.4, 0.4, 0.02),
-    z_range: tuple[float, float, float] = (0.144 + 0.10, 0.144 + 1.40, 0.05),
+    z_range: tuple[float, float, float] = (0.144 + 0.05, 0.144 + 1.40, 0.05),
     yaws_deg: tuple[float, ...] = (0.0, 90.0, 180.0, 270.0),
     column_step: float = 0.01,
 ) -> ReachTable:
-    """Evaluate reachability on a grid (defaults: the pallet at 2 cm, deck +0.10..+1.40 at 5 cm).
+    """Evaluate reachability on a grid (defaults: the pallet at 2 cm, deck +0.05..+1.40 at 5 cm).
+
+    The lowest TCP height must lie under the release pose of the flattest carton on the deck
+    (0.08 m, pouch_xs, plus cup gap and drop clearance): a table that began at deck + 0.10
+    called every carton under 0.0965 m unreachable on the deck, off its grid.
 
     Each (x, y, yaw) column is solved once, densely (column_step [m]) from the highest transit
     pose down to the lowest z; a grid z is reachable when some branch is good on every sample
@@ -370,12 +374,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--deck-z', type=float, default=0.144, help='deck top z [m] (cell-facts §3.2)')
     ap.add_argument('--xy-step', type=float, default=0.02, help='grid step over the pallet [m]')
     ap.add_argument('--z-step', type=float, default=0.05, help='grid step in TCP height [m]')
+    ap.add_argument(
+        '--z-low',
+        type=float,
+        default=0.05,
+        help='lowest TCP height above the deck [m]; below the flattest carton (0.08 m)',
+    )
     args = ap.parse_args(argv)
     d = args.deck_z
     table = build_reach_table(
         x_range=(0.0, 1.2, args.xy_step),
         y_range=(-0.4, 0.4, args.xy_step),
-        z_range=(d + 0.10, d + 1.40, args.z_step),
+        z_range=(d + args.z_low, d + 1.40, args.z_step),
     )
     table.save(args.out)
     summary = {'out': str(args.out), 'meta': table.meta, 'coverage': table.coverage(args.deck_z)}
