@@ -427,6 +427,8 @@ class CellBridgeNode(Node):
                 w, h = self.cameras[n]['size']
                 frames.update(self._gl.submit(self.cell.capture, [n], int(w), int(h)).result())
             res.stamp = _stamp(self.cell.time)
+            q, _, _ = self.cell.joint_state()
+            res.joint_names, res.joint_positions = list(self.joints), q.tolist()
         for n, fr in frames.items():
             depth_pub, color_pub, info_pub = self.image_pubs[n]
             h, w = fr.depth.shape

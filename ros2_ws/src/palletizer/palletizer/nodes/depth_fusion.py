@@ -107,6 +107,7 @@ class DepthFusionNode(Node):
         )
         self.held: Observation | None = None
         self.mark = 0
+        self.capture_q: np.ndarray | None = None
         self.pub = self.create_publisher(HeightMapMsg, 'heightmap', LATCHED)
         self.cloud_pub = self.create_publisher(PointCloud2, 'points', LATCHED)
         self.create_service(FuseHeightMap, '~/fuse', self.on_fuse, callback_group=self.serve_group)
@@ -127,13 +128,18 @@ class DepthFusionNode(Node):
 
     def _views(self, names, rgb: bool, min_stamp: float):
         """(views, stamp) of a fresh capture of `names`, or (None, reason); self.mark is the
-        message count before the capture was asked for."""
+        message count before the capture was asked for, self.capture_q the arm's joints at the
+        capture (from the capture's answer; None without a capture service)."""
         self.mark = self.inputs.mark()
+        self.capture_q = None
         if self.capture is not None:
             res = self._call(self.capture, Capture.Request(cameras=list(names)))
             if res is None or res.error_code != Capture.Response.OK:
                 return None, 'no capture: ' + ('no answer' if res is None else res.error_msg)
             stamp = stamp_of(res.stamp)
+            pos = dict(zip(res.joint_names, res.joint_positions, strict=False))
+            if all(n in pos for n in self.joint_names):
+                self.capture_q = np.array([pos[n] for n in self.joint_names], dtype=float)
         else:
             stamp = min_stamp
         if stamp < min_stamp - 1e-9:
@@ -142,6 +148,15 @@ class DepthFusionNode(Node):
         if views is None:
             return None, f'frames of {", ".join(names)} at {stamp:.3f} s did not all arrive'
         return views, stamp
+
+    def _joints(self, stamp: float) -> np.ndarray | None:
+        """The arm's joints when the frames at `stamp` were taken: the capture's own (a joint
+        state stamped alike may predate it: in fast-forward the arm moves without sim time
+        passing, and a backlog of such states can still be arriving), else the first joint
+        state stamped at or after the frames that arrived after the capture was asked for."""
+        if self.capture_q is not None:
+            return self.capture_q
+        return self.inputs.joints_at(stamp, self.joint_names, self.mark)
 
     # Services -------------------------------------------------------------------------------
     def on_fuse(self, req: FuseHeightMap.Request, res: FuseHeightMap.Response):
@@ -158,7 +173,7 @@ class DepthFusionNode(Node):
             if views is None:
                 res.error_code, res.error_msg = res.STALE_FRAMES, stamp
                 return res
-            q = self.inputs.joints_at(stamp, self.joint_names, self.mark) if self.body else None
+            q = self._joints(stamp) if self.body else None
             if self.body is not None and q is None:
                 res.error_code = res.STALE_FRAMES
                 res.error_msg = f'no joint state at {stamp:.3f} s for the robot self-filter'
@@ -214,7 +229,7 @@ class DepthFusionNode(Node):
         if views is None:
             res.error_code, res.error_msg = res.STALE_FRAMES, stamp
             return res
-        q = self.inputs.joints_at(stamp, self.joint_names, self.mark)
+        q = self._joints(stamp)
         if q is None:
             res.error_code = res.STALE_FRAMES
             res.error_msg = f'no joint state at {stamp:.3f} s to place the gripper'
@@ -222,9 +237,11 @@ class DepthFusionNode(Node):
         got = held_height(views, self.det, self.held_body, q, obs, self.tcp_offset, self.cup_gap)
         res.confidence = float(got.confidence)
         if got.height <= 0.0:
-            res.error_code, res.error_msg = (
-                res.NO_MEASUREMENT,
-                f'{got.reason}; q {np.round(q, 3).tolist()} at {stamp:.3f} s',
+            # The reason alone, as the in-process wiring gives it; the pose goes to the log.
+            res.error_code, res.error_msg = res.NO_MEASUREMENT, got.reason
+            self.get_logger().warning(
+                f'in-hand measurement of {obs.package_id}: {got.reason}; '
+                f'q {np.round(q, 3).tolist()} at {stamp:.3f} s'
             )
             return res
         L, W, _ = obs.dims_guess

@@ -119,6 +119,7 @@ class CameraDetector:
         self.last: DetectResult | None = None
         self.last_ms = 0.0  # [ms] the last detection, without the renders
         self.last_held: Any = None
+        self.held_reason = ''  # why the last in-hand measurement failed
         self.body = RobotBody.from_config(cfg.cell)
         self.tcp_offset = float(cfg.cell['gripper']['tcp_offset'])
         self.cup_gap = float(cfg.cell['gripper']['cup_gap'])
@@ -159,6 +160,7 @@ class CameraDetector:
         )
         self.last_held = got
         if got.height <= 0.0:
+            self.held_reason = got.reason
             return None
         L, W, _ = observation.dims_guess
         return dataclasses.replace(observation, dims_guess=(L, W, got.height))
@@ -192,6 +194,7 @@ class Perception:
     def measure_held(self, observation: Observation) -> Observation | None:
         got = getattr(self.detector, 'measure_held', None)
         held = observation if got is None else got(observation)
+        self.held_reason = '' if held is not None else getattr(self.detector, 'held_reason', '')
         if held is not None:
             self._held = held
         if self.probe is not None:
