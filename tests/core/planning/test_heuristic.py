@@ -479,3 +479,34 @@ def test_noisy_maps_group_bases_conservatively(monkeypatch):
     diff = np.array([e[k] - g[k] for k in g])
     assert np.all(diff >= -1e-12)  # grouping never adds support
     assert np.mean(diff == 0.0) > 0.9  # and rarely removes any
+
+
+def test_stack_check_refuses_a_slot_that_leaves_the_believed_stack_toppling():
+    from types import SimpleNamespace
+
+    from palletizer.core.measure import measure_placement, world_to_pallet
+
+    planner = ScorePlanner(_params(support_tol=0.006))  # configs/planner.yaml's
+    a = planner.choose(STD_M, HeightMap.flat(), None).plan
+    assert a is not None
+    pose = world_to_pallet((*a.position, a.yaw))
+    planner.record(measure_placement(0, STD_M, 1, pose, pose, []))
+    top = PackageSpec('std_m-01', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    planner.book.remember(top)
+    zc = a.position[2] + 0.18
+
+    def stable(dx: float) -> bool:
+        cands = SimpleNamespace(
+            x=np.array([a.position[0] + dx]), y=np.array([a.position[1]]), yaw=np.array([0.0])
+        )
+        return planner._stable(top, cands, 0, 2, zc)
+
+    # Centred on the lid it stands; its centre of mass 90 mm past the lid's edge, it tips.
+    assert stable(0.0) and stable(0.15)
+    assert not stable(0.30)
+    # A base 5 mm off what it rests on (the map's error) still rests on it; 20 mm floats.
+    on_lid = SimpleNamespace(
+        x=np.array([a.position[0]]), y=np.array([a.position[1]]), yaw=np.array([0.0])
+    )
+    assert planner._stable(top, on_lid, 0, 2, zc + 0.005)
+    assert not planner._stable(top, on_lid, 0, 2, zc + 0.020)

@@ -19,9 +19,12 @@ from palletizer.core.contracts import (
     PlanResult,
 )
 from palletizer.core.errors import PalletizerError
+from palletizer.core.measure import measure_placement, world_to_pallet
 from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.params import TERMS, HeuristicParams
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.stack import stack_from_placements
+from palletizer.core.stability import validate_stack
 
 __all__ = ['REJECT_REASONS', 'Candidates', 'ScorePlanner', 'score_candidates']
 
@@ -621,6 +624,7 @@ class ScorePlanner:
         cands = self.candidates(spec, heightmap, pallet)
         excluded = set(excluded_slots)
         n_excluded = 0
+        unstable = 0
         chunk = 32
         for k in range(len(cands.score)):
             layer = self.book.layer(float(cands.z_base[k]))
@@ -636,6 +640,9 @@ class ScorePlanner:
                 if state[k] < 0:
                     continue
             zc = self.pallet.deck_z + float(cands.z_base[k]) + spec.dims_m[2] / 2.0
+            if self.params.stack_check and not self._stable(spec, cands, k, layer, zc):
+                unstable += 1
+                continue
             plan = PlacementPlan(
                 position=(float(cands.x[k]), float(cands.y[k]), zc),
                 yaw=float(cands.yaw[k]),
@@ -649,7 +656,39 @@ class ScorePlanner:
         summary = self._summary(cands)
         if n_excluded:
             summary['excluded'] = n_excluded
+        if unstable:
+            summary['unstable_stack'] = unstable
         return PlanResult(None, summary)
+
+    def _stable(self, spec: PackageSpec, cands: Candidates, k: int, layer: int, zc: float) -> bool:
+        """Whether the stack as believed, plus `spec` at candidate k, stands quasi-statically:
+        every box's load resultant inside its contact hull (min margin 0; support, overlaps and
+        heights are the candidate filters' business)."""
+        if not self.book.placements:
+            return True
+        pose = world_to_pallet(
+            (float(cands.x[k]), float(cands.y[k]), zc, float(cands.yaw[k])), self.pallet
+        )
+        new = measure_placement(
+            len(self.book.placements),
+            spec,
+            layer,
+            pose,
+            pose,
+            self.book.placements,
+            pallet=self.pallet,
+        )
+        stack = stack_from_placements([*self.book.placements, new], self.book.specs)
+        # Bases planned on the map carry its error (a few mm): boxes within the support
+        # tolerance (plus stability's own 4 mm) of what is under them rest on it.
+        check = validate_stack(
+            stack,
+            min_support=0.0,
+            min_margin=0.0,
+            check_overlaps=False,
+            contact_tol=self.params.support_tol + _CONTACT_TOL,
+        )
+        return check.ok or check.reason != 'margin'
 
     def _ask_reach(self, spec: PackageSpec, cands: Candidates, k: int, n: int) -> None:
         """Ask the oracle about up to n not-yet-asked candidates from rank k on."""
@@ -669,3 +708,7 @@ class ScorePlanner:
             if unreachable:
                 summary['out_of_reach'] = summary.get('out_of_reach', 0) + unreachable
         return summary
+
+
+# [m] stability's own contact tolerance (core.stability.validate_stack's default).
+_CONTACT_TOL = 0.004

@@ -154,7 +154,9 @@ class HeuristicParams:
     unobserved cells; cup_gap, drop_clearance: TCP above the lid at release [m] (§3.11);
     approach_height: also require the pose this far above the release pose [m] (0: the oracle
     checks the approach itself, as the analytic one does from the transit height down);
-    reach_probe: lateral offset of the reachability probes [m].
+    reach_probe: lateral offset of the reachability probes [m]; stack_check: a slot must leave
+    the stack quasi-statically stable (every box's load resultant inside its contact hull, as
+    believed: planned poses, weighed CoGs), else the next-best slot is taken.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -174,6 +176,7 @@ class HeuristicParams:
     drop_clearance: float = 0.002
     approach_height: float = 0.0
     reach_probe: float = 0.02
+    stack_check: bool = True
 
     def __post_init__(self) -> None:
         w = 'HeuristicParams'
@@ -207,6 +210,8 @@ class HeuristicParams:
         object.__setattr__(self, 'yaws', tuple(sorted({float(y) % 360.0 for y in yaws})))
         if not isinstance(self.allow_unobserved, bool):
             raise _err(w, 'allow_unobserved', self.allow_unobserved, 'true or false')
+        if not isinstance(self.stack_check, bool):
+            raise _err(w, 'stack_check', self.stack_check, 'true or false')
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any], where: str) -> HeuristicParams:
