@@ -7,6 +7,8 @@ the graph's nodes; the director is required, so the graph stops when the episode
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +25,23 @@ pytestmark = pytest.mark.sim
 PALLETIZE = [sys.executable, '-m', 'palletizer.cli.palletize']
 
 
-def _palletize(*args: str, cwd: Path | None = None, timeout: float = 420):
-    return run_isolated([*PALLETIZE, *args], timeout=timeout, cwd=str(cwd) if cwd else None)
+def _palletize(*args: str, cwd: Path | None = None, timeout: float = 420, env: dict | None = None):
+    return run_isolated(
+        [*PALLETIZE, *args], timeout=timeout, cwd=str(cwd) if cwd else None, env=env
+    )
+
+
+def _configs_without_buffer(tmp_path: Path) -> Path:
+    """A copy of configs/ with the set-aside buffer off (buffer.slots 0)."""
+    from palletizer.core.config import config_dir
+
+    out = tmp_path / 'configs'
+    shutil.copytree(config_dir(), out)
+    planner = out / 'planner.yaml'
+    text, n = re.subn(r'^(  slots:) *\d+', r'\1 0', planner.read_text(), flags=re.M)
+    assert n == 1
+    planner.write_text(text)
+    return out
 
 
 def _run_dir(root: Path) -> Path:
@@ -59,12 +76,19 @@ def test_level_11_seed_1_interpolated_places_4_of_4():
     assert len(lines) == 4 and all(ln.rstrip().endswith('ok') for ln in lines), lines
 
 
-def _in_process(level: int, seed: int, git_sha: str) -> dict:
+def _in_process(level: int, seed: int, git_sha: str, configs: Path | None = None) -> dict:
+    from palletizer.core.config import load_config
     from palletizer.nodes.planner import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     local, _ = run_inprocess(
-        level, seed, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=git_sha
+        level,
+        seed,
+        build_planner('heuristic'),
+        speed=0.0,
+        sink=MemorySink(),
+        git_sha=git_sha,
+        config=load_config(configs) if configs is not None else None,
     )
     return json.loads(json.dumps(local.to_dict()))
 
@@ -88,20 +112,56 @@ def test_three_episodes_in_a_row_each_equal_the_in_process_loop(level, tmp_path)
 
 
 def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
-    # Level 23 seed 7: the third carton fits nowhere (collision, support); the arm puts it back
-    # and the episode ends as wrong_placement (the director used to crash building the return
-    # move). Until the reach table reached down to the flattest cartons, the first one did.
-    proc = _palletize('--level', '23', '--seed', '7', '-n', '1', '--speed', '0', cwd=tmp_path)
+    # Level 23 seed 7 without the set-aside buffer: the third carton fits nowhere (collision,
+    # support); the arm puts it back and the episode ends as wrong_placement (the director used
+    # to crash building the return move).
+    configs = _configs_without_buffer(tmp_path)
+    proc = _palletize(
+        '--level',
+        '23',
+        '--seed',
+        '7',
+        '-n',
+        '1',
+        '--speed',
+        '0',
+        cwd=tmp_path,
+        env={'PALLETIZER_CONFIG_DIR': str(configs)},
+    )
     out = proc.stdout
     assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]
     assert 'fail: wrong_placement the planner found no slot' in out
-    assert 'Traceback' not in out + proc.stderr
+    assert 'buffer' not in out and 'Traceback' not in out + proc.stderr
     (graph,) = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
     assert graph['failure'] == 'wrong_placement'
-    local = _in_process(23, 7, graph['git_sha'])
+    local = _in_process(23, 7, graph['git_sha'], configs)
     assert local['failure'] == 'wrong_placement'
     # The in-process loop puts the carton back too; the two wirings end the same episode.
     assert graph == local
+
+
+def test_a_carton_set_aside_comes_back_and_the_episode_equals_the_in_process_loop(tmp_path):
+    # The same episode with the buffer: the third carton waits on the auxiliary table, is
+    # taken back once the fourth stands beside it, and all eight are placed.
+    proc = _palletize('--level', '23', '--seed', '7', '-n', '1', '--speed', '0', cwd=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert 'random-02    -> buffer 0' in out and 'random-02    <- buffer 0' in out
+    run = _run_dir(tmp_path)
+    (graph,) = _lines(run / 'episodes.jsonl')
+    assert graph['success'] and graph['n_placed'] == 8
+    assert graph['metrics']['buffer_moves'] == 2 and graph['metrics']['buffer_motion_s'] > 0
+    assert graph == _in_process(23, 7, graph['git_sha'])
+    # The moves are place and pick events with the slot; the set-down was measured in place.
+    moves = [e for e in _lines(run / 'events.jsonl') if 'buffer_slot' in e['payload']]
+    assert [(e['kind'], e['package_id']) for e in moves] == [
+        ('place', 'random-02'),
+        ('pick', 'random-02'),
+    ]
+    assert moves[0]['payload']['error_xy_mm'] < 10 and moves[0]['payload']['overhang_mm'] == 0
+    # Only pallet placements are placements.
+    assert 'random-02' in [p['package_id'] for p in _lines(run / 'placements.jsonl')]
+    assert len(_lines(run / 'placements.jsonl')) == 8
 
 
 def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_on_disk(tmp_path):

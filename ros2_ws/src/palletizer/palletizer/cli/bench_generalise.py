@@ -53,16 +53,16 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
-def quasi_static_one(job: tuple[str, None, int, int, str]) -> dict:
+def quasi_static_one(job: tuple[str, None, int, int, str, int]) -> dict:
     """One quasi-static episode (no physics, true specs, exact map) as a summary row."""
     from palletizer.cli.bench_planner import _episode
     from palletizer.core.loads import draw_load
     from palletizer.nodes.planner import build_planner
 
-    planner, _, level, seed, perception = job
+    planner, _, level, seed, perception, slots = job
     t0 = time.perf_counter()
     specs = [d.spec for d in draw_load(level, seed)]
-    e = _episode(build_planner(planner), specs)
+    e = _episode(build_planner(planner), specs, buffer=_buffer(slots))
     failure = {'complete': None, 'collapse': 'stack_collapse'}.get(e['outcome'], 'wrong_placement')
     margin = e.get('min_margin_m')
     return {
@@ -79,11 +79,31 @@ def quasi_static_one(job: tuple[str, None, int, int, str]) -> dict:
         'min_margin_mm': round(margin * 1000, 1) if margin is not None else None,
         'wall_s': round(time.perf_counter() - t0, 2),
         'oracle': True,
+        'buffer_slots': slots,
+        'buffer_moves': e['buffer_moves'],
     }
 
 
+def _buffer(slots: int):
+    """The auxiliary-table buffer with `slots` places (configs/planner.yaml's other settings,
+    the analytic reach), or None for 0."""
+    if slots <= 0:
+        return None
+    import dataclasses
+
+    from palletizer.core.config import load_config
+    from palletizer.core.motion.reach import AnalyticReach
+    from palletizer.core.planning.buffer import Buffer, BufferTable
+
+    cfg = load_config()
+    table = BufferTable.from_config(cfg.cell, cfg.planner, AnalyticReach())
+    return Buffer(
+        dataclasses.replace(table, settings=dataclasses.replace(table.settings, slots=slots))
+    )
+
+
 def _run(job: tuple) -> dict:
-    return quasi_static_one(job) if job[1] is None else run_one(job)
+    return quasi_static_one(job) if job[1] is None else run_one(job[:5])
 
 
 def _mode(speed: float | None) -> str:
@@ -99,8 +119,13 @@ def bench_generalise(
     workers: int | None = None,
     out_dir: str | os.PathLike[str] = 'benchmarks/results',
     resume: bool = False,
+    buffer_slots: int | None = None,
 ) -> dict:
     sha = git_sha()
+    if buffer_slots is None:
+        from palletizer.core.config import load_config
+
+        buffer_slots = int(load_config().planner['buffer']['slots'])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log = out / 'generalise.episodes.jsonl'
@@ -111,12 +136,12 @@ def bench_generalise(
                 r = json.loads(line)
             except ValueError:
                 continue  # a torn last line
-            if r.get('commit') == sha:
+            if r.get('commit') == sha and r.get('buffer_slots') == buffer_slots:
                 done[(r['planner'], r['speed'], r['level'], r['seed'])] = r
     elif log.exists():
         log.unlink()
     jobs = [
-        (p, MODES[m], lv, s, perception)
+        (p, MODES[m], lv, s, perception, buffer_slots)
         for p in planners
         for m in modes
         for lv in levels
@@ -136,7 +161,7 @@ def bench_generalise(
         futures = [pool.submit(_run, j) for j in jobs]
         ok = 0
         for i, fut in enumerate(as_completed(futures), 1):
-            r = {**fut.result(), 'commit': sha}
+            r = {'buffer_slots': buffer_slots, **fut.result(), 'commit': sha}
             f.write(json.dumps(r, sort_keys=True) + '\n')
             f.flush()
             rows.append(r)
@@ -183,6 +208,7 @@ def bench_generalise(
         'n_seeds': len(seeds),
         'levels': {'main': list(MAIN_LEVELS), 'hard': list(HARD_LEVELS), 'run': list(levels)},
         'perception': perception if any(MODES[m] is not None for m in modes) else 'exact',
+        'buffer_slots': buffer_slots,
         'results': results,
         'episodes': sorted(
             rows, key=lambda r: (r['planner'], str(r['speed']), r['level'], r['seed'])
@@ -213,6 +239,13 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
     p.add_argument('--workers', type=int, default=None, help='worker processes (default: cores)')
     p.add_argument('--out-dir', default='benchmarks/results')
     p.add_argument(
+        '--buffer',
+        type=int,
+        default=None,
+        metavar='K',
+        help='set-aside places on the auxiliary table (default: configs/planner.yaml buffer.slots)',
+    )
+    p.add_argument(
         '--resume', action='store_true', help='skip episodes already run at this commit'
     )
     p.add_argument(
@@ -234,6 +267,8 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
     bad = [lv for lv in ns.levels if lv not in known]
     if bad:
         p.error(f'--levels {bad[0]}; expected some of {", ".join(map(str, known))}')
+    if ns.buffer is not None and not 0 <= ns.buffer <= 8:
+        p.error(f'--buffer {ns.buffer}; expected 0 to 8 places')
     if ns.workers is not None and ns.workers < 1:
         p.error(f'--workers {ns.workers}; expected >= 1')
     return {
@@ -245,4 +280,5 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         'workers': ns.workers,
         'out_dir': ns.out_dir,
         'resume': ns.resume,
+        'buffer_slots': ns.buffer,
     }

@@ -15,6 +15,7 @@ import numpy as np
 from palletizer.core.contracts import HeightMap, PackageSpec, PalletGeometry, PlacementPlan
 from palletizer.core.measure import measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import BeamPlanner, GridPlanner, Planner, ScorePlanner
+from palletizer.core.planning.buffer import Buffer
 from palletizer.core.planning.stack import stack_from_placements
 from palletizer.core.stability import validate_stack
 
@@ -73,34 +74,77 @@ def _random_specs(seed: int, n: int) -> list[PackageSpec]:
 
 
 def _episode(
-    planner: Planner, specs: Sequence[PackageSpec], stop_on_collapse: bool = True
+    planner: Planner,
+    specs: Sequence[PackageSpec],
+    stop_on_collapse: bool = True,
+    buffer: Buffer | None = None,
 ) -> dict[str, Any]:
-    """Place every carton exactly where planned; stop at no slot or a quasi-static collapse."""
+    """Place every carton exactly where planned; stop at no slot or a quasi-static collapse.
+
+    With a buffer, a carton with no slot is set aside while the buffer has a place for it, and
+    after every placement each carton set aside is offered to the planner again (oldest first);
+    the episode ends when the load is done and the buffer empty, or at a carton that fits
+    neither.
+    """
     cells = np.zeros((80, 120))
-    placed = []
+    placed: list[Any] = []
     offsets = {s.package_id: s.cog_offset_m for s in specs}
-    margins = []
+    margins: list[float] = []
     outcome = 'complete'
     state = None
-    for k, spec in enumerate(specs):
-        res = planner.choose(spec, HeightMap(cells), state)
-        if res.plan is None:
-            outcome = 'no_slot'
-            break
-        pose = world_to_pallet((*res.plan.position, res.plan.yaw))
-        p = measure_placement(k, spec, res.plan.layer, pose, pose, placed)
+    moves = 0  # buffer moves: set-asides and take-backs
+
+    def put(spec: PackageSpec, plan: PlacementPlan) -> bool:
+        nonlocal outcome, state
+        k = len(placed)
+        pose = world_to_pallet((*plan.position, plan.yaw))
+        p = measure_placement(k, spec, plan.layer, pose, pose, placed)
         stack = stack_from_placements([*placed, p], {s.package_id: s for s in specs})
         # Quasi-static physics: every box's load resultant inside its contact hull. A plan
         # that breaks a geometric rule (off the deck, overlapping) is reported as invalid.
         check = validate_stack(stack, min_support=0.0, min_margin=0.0)
         if stop_on_collapse and not check.ok:
             outcome = 'collapse' if check.reason == 'margin' else f'invalid_{check.reason}'
-            break
+            return False
         placed.append(p)
         planner.record(p)
-        stamp(cells, res.plan, spec)
+        stamp(cells, plan, spec)
         state = pallet_state(k, placed, offsets)
         margins.append(state.stability_margin_m)
+        return True
+
+    def drain() -> bool:
+        """Take back every buffered carton that has a slot now; False on a collapse."""
+        nonlocal moves
+        again = True
+        while again and buffer is not None and len(buffer):
+            again = False
+            for waiting in buffer.specs():
+                res = planner.choose(waiting, HeightMap(cells), state)
+                if res.plan is not None:
+                    buffer.take(waiting.package_id)
+                    moves += 1
+                    if not put(waiting, res.plan):
+                        return False
+                    again = True
+                    break
+        return True
+
+    for spec in specs:
+        res = planner.choose(spec, HeightMap(cells), state)
+        if res.plan is None:
+            slot = buffer.slot_for(spec) if buffer is not None else None
+            if slot is None:
+                outcome = 'no_slot'
+                break
+            buffer.put(spec, slot)  # type: ignore[union-attr]
+            moves += 1
+            continue
+        if not put(spec, res.plan) or not drain():
+            break
+    else:
+        if buffer is not None and len(buffer):
+            outcome = 'no_slot'
     return {
         'placed': len(placed),
         'n': len(specs),
@@ -109,6 +153,7 @@ def _episode(
         'min_margin_m': min(margins) if margins else None,
         'cells': cells,
         'placements': placed,
+        'buffer_moves': moves,
     }
 
 

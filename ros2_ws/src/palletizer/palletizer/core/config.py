@@ -337,6 +337,7 @@ _PLANNER = {
         'tie_eps': _num(0.0, 1.0),
         'yaws': _list_of(_one_of(0, 90, 180, 270), 1),
         'allow_unobserved': _bool,
+        'stack_check': _bool,
         'weights': {t: _WEIGHT for t in HEURISTIC_TERMS},
     },
     'beam': {
@@ -349,6 +350,11 @@ _PLANNER = {
         'weights': {t: _WEIGHT for t in BEAM_TERMS},
     },
     'grid': {'min_support_ratio': _num(0.0, 1.0), 'clearance': _num(0.0, 0.5)},
+    'buffer': {
+        'slots': _num(0, 8, integer=True),
+        'edge_margin': _num(0.0, 0.2),
+        'gap': _num(0.0, 0.5),
+    },
 }
 _PERCEPTION = {
     'schema': _num(1, 1, integer=True),

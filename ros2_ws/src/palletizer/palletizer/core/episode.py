@@ -27,6 +27,7 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.measure import Tolerances, measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import Planner
+from palletizer.core.planning.buffer import Buffer, BufferSlot, BufferTable
 
 __all__ = [
     'EVENT_KINDS',
@@ -94,7 +95,8 @@ class CellPort(Protocol):
 class PerceptionPort(Protocol):
     """Detection and the height map. Optional: `measure_held(observation) -> Observation |
     None`, called after every successful pick with the carton lifted clear: the observation
-    with what only an in-hand view measures (its height); None when it cannot."""
+    with what only an in-hand view measures (its height); None when it cannot, with the why
+    in the optional attribute `held_reason`."""
 
     oracle: bool
 
@@ -159,13 +161,24 @@ class EpisodeSettings:
     pallet: PalletGeometry = field(default_factory=PalletGeometry)
     detect_retries: int = 2  # further detections after an empty one, each on fresh frames
     detect_retry_wait_s: float = 0.2  # [s sim] held between two detections
+    buffer: BufferTable | None = None  # the set-aside buffer (None or 0 slots: none)
 
     @classmethod
-    def from_config(cls, cell: Mapping[str, Any]) -> EpisodeSettings:
-        """From configs/cell.yaml (Config.cell): the `episode` block and the settle time."""
+    def from_config(
+        cls, cell: Mapping[str, Any], planner: Mapping[str, Any] | None = None
+    ) -> EpisodeSettings:
+        """From configs/cell.yaml (Config.cell): the `episode` block and the settle time; with
+        configs/planner.yaml (Config.planner), its set-aside buffer on the auxiliary table,
+        reached where the analytic IK reaches."""
         ep = cell['episode']
         tol = ep['tolerance']
+        table = None
+        if planner is not None and int(planner['buffer']['slots']) > 0:
+            from palletizer.core.motion.reach import AnalyticReach
+
+            table = BufferTable.from_config(cell, planner, AnalyticReach())
         return cls(
+            buffer=table,
             max_duration_s=float(ep['max_duration_s']),
             settle_s=float(cell['physics']['settle_after_release_s']),
             place_retries=int(ep['place_retries']),
@@ -218,6 +231,11 @@ class _Loop:
         self.max_drift = 0.0
         self.n_objects = 0
         self.photographed: set[int] = set()
+        self.buffer = Buffer(settings.buffer) if settings.buffer is not None else None
+        self.buffer_moves = 0  # set-asides and take-backs
+        self.buffer_motion_s = 0.0  # [s sim] spent on them
+        self.last_move = ''  # what the last carton() or drain() did, for the progress line
+        self.progress: Callable[[str], None] | None = None
 
     # -- reporting ---------------------------------------------------------------------------
 
@@ -359,11 +377,13 @@ class _Loop:
             held = measure(obs)
             if held is None:
                 self.executor.return_to_source(obs)
+                why = getattr(self.perception, 'held_reason', '')
                 self.emit(
                     'fail',
                     pid,
                     cause=FailureCause.no_detection.value,
-                    reason='the carton in the gripper could not be measured',
+                    reason='the carton in the gripper could not be measured'
+                    + (f': {why}' if why else ''),
                 )
                 return FailureCause.no_detection
             obs = held
@@ -385,6 +405,14 @@ class _Loop:
             dims_mm=[_r(v * 1000) for v in spec.dims_m],
             **{k: v for k, v in picked.details.items()},
         )
+        return self.place_held(spec, obs)
+
+    def place_held(
+        self, spec: PackageSpec, obs: Observation, slot: BufferSlot | None = None
+    ) -> FailureCause | None:
+        """Plan and place the carton in hand (picked at `obs`; from buffer slot `slot`, or the
+        source), or set it aside when the pallet has no slot for it and the buffer a place."""
+        pid = spec.package_id
         attempt = _Attempt(self.seq, spec, None)
         self.attempts.append(attempt)
         heightmap = self.perception.heightmap()
@@ -394,13 +422,17 @@ class _Loop:
         for retry in range(self.s.place_retries + 1):
             result = self.planner.choose(spec, heightmap, pallet, tuple(excluded))
             if result.plan is None:
+                aside = self.set_aside(spec, heightmap, slot)
+                if aside != 'refused':
+                    return aside  # type: ignore[return-value]
                 self.executor.return_to_source(obs)
                 self.emit(
                     'fail',
                     pid,
                     cause=FailureCause.wrong_placement.value,
                     reject=dict(result.reject_summary) or None,
-                    reason='the planner found no slot',
+                    reason='the planner found no slot'
+                    + (' and the buffer has no place' if self.buffer is not None else ''),
                 )
                 return FailureCause.wrong_placement
             plan = result.plan
@@ -432,6 +464,9 @@ class _Loop:
                 return cause
             excluded.append(plan.slot)
         else:
+            aside = self.set_aside(spec, heightmap, slot)
+            if aside != 'refused':
+                return aside  # type: ignore[return-value]
             self.executor.return_to_source(obs)
             self.emit(
                 'fail',
@@ -487,7 +522,121 @@ class _Loop:
             )
             self.emit('fail', pid, cause=cause.value)
             return cause
+        self.last_move = (
+            f'{newest.package_id} {newest.package_type} L{newest.layer} '
+            f'{newest.error_xy_m * 1000:.1f} mm'
+            + ('' if slot is None else f' (from buffer {slot.index})')
+        )
         return None
+
+    # -- the set-aside buffer ----------------------------------------------------------------
+
+    def after_place(self) -> None:
+        """The empty arm's move to wait above the source and the gauge's tare (when the ports
+        have them), as after every place."""
+        ready = getattr(self.executor, 'ready', None)
+        if ready is not None:
+            ready()
+        zero = getattr(self.gauge, 'zero', None)
+        if zero is not None:
+            zero()
+
+    def set_aside(
+        self, spec: PackageSpec, heightmap: HeightMap, slot: BufferSlot | None = None
+    ) -> FailureCause | None | str:
+        """Put the carton in hand down in the buffer (back in `slot` when it came from there).
+
+        None: set aside; 'refused': no buffer, no place in it, or the executor refused the move
+        before anything moved (the carton is still in hand); else the failure of the move.
+        """
+        if self.buffer is None:
+            return 'refused'
+        slot = slot or self.buffer.slot_for(spec)
+        if slot is None:
+            return 'refused'
+        t0 = self.cell.sim_time()
+        plan = PlacementPlan(slot.position, slot.yaw, 1, f'buffer-{slot.index}', 0.0, 0.0, {})
+        out = self.executor.place(plan, spec, heightmap)
+        if not out.ok:
+            if out.holding:
+                return 'refused'
+            cause = out.cause or FailureCause.grasp_slip
+            self.emit('fail', spec.package_id, cause=cause.value, reason=out.reason)
+            return cause
+        self.buffer.put(spec, slot)
+        self.after_place()
+        self.buffer_moves += 1
+        self.buffer_motion_s += self.cell.sim_time() - t0
+        # The referee measures where it landed against the set-down pose (scoring only).
+        x, y, _, yaw = self.referee.poses([spec.package_id])[spec.package_id]
+        err_yaw = math.remainder(yaw - slot.yaw, math.pi)  # a box is symmetric under a half turn
+        self.emit(
+            'place',
+            spec.package_id,
+            buffer_slot=slot.index,
+            error_xy_mm=_r(math.hypot(x - slot.position[0], y - slot.position[1]) * 1000),
+            error_yaw_deg=_r(math.degrees(err_yaw)),
+            overhang_mm=_r(self.buffer.table.overhang(spec.dims_m, (x, y, yaw)) * 1000),
+            reach_residual_mm=_r(float(out.details.get('reach_residual_m', 0.0)) * 1000),
+        )
+        self.last_move = f'{spec.package_id} {spec.type_name} -> buffer {slot.index}'
+        return None
+
+    def drain(self) -> FailureCause | None:
+        """Take back from the buffer, oldest first, each carton the stack now has a slot for,
+        until a pass places none. A carton taken back that no slot takes after all goes back
+        to its place in the buffer."""
+        progress = True
+        while progress and self.buffer is not None and len(self.buffer):
+            progress = False
+            heightmap = self.perception.heightmap()
+            pallet = self.stack_state(self.believed, self.seq) if self.believed else None
+            for waiting in self.buffer.specs():
+                if self.planner.choose(waiting, heightmap, pallet, ()).plan is None:
+                    continue
+                spec, slot = self.buffer.take(waiting.package_id)
+                obs = Buffer.observation(spec, slot)
+                t0 = self.cell.sim_time()
+                picked = self.executor.pick(obs)
+                self.buffer_moves += 1
+                self.buffer_motion_s += self.cell.sim_time() - t0
+                if not picked.ok:
+                    cause = picked.cause or FailureCause.grasp_slip
+                    self.emit('fail', spec.package_id, cause=cause.value, reason=picked.reason)
+                    return cause
+                self.emit(
+                    'pick',
+                    spec.package_id,
+                    buffer_slot=slot.index,
+                    mass_kg=_r(spec.mass_kg, 3),
+                    type=spec.type_name,
+                    cog_offset_mm=[_r(v * 1000) for v in spec.cog_offset_m],
+                    dims_mm=[_r(v * 1000) for v in spec.dims_m],
+                    **{k: v for k, v in picked.details.items()},
+                )
+                placed = len(self.believed)
+                out = self.place_held(spec, obs, slot)
+                if out is not None:
+                    return out
+                if len(self.believed) > placed:
+                    progress = True
+                    if self.progress is not None:
+                        self.progress(self.last_move)
+                    break
+        return None
+
+    def buffer_left(self) -> FailureCause | None:
+        """At the end of the load: the cartons still set aside fit nowhere; the honest cause."""
+        if self.buffer is None or not len(self.buffer):
+            return None
+        ids = [s.package_id for s in self.buffer.specs()]
+        self.emit(
+            'fail',
+            ids[0],
+            cause=FailureCause.wrong_placement.value,
+            reason=f'the planner found no slot for the {len(ids)} set aside: {", ".join(ids)}',
+        )
+        return FailureCause.wrong_placement
 
     def result(self, failure: FailureCause | None, aborted: str | None = None) -> EpisodeResult:
         final = self.measured
@@ -511,6 +660,9 @@ class _Loop:
             else 0.0,
             'planner_score_breakdown': {k: round(v, 4) for k, v in breakdown.items()},
         }
+        if self.buffer is not None:
+            metrics['buffer_moves'] = self.buffer_moves
+            metrics['buffer_motion_s'] = round(self.buffer_motion_s, 2)
         if aborted is not None:
             metrics['aborted'] = True
             metrics['abort_reason'] = aborted
@@ -568,22 +720,23 @@ def run_episode(
         oracle,
         git_sha,
     )
+    loop.progress = progress
     try:
         loop.n_objects = cell.reset(level, seed)
         failure: FailureCause | None = None
         while True:
             outcome = loop.carton()
             if outcome is True:
+                failure = loop.buffer_left()
                 break
             if outcome is not None:
                 failure = outcome  # type: ignore[assignment]
                 break
             if progress is not None:
-                last = loop.measured[-1]
-                progress(
-                    f'{last.package_id} {last.package_type} L{last.layer} '
-                    f'{last.error_xy_m * 1000:.1f} mm'
-                )
+                progress(loop.last_move)
+            failure = loop.drain()
+            if failure is not None:
+                break
         if loop.attempts:
             # The final photo, then the final measurement (it sees whatever the park did).
             loop.photo(loop.attempts[-1].seq)

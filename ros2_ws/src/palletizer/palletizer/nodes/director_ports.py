@@ -542,6 +542,7 @@ class RosPerception:
         self.held_c = node.create_client(MeasureHeld, f'{prefix}/measure_held')
         self.say: Callable[[str], None] = getattr(node, 'say', print)
         self.last: HeightMap | None = None  # the newest fused map
+        self.held_reason = ''  # why the last in-hand measurement failed
         self.on_heightmap: Callable[[HeightMap], None] | None = None
 
     def detect(self, package_id: str) -> Observation | None:
@@ -572,6 +573,7 @@ class RosPerception:
         )
         if res.error_code != MeasureHeld.Response.OK:
             self.say(f'  in-hand measurement of {observation.package_id}: {res.error_msg}')
+            self.held_reason = res.error_msg
             return None
         return observation_from_msg(res.observation)
 
@@ -806,6 +808,9 @@ class RosSink:
             )
         )
         self.count += 1
+        if 'buffer_slot' in payload:  # a set-aside (place) or a take-back (pick)
+            arrow = '->' if kind == 'place' else '<-'
+            self.echo(f'  {package_id:12s} {arrow} buffer {payload["buffer_slot"]}')
         if kind == 'fail':
             self.echo(
                 f'  {package_id or "-":12s} fail: {payload.get("cause")} '

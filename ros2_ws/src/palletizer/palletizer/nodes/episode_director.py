@@ -99,7 +99,7 @@ class EpisodeDirectorNode(Node):
                 'wrench rate',
             )
         )
-        self.settings = EpisodeSettings.from_config(cfg.cell)
+        self.settings = EpisodeSettings.from_config(cfg.cell, cfg.planner)
         self.task = cfg.level(self.level).source
         self.abort = threading.Event()
         self.calls = Calls(self, self.abort, Timeouts(speed=self.speed))

@@ -127,6 +127,9 @@ class MemorySink:
         self, seq: int, ts: float, kind: str, package_id: str, payload: Mapping[str, Any]
     ) -> None:
         self.events.append((seq, ts, kind, package_id, dict(payload)))
+        if self.echo is not None and 'buffer_slot' in payload:
+            arrow = '->' if kind == 'place' else '<-'
+            self.echo(f'{package_id:12s} {arrow} buffer {payload["buffer_slot"]}')
 
     def placement(self, placement: Placement) -> None:
         self.placements.append(placement)
@@ -275,7 +278,7 @@ def run_inprocess(
         )
         if on_start is not None:
             on_start(setup)
-        settings = EpisodeSettings.from_config(cfg.cell)
+        settings = EpisodeSettings.from_config(cfg.cell, cfg.planner)
         sink = sink if sink is not None else MemorySink()
         # Photos only for sinks that store them; the park happens either way (the executor).
         port_sink = sink

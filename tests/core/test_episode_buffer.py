@@ -1,0 +1,168 @@
+"""The set-aside buffer in the episode loop (ideal kinematic world of test_episode) and the
+auxiliary table's set-down poses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from palletizer.core.config import load_config
+from palletizer.core.contracts import FailureCause, PackageSpec, PlanResult
+from palletizer.core.episode import EpisodeSettings, MotionOutcome
+from palletizer.core.planning import ScorePlanner
+from palletizer.core.planning.buffer import Buffer, BufferSettings, BufferTable
+
+from tests.core.test_episode import World, _run
+
+
+def _table(slots: int = 2, reach=None) -> BufferTable:
+    return BufferTable(
+        (-0.37, -0.10), (0.25, 0.33), 0.58, BufferSettings(slots, 0.01, 0.08), reach
+    )
+
+
+class Picky:
+    """The score heuristic, except that it finds no slot for `refuse[pid]` until that many
+    cartons are on the pallet (-1: never)."""
+
+    def __init__(self, refuse: dict[str, int]) -> None:
+        self.inner = ScorePlanner()
+        self.refuse = refuse
+        self.placed = 0
+        self.kind, self.oracle = self.inner.kind, False
+
+    def choose(self, spec, heightmap, pallet, excluded_slots=()):
+        need = self.refuse.get(spec.package_id)
+        if need is not None and (need < 0 or self.placed < need):
+            return PlanResult(None, {'support': 1})
+        return self.inner.choose(spec, heightmap, pallet, excluded_slots)
+
+    def record(self, placement):
+        self.placed += 1
+        self.inner.record(placement)
+
+    def set_forecast(self, specs):
+        self.inner.set_forecast(specs)
+
+
+def _settings(slots: int) -> EpisodeSettings:
+    return EpisodeSettings(buffer=_table(slots))
+
+
+def _moves(w):
+    return [(k, pid, p['buffer_slot']) for _, k, pid, p in w.events if 'buffer_slot' in p]
+
+
+def test_a_carton_with_no_slot_waits_in_the_buffer_and_is_placed_once_the_stack_has_one():
+    w = World()
+    r = _run(w, Picky({'std_m-00': 2}), settings=_settings(1))
+    assert r.success and r.n_placed == 4, w.events[-3:]
+    # Set aside at once, taken back after the second placement, in the event vocabulary.
+    assert _moves(w) == [('place', 'std_m-00', 0), ('pick', 'std_m-00', 0)]
+    order = [p.package_id for p in w.placements]
+    assert order == ['std_m-01', 'std_m-02', 'std_m-00', 'std_m-03']
+    assert r.metrics['buffer_moves'] == 2 and r.metrics['buffer_motion_s'] >= 0.0
+    # The set-down is measured like a place: it landed on its pose, wholly on the table.
+    (aside,) = [p for _, k, _, p in w.events if k == 'place' and 'buffer_slot' in p]
+    assert aside['error_xy_mm'] == 0.0 and aside['overhang_mm'] == 0.0
+    # Measured in placement order: each placement's seq is later than the one before.
+    seqs = [p.seq for p in w.placements]
+    assert seqs == sorted(seqs)
+
+
+def test_without_a_buffer_the_same_carton_ends_the_episode():
+    w = World()
+    r = _run(w, Picky({'std_m-00': 2}))
+    assert r.failure is FailureCause.wrong_placement and r.n_placed == 0
+    assert w.returned == ['std_m-00'] and _moves(w) == []
+
+
+def test_a_carton_that_never_fits_ends_the_episode_once_the_load_is_done():
+    w = World()
+    r = _run(w, Picky({'std_m-01': -1}), settings=_settings(2))
+    assert r.failure is FailureCause.wrong_placement and r.n_placed == 3
+    last = w.events[-1]
+    assert last[1] == 'fail' and last[2] == 'std_m-01'
+    assert 'no slot for the 1 set aside: std_m-01' in last[3]['reason']
+
+
+def test_a_full_buffer_returns_the_carton_and_fails_honestly():
+    w = World()
+    r = _run(w, Picky({'std_m-00': -1, 'std_m-01': -1}), settings=_settings(1))
+    assert r.failure is FailureCause.wrong_placement
+    assert _moves(w) == [('place', 'std_m-00', 0)] and w.returned == ['std_m-01']
+    assert 'the buffer has no place' in w.events[-1][3]['reason']
+
+
+def test_a_refused_set_down_leaves_the_carton_in_hand_and_returns_it():
+    w = World(n=1)
+    place = w.place
+
+    def refuse_the_table(plan, spec, hm):
+        if plan.slot.startswith('buffer'):
+            return MotionOutcome(False, FailureCause.ik_unreachable, 'no IK', holding=True)
+        return place(plan, spec, hm)
+
+    w.place = refuse_the_table
+    r = _run(w, Picky({'std_m-00': -1}), settings=_settings(1))
+    assert r.failure is FailureCause.wrong_placement and w.returned == ['std_m-00']
+
+
+def _spec(pid: str, dims) -> PackageSpec:
+    return PackageSpec(pid, 'x', dims, 1.0)
+
+
+def test_set_down_poses_stand_in_a_row_from_the_near_edge_and_never_overlap():
+    table = _table(3)
+    buf = Buffer(table)
+    a = buf.slot_for(_spec('a', (0.30, 0.22, 0.12)))
+    assert a is not None and a.index == 0
+    # Long side across the table (yaw 0) takes 0.22 m of the row, from y = -0.43 + 0.01.
+    assert a.yaw == 0.0 and a.y0 == pytest.approx(-0.42) and a.y1 == pytest.approx(-0.20)
+    assert a.position[0] == pytest.approx(-0.12 - 0.01 - 0.15)
+    assert a.position[2] == pytest.approx(0.58 + 0.06)
+    buf.put(_spec('a', (0.30, 0.22, 0.12)), a)
+    b = buf.slot_for(_spec('b', (0.48, 0.34, 0.22)))
+    assert b is not None and b.index == 1 and b.y0 >= a.y1 + 0.08 - 1e-9
+    buf.put(_spec('b', (0.48, 0.34, 0.22)), b)
+    # The row is used up: a third carton of that size has no room, whatever k allows.
+    assert buf.slot_for(_spec('c', (0.48, 0.34, 0.22))) is None
+    # Taking one back frees its stretch of the row.
+    buf.take('a')
+    again = buf.slot_for(_spec('c', (0.30, 0.22, 0.12)))
+    assert again is not None and again.y0 == pytest.approx(-0.42)
+
+
+def test_a_carton_longer_than_the_table_is_wide_turns_and_k_caps_the_buffer():
+    buf = Buffer(_table(1))
+    s = buf.slot_for(_spec('a', (0.55, 0.36, 0.26)))  # heavy_l: 0.55 > 0.48 across
+    assert s is not None and s.yaw == pytest.approx(math.pi / 2) and s.y1 - s.y0 == 0.55
+    buf.put(_spec('a', (0.55, 0.36, 0.26)), s)
+    assert buf.slot_for(_spec('b', (0.14, 0.11, 0.08))) is None  # k = 1
+
+
+def test_the_configured_table_only_offers_poses_the_analytic_ik_reaches():
+    from palletizer.core.motion.reach import AnalyticReach
+
+    cfg = load_config()
+    reach = AnalyticReach()
+    table = BufferTable.from_config(cfg.cell, cfg.planner, reach)
+    assert table.settings.slots == int(cfg.planner['buffer']['slots']) >= 1
+    buf = Buffer(table)
+    for dims in [(0.14, 0.11, 0.08), (0.42, 0.30, 0.18), (0.50, 0.36, 0.22), (0.55, 0.36, 0.26)]:
+        s = buf.slot_for(_spec('x', dims))
+        assert s is not None, dims
+        lid = np.array([s.position[2] + dims[2] / 2])
+        x, y = np.array([s.position[0]]), np.array([s.position[1]])
+        assert reach.reachable(x, y, lid, np.array([s.yaw])).all()
+    # A table out of reach offers nothing.
+    far = BufferTable((-1.5, 1.0), (0.25, 0.33), 0.58, table.settings, reach)
+    assert Buffer(far).slot_for(_spec('x', (0.42, 0.30, 0.18))) is None
+
+
+def test_overhang_is_how_far_a_carton_reaches_past_the_table_top():
+    table = _table(1)
+    assert table.overhang((0.30, 0.20, 0.1), (-0.37, -0.10, 0.0)) == 0.0
+    assert table.overhang((0.30, 0.20, 0.1), (-0.10, -0.10, 0.0)) == pytest.approx(0.17)
+    assert table.overhang((0.30, 0.20, 0.1), (-0.37, 0.18, math.pi / 2)) == pytest.approx(0.10)
