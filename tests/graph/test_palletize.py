@@ -140,9 +140,12 @@ def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
     assert graph == local
 
 
-def test_a_carton_set_aside_comes_back_and_the_episode_equals_the_in_process_loop(tmp_path):
-    # The same episode with the buffer: the third carton waits on the auxiliary table, is
-    # taken back once the fourth stands beside it, and all eight are placed.
+def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_disk(tmp_path):
+    # Level 23 seed 7 with the set-aside buffer: the third carton waits on the auxiliary
+    # table, is taken back once the fourth stands beside it, and all eight are placed.
+    from palletizer.nodes.planner import build_planner
+    from palletizer.wiring.inprocess import MemorySink, run_inprocess
+
     proc = _palletize('--level', '23', '--seed', '7', '-n', '1', '--speed', '0', cwd=tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
@@ -151,32 +154,9 @@ def test_a_carton_set_aside_comes_back_and_the_episode_equals_the_in_process_loo
     (graph,) = _lines(run / 'episodes.jsonl')
     assert graph['success'] and graph['n_placed'] == 8
     assert graph['metrics']['buffer_moves'] == 2 and graph['metrics']['buffer_motion_s'] > 0
-    assert graph == _in_process(23, 7, graph['git_sha'])
-    # The moves are place and pick events with the slot; the set-down was measured in place.
-    moves = [e for e in _lines(run / 'events.jsonl') if 'buffer_slot' in e['payload']]
-    assert [(e['kind'], e['package_id']) for e in moves] == [
-        ('place', 'random-02'),
-        ('pick', 'random-02'),
-    ]
-    assert moves[0]['payload']['error_xy_mm'] < 10 and moves[0]['payload']['overhang_mm'] == 0
-    # Only pallet placements are placements.
-    assert 'random-02' in [p['package_id'] for p in _lines(run / 'placements.jsonl')]
-    assert len(_lines(run / 'placements.jsonl')) == 8
-
-
-def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_on_disk(tmp_path):
-    from palletizer.nodes.planner import build_planner
-    from palletizer.wiring.inprocess import MemorySink, run_inprocess
-
-    proc = _palletize('--level', '12', '--seed', '2', '-n', '1', '--speed', '0', cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    run = _run_dir(tmp_path)
-    episodes = _lines(run / 'episodes.jsonl')
-    assert len(episodes) == 1
-    graph = episodes[0]
 
     local, sink = run_inprocess(
-        12, 2, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=graph['git_sha']
+        23, 7, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=graph['git_sha']
     )
     assert graph == json.loads(json.dumps(local.to_dict()))
 
@@ -184,8 +164,17 @@ def test_graph_and_in_process_wirings_give_identical_episodes_and_everything_is_
     events = _lines(run / 'events.jsonl')
     assert [e['seq'] for e in events] == list(range(len(sink.events)))
     assert [(e['kind'], e['ts']) for e in events] == [(e[2], e[1]) for e in sink.events]
+    # The buffer moves are place and pick events with the slot; the set-down was measured.
+    moves = [e for e in events if 'buffer_slot' in e['payload']]
+    assert [(e['kind'], e['package_id']) for e in moves] == [
+        ('place', 'random-02'),
+        ('pick', 'random-02'),
+    ]
+    assert moves[0]['payload']['error_xy_mm'] < 10 and moves[0]['payload']['overhang_mm'] == 0
+    # Only pallet placements are placements.
     placements = _lines(run / 'placements.jsonl')
     assert [p['package_id'] for p in placements] == [p.package_id for p in sink.placements]
+    assert len(placements) == 8 and 'random-02' in [p['package_id'] for p in placements]
     assert len(_lines(run / 'pallet_states.jsonl')) == len(sink.states)
     # The bag opens with rosbags and holds the run's topics.
     with AnyReader([run / 'bag']) as reader:
