@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.params import TERMS, HeuristicParams
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import stack_from_placements
-from palletizer.core.stability import validate_stack
+from palletizer.core.stability import StackBox, validate_stack
 
 __all__ = ['REJECT_REASONS', 'Candidates', 'ScorePlanner', 'score_candidates']
 
@@ -679,15 +680,8 @@ class ScorePlanner:
             pallet=self.pallet,
         )
         stack = stack_from_placements([*self.book.placements, new], self.book.specs)
-        # Bases planned on the map carry its error (a few mm): boxes within the support
-        # tolerance (plus stability's own 4 mm) of what is under them rest on it.
-        check = validate_stack(
-            stack,
-            min_support=0.0,
-            min_margin=0.0,
-            check_overlaps=False,
-            contact_tol=self.params.support_tol + _CONTACT_TOL,
-        )
+        stack = _seat(stack, self.params.support_tol + _CONTACT_TOL)
+        check = validate_stack(stack, min_support=0.0, min_margin=0.0, check_overlaps=False)
         return check.ok or check.reason != 'margin'
 
     def _ask_reach(self, spec: PackageSpec, cands: Candidates, k: int, n: int) -> None:
@@ -712,3 +706,21 @@ class ScorePlanner:
 
 # [m] stability's own contact tolerance (core.stability.validate_stack's default).
 _CONTACT_TOL = 0.004
+
+
+def _seat(boxes: Sequence[StackBox], tol: float) -> list[StackBox]:
+    """The boxes with each base moved onto the highest top under it (another box's, or the
+    deck) when it lies within `tol` above or below it: bases planned on the camera map carry
+    its error (a few mm), which would leave a believed box floating or sunk."""
+    out: list[StackBox] = []
+    for b in sorted(boxes, key=lambda b: b.z):
+        tops = [0.0] + [
+            o.top
+            for o in out
+            if abs(o.x - b.x) < (o.ex + b.ex) / 2
+            and abs(o.y - b.y) < (o.ey + b.ey) / 2
+            and o.top <= b.z + tol
+        ]
+        top = max(tops)
+        out.append(dataclasses.replace(b, z=top) if abs(b.z - top) <= tol else b)
+    return out
