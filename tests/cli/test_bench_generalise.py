@@ -48,6 +48,14 @@ def test_a_quasi_static_run_writes_every_episode_and_the_summary(tmp_path):
     assert out['heuristic']['hard_episodes_ok_pct'] == 50.0 * ok['hard']
     for e in eps:  # failures stay in the closed vocabulary
         assert e['failure'] in (None, 'wrong_placement', 'stack_collapse')
+    # The buffer is the configured one, and its moves are counted per episode and group.
+    from palletizer.core.config import load_config
+
+    k = int(load_config().planner['buffer']['slots'])
+    assert doc['buffer_slots'] == k and all(e['buffer_slots'] == k for e in eps)
+    hard = [e for e in eps if e['level'] == 16]
+    assert r['hard']['buffer_moves'] == sum(e['buffer_moves'] for e in hard)
+    assert r['hard']['episodes_with_buffer_moves'] == sum(1 for e in hard if e['buffer_moves'])
     log = (tmp_path / 'generalise.episodes.jsonl').read_text().splitlines()
     assert len(log) == 4
     # --resume runs nothing that is already there for this commit
@@ -56,6 +64,23 @@ def test_a_quasi_static_run_writes_every_episode_and_the_summary(tmp_path):
         workers=1, out_dir=tmp_path, resume=True,
     )  # fmt: skip
     assert again['episodes_run'] == 0 and again['heuristic'] == out['heuristic']
+
+
+def test_buffer_size_is_an_option_checked_at_parse():
+    assert parse_options(['--buffer', '0'])['buffer_slots'] == 0
+    assert parse_options([])['buffer_slots'] is None  # configs/planner.yaml's
+    with pytest.raises(SystemExit):
+        parse_options(['--buffer', '9'])
+
+
+def test_without_a_buffer_no_carton_is_set_aside(tmp_path):
+    bench_generalise(
+        seeds=[2], planners=['heuristic'], modes=['quasi_static'], levels=[16],
+        workers=1, out_dir=tmp_path, buffer_slots=0,
+    )  # fmt: skip
+    doc = json.loads((tmp_path / 'generalise.json').read_text())
+    (e,) = doc['episodes']
+    assert doc['buffer_slots'] == 0 and e['buffer_moves'] == 0
 
 
 def test_the_command_prints_progress_and_json_last(tmp_path):

@@ -84,6 +84,8 @@ def run_one(job: tuple[str, float, int, int, str]) -> dict:
         'sim_s': result.duration_s,
         'wall_s': round(time.perf_counter() - t0, 2),
         'oracle': result.oracle,
+        'buffer_moves': int(result.metrics.get('buffer_moves', 0)),
+        'buffer_motion_s': float(result.metrics.get('buffer_motion_s', 0.0)),
     }
 
 
@@ -98,6 +100,11 @@ def _summarise(rows: Sequence[dict]) -> dict:
         'min_margin_mm': min(margins) if margins else None,
         'failures': dict(sorted(fails.items())),
         'oracle_false': sum(1 for r in rows if r.get('oracle') is False),
+        # Set-asides and take-backs, the episodes with any, and their sim seconds (physics
+        # rows; quasi-static rows have moves only).
+        'buffer_moves': sum(r.get('buffer_moves', 0) for r in rows),
+        'episodes_with_buffer_moves': sum(1 for r in rows if r.get('buffer_moves')),
+        'buffer_motion_s': round(sum(r.get('buffer_motion_s', 0.0) for r in rows), 2),
     }
 
 
