@@ -94,8 +94,14 @@ def test_outage_and_crash_lose_no_row_and_duplicate_none(tmp_path, pg):
     reader.start()
     try:
         runs = tmp_path / 'runs'
-        _wait(lambda: runs.exists() and any(runs.iterdir()), 'the run folder', 120, out)
-        (run_dir,) = list(runs.iterdir())
+
+        def folders() -> list[Path]:
+            # The run's folder: not the writability probe (.write-check-*) that telemetry
+            # writes and removes in runs/ first, which a poll under load can catch.
+            return [p for p in runs.iterdir() if p.is_dir()] if runs.exists() else []
+
+        _wait(lambda: bool(folders()), 'the run folder', 120, out)
+        (run_dir,) = folders()
         placements = run_dir / 'placements.jsonl'
 
         def placed(n: int):
