@@ -31,14 +31,14 @@ def _palletize(*args: str, cwd: Path | None = None, timeout: float = 420, env: d
     )
 
 
-def _configs_without_buffer(tmp_path: Path) -> Path:
-    """A copy of configs/ with the set-aside buffer off (buffer.slots 0)."""
+def _configs_with_buffer(tmp_path: Path, slots: int) -> Path:
+    """A copy of configs/ with `slots` places in the set-aside buffer (buffer.slots)."""
     from palletizer.core.config import config_dir
 
     out = tmp_path / 'configs'
     shutil.copytree(config_dir(), out)
     planner = out / 'planner.yaml'
-    text, n = re.subn(r'^(  slots:) *\d+', r'\1 0', planner.read_text(), flags=re.M)
+    text, n = re.subn(r'^(  slots:) *\d+', rf'\g<1> {slots}', planner.read_text(), flags=re.M)
     assert n == 1
     planner.write_text(text)
     return out
@@ -112,10 +112,10 @@ def test_three_episodes_in_a_row_each_equal_the_in_process_loop(level, tmp_path)
 
 
 def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
-    # Level 23 seed 7 without the set-aside buffer: the third carton fits nowhere (collision,
+    # Level 23 seed 7 (the set-aside buffer is off by default): the third carton fits nowhere (collision,
     # support); the arm puts it back and the episode ends as wrong_placement (the director used
     # to crash building the return move).
-    configs = _configs_without_buffer(tmp_path)
+    configs = _configs_with_buffer(tmp_path, 0)
     proc = _palletize(
         '--level',
         '23',
@@ -143,10 +143,15 @@ def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
 def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_disk(tmp_path):
     # Level 23 seed 7 with the set-aside buffer: the third carton waits on the auxiliary
     # table, is taken back once the fourth stands beside it, and all eight are placed.
+    from palletizer.core.config import load_config
     from palletizer.nodes.planner import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    proc = _palletize('--level', '23', '--seed', '7', '-n', '1', '--speed', '0', cwd=tmp_path)
+    configs = _configs_with_buffer(tmp_path, 1)
+    proc = _palletize(
+        '--level', '23', '--seed', '7', '-n', '1', '--speed', '0', cwd=tmp_path,
+        env={'PALLETIZER_CONFIG_DIR': str(configs)},
+    )  # fmt: skip
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
     assert 'random-02    -> buffer 0' in out and 'random-02    <- buffer 0' in out
@@ -156,8 +161,9 @@ def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_
     assert graph['metrics']['buffer_moves'] == 2 and graph['metrics']['buffer_motion_s'] > 0
 
     local, sink = run_inprocess(
-        23, 7, build_planner('heuristic'), speed=0.0, sink=MemorySink(), git_sha=graph['git_sha']
-    )
+        23, 7, build_planner('heuristic'), speed=0.0, sink=MemorySink(),
+        git_sha=graph['git_sha'], config=load_config(configs),
+    )  # fmt: skip
     assert graph == json.loads(json.dumps(local.to_dict()))
 
     # Every event and placement is on disk, with unique increasing seq per episode.
