@@ -482,12 +482,7 @@ class _Loop:
         # stack's way, the gauge zeroes the empty tool there (gauges with `zero`), and the cell
         # settles whatever is left.
         placed_at = self.cell.sim_time()
-        ready = getattr(self.executor, 'ready', None)
-        if ready is not None:
-            ready()
-        zero = getattr(self.gauge, 'zero', None)
-        if zero is not None:
-            zero()
+        self.after_place()
         left = self.s.settle_s - (self.cell.sim_time() - placed_at)
         if left > 1e-9:
             self.cell.settle(left)
