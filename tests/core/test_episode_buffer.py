@@ -109,6 +109,27 @@ def test_a_refused_set_down_leaves_the_carton_in_hand_and_returns_it():
     assert r.failure is FailureCause.wrong_placement and w.returned == ['std_m-00']
 
 
+def test_a_carton_set_down_that_is_not_on_the_table_ends_the_episode():
+    # As when the auxiliary table was missing from the scene: the carton fell to the floor.
+    w = World()
+    place = w.place
+
+    def fall(plan, spec, hm):
+        out = place(plan, spec, hm)
+        if plan.slot.startswith('buffer'):
+            x, y, _, yaw = w.poses[spec.package_id]
+            w.poses[spec.package_id] = (x, y, 0.05, yaw)
+        return out
+
+    w.place = fall
+    r = _run(w, Picky({'std_m-00': 2}), settings=_settings(1))
+    assert r.failure is FailureCause.wrong_placement
+    aside, last = [p for _, k, _, p in w.events if 'buffer_slot' in p], w.events[-1]
+    assert len(aside) == 1 and aside[0]['error_z_mm'] < -500
+    assert last[1:3] == ('fail', 'std_m-00')
+    assert 'not on the auxiliary table' in last[3]['reason']
+
+
 def _spec(pid: str, dims) -> PackageSpec:
     return PackageSpec(pid, 'x', dims, 1.0)
 

@@ -98,3 +98,23 @@ def test_each_carton_gets_one_inactive_suction_weld():
         assert m.eq_obj2id[eq.id] == m.body(f'package_{k}').id
         assert not d.eq_active[eq.id]
     assert d.eq_active[m.eq('pallet_anchor').id]
+
+
+@pytest.mark.sim
+def test_a_carton_set_down_on_the_auxiliary_table_rests_on_its_top():
+    # The set-aside buffer puts cartons there; without the table in the scene a carton set
+    # down there fell to the floor and the take-back found nothing to seal on.
+    from palletizer.sim.scene import AuxTableParams
+
+    aux = AuxTableParams.from_config(load_config().cell['tables']['auxiliary'])
+    (cx, cy), top, H = aux.centre, aux.top, 0.1
+    box = CartonPlacement(
+        Draw(0, 'b-00', (0.24, 0.18, H), 1.7), (cx, cy - 0.2, top + H / 2 + 0.01)
+    )
+    m = compile_scene(build_scene_xml(cartons=[box], options=SceneOptions(aux_table=aux)))
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, nstep=int(1.0 / m.opt.timestep))
+    z = float(d.body('package_0').xpos[2])
+    assert z == pytest.approx(top + H / 2, abs=0.002)
+    for name in ('auxiliary_table_top', 'auxiliary_table_leg_0'):
+        assert _collide(m, m.geom(name).id, m.geom('package_geom_0').id)

@@ -195,6 +195,11 @@ class _Attempt:
     plan: PlacementPlan | None
 
 
+# A carton set aside whose centre rests farther than this from the set-down height is not on
+# the auxiliary table (it fell, or the table is not where the config says).
+_OFF_TABLE_M = 0.02
+
+
 def _r(x: float, nd: int = 1) -> float:
     return round(float(x), nd)
 
@@ -563,17 +568,29 @@ class _Loop:
         self.buffer_moves += 1
         self.buffer_motion_s += self.cell.sim_time() - t0
         # The referee measures where it landed against the set-down pose (scoring only).
-        x, y, _, yaw = self.referee.poses([spec.package_id])[spec.package_id]
+        x, y, z, yaw = self.referee.poses([spec.package_id])[spec.package_id]
         err_yaw = math.remainder(yaw - slot.yaw, math.pi)  # a box is symmetric under a half turn
+        err_z = z - slot.position[2]
         self.emit(
             'place',
             spec.package_id,
             buffer_slot=slot.index,
             error_xy_mm=_r(math.hypot(x - slot.position[0], y - slot.position[1]) * 1000),
+            error_z_mm=_r(err_z * 1000),
             error_yaw_deg=_r(math.degrees(err_yaw)),
             overhang_mm=_r(self.buffer.table.overhang(spec.dims_m, (x, y, yaw)) * 1000),
             reach_residual_mm=_r(float(out.details.get('reach_residual_m', 0.0)) * 1000),
         )
+        if abs(err_z) > _OFF_TABLE_M:
+            self.buffer.take(spec.package_id)
+            self.emit(
+                'fail',
+                spec.package_id,
+                cause=FailureCause.wrong_placement.value,
+                reason=f'the carton set aside is not on the auxiliary table: it rests '
+                f'{err_z * 1000:+.0f} mm from the set-down height',
+            )
+            return FailureCause.wrong_placement
         self.last_move = f'{spec.package_id} {spec.type_name} -> buffer {slot.index}'
         return None
 

@@ -15,6 +15,7 @@ from palletizer.sim.depth_noise import DepthNoise, apply_depth_noise, noise_key
 from palletizer.sim.pallet import PALLET_JOINTS
 from palletizer.sim.robot import ARM_JOINTS
 from palletizer.sim.scene import (
+    AuxTableParams,
     CartonPlacement,
     SceneOptions,
     build_scene_xml,
@@ -64,6 +65,9 @@ class CellOptions:
             gravity=tuple(float(v) for v in phys.get('gravity', (0.0, 0.0, -9.81))),
             sleep=sleep,
         )
+        aux = cell.get('tables', {}).get('auxiliary')
+        if aux is not None:
+            scene = replace(scene, aux_table=AuxTableParams.from_config(aux))
         cams = cell.get('cameras')
         noise: dict[str, DepthNoise] = {}
         if cams:

@@ -23,6 +23,7 @@ from palletizer.sim.robot import (
 from palletizer.sim.wrench import ft_sensors_xml
 
 __all__ = [
+    'AuxTableParams',
     'CartonPlacement',
     'SceneError',
     'SceneOptions',
@@ -61,6 +62,49 @@ class CartonPlacement:
 
 
 @dataclass(frozen=True)
+class AuxTableParams:
+    """The auxiliary table beside the pallet (configs/cell.yaml `tables.auxiliary`), where the
+    set-aside buffer puts cartons down: top centre xy [m], half sizes of the top slab [m], top
+    height [m], friction; on four legs of half side `leg` [m]."""
+
+    centre: tuple[float, float] = (-0.37, -0.10)
+    half_size: tuple[float, float, float] = (0.25, 0.33, 0.04)
+    top: float = 0.58
+    friction: tuple[float, float, float] = (0.9, 0.01, 0.001)
+    leg: float = 0.03
+
+    @classmethod
+    def from_config(cls, aux: Any) -> AuxTableParams:
+        """From cell.yaml `tables.auxiliary` (centre, half_size, top, friction)."""
+        return cls(
+            centre=(float(aux['centre'][0]), float(aux['centre'][1])),
+            half_size=tuple(float(v) for v in aux['half_size']),  # type: ignore[arg-type]
+            top=float(aux['top']),
+            friction=tuple(float(v) for v in aux.get('friction', cls.friction)),  # type: ignore[arg-type]
+        )
+
+
+def aux_table_xml(t: AuxTableParams) -> str:
+    """The auxiliary table: a solid top slab and four legs (touch cartons and the arm)."""
+    (cx, cy), (hx, hy, hz), top = t.centre, t.half_size, t.top
+    fr = _fmt(t.friction)
+    rgba = '0.55 0.52 0.48 1'
+    out = [
+        f'    <geom name="auxiliary_table_top" class="solid" type="box" '
+        f'pos="{_fmt((cx, cy, top - hz))}" size="{_fmt((hx, hy, hz))}" friction="{fr}" '
+        f'rgba="{rgba}"/>'
+    ]
+    lh = (top - 2 * hz) / 2
+    for k, (sx, sy) in enumerate(((-1, -1), (-1, 1), (1, -1), (1, 1))):
+        x, y = cx + sx * (hx - t.leg), cy + sy * (hy - t.leg)
+        out.append(
+            f'    <geom name="auxiliary_table_leg_{k}" class="solid" type="box" '
+            f'pos="{_fmt((x, y, lh))}" size="{_fmt((t.leg, t.leg, lh))}" rgba="{rgba}"/>'
+        )
+    return '\n'.join(out)
+
+
+@dataclass(frozen=True)
 class SceneOptions:
     """Physics and model parameters of the cell; defaults from configs/cell.yaml `physics`."""
 
@@ -72,6 +116,7 @@ class SceneOptions:
     gripper: GripperParams = GripperParams()
     pallet: PalletParams = PalletParams()
     cameras: tuple[CameraSpec, ...] = field(default_factory=lambda: CAMERAS)
+    aux_table: AuxTableParams = AuxTableParams()
     # Suction weld stiffness: 2 x timestep; measured slip < 0.05 mm at 2 m/s^2 with 5 kg
     # (mujoco-notes "Suction").
     suction_solref: tuple[float, float] = (0.004, 1.0)
@@ -201,6 +246,7 @@ def build_scene_xml(
     <geom name="floor" class="solid" type="plane" size="6 6 0.05" material="floor_mat"
           friction="1.0 0.01 0.001"/>{lights}{pallet_xml(o.pallet)}{beam_xml(o.pallet)}
 {cameras_xml(o.cameras)}
+{aux_table_xml(o.aux_table)}
 {scenery}
 {cartons_xml}
   </worldbody>
