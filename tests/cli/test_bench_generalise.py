@@ -94,3 +94,22 @@ def test_the_command_prints_progress_and_json_last(tmp_path):
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     assert last['heuristic']['main_episodes_ok_pct'] in (0.0, 100.0)
     assert '[generalise] 1/1 heuristic quasi_static L11 s1' in proc.stderr
+
+
+def test_a_physics_episode_runs_with_the_buffer_size_asked_for(monkeypatch):
+    # --buffer K labels every row with K; a physics episode must run with K places too, not
+    # with configs/planner.yaml's default.
+    import palletizer.wiring.inprocess as inprocess
+    from palletizer.cli.bench_generalise import _run
+
+    seen = []
+
+    def fake(level, seed, planner, *, config=None, **_kw):
+        seen.append(int(config.planner['buffer']['slots']))
+        raise RuntimeError('stop here')
+
+    monkeypatch.setattr(inprocess, 'run_inprocess', fake)
+    for slots in (0, 3):
+        row = _run(('heuristic', 1.0, 11, 1, 'oracle', slots))
+        assert row['failure'] == 'crash'
+    assert seen == [0, 3]

@@ -103,7 +103,7 @@ def _buffer(slots: int):
 
 
 def _run(job: tuple) -> dict:
-    return quasi_static_one(job) if job[1] is None else run_one(job[:5])
+    return quasi_static_one(job) if job[1] is None else run_one(job)
 
 
 def _mode(speed: float | None) -> str:

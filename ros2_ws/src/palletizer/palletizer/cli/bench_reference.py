@@ -39,12 +39,24 @@ REFERENCE = {
 }
 
 
-def run_one(job: tuple[str, float, int, int, str]) -> dict:
-    """One episode in a worker process: returns a JSON-safe summary."""
+def run_one(job: tuple) -> dict:
+    """One episode in a worker process: returns a JSON-safe summary.
+
+    job: (planner, speed, level, seed, perception[, buffer slots]); the slots, when given and
+    not None, replace configs/planner.yaml buffer.slots for this episode.
+    """
+    import dataclasses
+
+    from palletizer.core.config import load_config
     from palletizer.nodes.planner import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    planner, speed, level, seed, perception = job
+    planner, speed, level, seed, perception = job[:5]
+    slots = job[5] if len(job) > 5 else None
+    cfg = load_config()
+    if slots is not None:
+        buffer = {**cfg.planner['buffer'], 'slots': int(slots)}
+        cfg = dataclasses.replace(cfg, planner={**cfg.planner, 'buffer': buffer})
     t0 = time.perf_counter()
     try:
         result, sink = run_inprocess(
@@ -52,6 +64,7 @@ def run_one(job: tuple[str, float, int, int, str]) -> dict:
             seed,
             build_planner(planner),
             speed=speed,
+            config=cfg,
             sink=MemorySink(),
             perception=perception,
         )
