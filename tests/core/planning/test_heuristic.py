@@ -510,3 +510,35 @@ def test_stack_check_refuses_a_slot_that_leaves_the_believed_stack_toppling():
     )
     assert planner._stable(top, on_lid, 0, 2, zc + 0.005)
     assert not planner._stable(top, on_lid, 0, 2, zc + 0.020)
+
+
+def test_reserve_takes_the_best_slot_that_leaves_room_for_the_largest_carton():
+    from palletizer.core.planning.heuristic import _stamped
+
+    # Free deck only in a 0.95 x 0.52 m corner; everything else stands 1.30 m high (no slot).
+    cells = np.full((80, 120), 1.30)
+    cells[:52, :95] = 0.0
+    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
+    small = PackageSpec('small-00', 'small', (0.30, 0.22, 0.12), 1.8)
+
+    def room_after(tries: int) -> tuple[bool, bool]:
+        # configs/planner.yaml's weights: pallet_com pulls it to the middle of the free corner.
+        planner = ScorePlanner(HeuristicParams(support_tol=0.006, reserve_tries=tries))
+        plan = planner.choose(small, hm, None).plan
+        assert plan is not None
+        after = _stamped(hm, plan, small, planner.pallet.deck_z)
+        return planner._room_for_reserve(hm, None), planner._room_for_reserve(after, None)
+
+    # The score alone puts it mid-corner, where heavy_l's 0.55 x 0.36 m no longer fits; with
+    # the reserve on, the best slot that keeps room for it.
+    assert room_after(0) == (True, False)
+    assert room_after(32) == (True, True)
+
+
+def test_reserve_settings_are_checked():
+    from palletizer.core.errors import PalletizerError
+
+    with pytest.raises(PalletizerError, match='reserve'):
+        HeuristicParams(reserve=(0.5, 0.3))
+    with pytest.raises(PalletizerError, match='reserve_tries'):
+        HeuristicParams(reserve_tries=-1)

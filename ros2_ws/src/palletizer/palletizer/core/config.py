@@ -338,6 +338,8 @@ _PLANNER = {
         'yaws': _list_of(_one_of(0, 90, 180, 270), 1),
         'allow_unobserved': _bool,
         'stack_check': _bool,
+        'reserve': _list_of(_num(0.001, 2.0), 3),
+        'reserve_tries': _num(0, 1000, integer=True),
         'weights': {t: _WEIGHT for t in HEURISTIC_TERMS},
     },
     'beam': {

@@ -627,6 +627,10 @@ class ScorePlanner:
         n_excluded = 0
         unstable = 0
         chunk = 32
+        tries = self.params.reserve_tries
+        keeps_room: bool | None = None  # whether the map has a slot for the reserve box now
+        best: PlacementPlan | None = None  # the best valid slot, if none tried keeps room
+        crowded = 0
         for k in range(len(cands.score)):
             layer = self.book.layer(float(cands.z_base[k]))
             slot = f'score-L{layer}-{cands.i0[k]}x{cands.j0[k]}'
@@ -653,13 +657,48 @@ class ScorePlanner:
                 predicted_support=float(min(1.0, cands.support[k])),
                 breakdown={t: float(cands.terms[k, i]) for i, t in enumerate(TERMS)},
             )
+            if tries > 0:
+                if keeps_room is None:
+                    keeps_room = self._room_for_reserve(heightmap, pallet)
+                if keeps_room:
+                    best = best or plan
+                    if not self._room_for_reserve(
+                        _stamped(heightmap, plan, spec, self.pallet.deck_z), pallet
+                    ):
+                        crowded += 1
+                        if crowded < tries:
+                            continue
+                        plan = best
             return PlanResult(plan, self._summary(cands))
+        if best is not None:
+            return PlanResult(best, self._summary(cands))
         summary = self._summary(cands)
         if n_excluded:
             summary['excluded'] = n_excluded
         if unstable:
             summary['unstable_stack'] = unstable
         return PlanResult(None, summary)
+
+    def _room_for_reserve(self, heightmap: HeightMap, pallet: PalletState | None) -> bool:
+        """Whether the map has a valid, reachable slot for a box of the reserve's size."""
+        L, W, H = self.params.reserve
+        spec = PackageSpec('reserve', 'reserve', (L, W, H), 1.0)
+        mass, cog = (pallet.mass_kg, pallet.cog) if pallet is not None else self.book.state()
+        cands = score_candidates(
+            spec,
+            heightmap,
+            self.params,
+            pallet_mass=mass,
+            pallet_cog=cog,
+            geometry=self.pallet,
+            reach=self.reach,
+        )
+        if len(cands.score) == 0:
+            return False
+        if cands.reach_state is None:
+            return True
+        self._ask_reach(spec, cands, 0, 256)
+        return bool(np.any(cands.reach_state > 0))
 
     def _stable(self, spec: PackageSpec, cands: Candidates, k: int, layer: int, zc: float) -> bool:
         """Whether the stack as believed, plus `spec` at candidate k, stands quasi-statically:
@@ -706,6 +745,28 @@ class ScorePlanner:
 
 # [m] stability's own contact tolerance (core.stability.validate_stack's default).
 _CONTACT_TOL = 0.004
+
+
+def _stamped(
+    heightmap: HeightMap, plan: PlacementPlan, spec: PackageSpec, deck_z: float
+) -> HeightMap:
+    """The map with the cells whose centre lies under the planned box raised to its top
+    (deck_z: the deck's world height [m])."""
+    cells = np.array(heightmap.cells, dtype=float, copy=True)
+    cs = heightmap.cell_size
+    ox, oy = heightmap.origin
+    L, W, H = spec.dims_m
+    c, s = abs(math.cos(plan.yaw)), abs(math.sin(plan.yaw))
+    ex, ey = L * c + W * s, L * s + W * c
+    x, y, z = plan.position
+    ny, nx = cells.shape
+    i0 = max(0, math.ceil((x - ex / 2 - ox) / cs - 0.5 - 1e-9))
+    i1 = min(nx, math.floor((x + ex / 2 - ox) / cs - 0.5 + 1e-9) + 1)
+    j0 = max(0, math.ceil((y - ey / 2 - oy) / cs - 0.5 - 1e-9))
+    j1 = min(ny, math.floor((y + ey / 2 - oy) / cs - 0.5 + 1e-9) + 1)
+    top = z + H / 2 - deck_z
+    cells[j0:j1, i0:i1] = np.maximum(cells[j0:j1, i0:i1], top)
+    return HeightMap(cells, heightmap.observed, heightmap.origin, cs)
 
 
 def _seat(boxes: Sequence[StackBox], tol: float) -> list[StackBox]:

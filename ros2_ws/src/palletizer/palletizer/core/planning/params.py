@@ -156,7 +156,10 @@ class HeuristicParams:
     checks the approach itself, as the analytic one does from the transit height down);
     reach_probe: lateral offset of the reachability probes [m]; stack_check: a slot must leave
     the stack quasi-statically stable (every box's load resultant inside its contact hull, as
-    believed: planned poses, weighed CoGs), else the next-best slot is taken.
+    believed: planned poses, weighed CoGs), else the next-best slot is taken. reserve (L, W, H
+    [m]), reserve_tries: while the map has a slot for a box of the reserve's size, the best of
+    the first reserve_tries valid slots that still leaves one is taken (0: off), so a large
+    carton arriving late finds room.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -177,6 +180,8 @@ class HeuristicParams:
     approach_height: float = 0.0
     reach_probe: float = 0.02
     stack_check: bool = True
+    reserve: tuple[float, float, float] = (0.55, 0.36, 0.26)
+    reserve_tries: int = 0
 
     def __post_init__(self) -> None:
         w = 'HeuristicParams'
@@ -212,6 +217,13 @@ class HeuristicParams:
             raise _err(w, 'allow_unobserved', self.allow_unobserved, 'true or false')
         if not isinstance(self.stack_check, bool):
             raise _err(w, 'stack_check', self.stack_check, 'true or false')
+        r = self.reserve
+        if not isinstance(r, (list, tuple)) or len(r) != 3:
+            raise _err(w, 'reserve', r, 'three sizes L, W, H [m] > 0')
+        object.__setattr__(self, 'reserve', tuple(_number(w, 'reserve', v, 1e-3) for v in r))
+        object.__setattr__(
+            self, 'reserve_tries', _integer(w, 'reserve_tries', self.reserve_tries, 0)
+        )
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any], where: str) -> HeuristicParams:
