@@ -597,19 +597,7 @@ class ScorePlanner:
         """The ranked valid candidates (cached, see the class docstring)."""
         key = (spec, heightmap.key(), pallet, self.book.version)
         if key != self._cache_key or self._cache is None:
-            if pallet is not None:
-                mass, cog = pallet.mass_kg, pallet.cog
-            else:
-                mass, cog = self.book.state()
-            self._cache = score_candidates(
-                spec,
-                heightmap,
-                self.params,
-                pallet_mass=mass,
-                pallet_cog=cog,
-                geometry=self.pallet,
-                reach=self.reach,
-            )
+            self._cache = self._score(spec, heightmap, pallet)
             self._cache_key = key
             self.enumerations += 1
         return self._cache
@@ -679,12 +667,11 @@ class ScorePlanner:
             summary['unstable_stack'] = unstable
         return PlanResult(None, summary)
 
-    def _room_for_reserve(self, heightmap: HeightMap, pallet: PalletState | None) -> bool:
-        """Whether the map has a valid, reachable slot for a box of the reserve's size."""
-        L, W, H = self.params.reserve
-        spec = PackageSpec('reserve', 'reserve', (L, W, H), 1.0)
+    def _score(
+        self, spec: PackageSpec, heightmap: HeightMap, pallet: PalletState | None
+    ) -> Candidates:
         mass, cog = (pallet.mass_kg, pallet.cog) if pallet is not None else self.book.state()
-        cands = score_candidates(
+        return score_candidates(
             spec,
             heightmap,
             self.params,
@@ -693,6 +680,12 @@ class ScorePlanner:
             geometry=self.pallet,
             reach=self.reach,
         )
+
+    def _room_for_reserve(self, heightmap: HeightMap, pallet: PalletState | None) -> bool:
+        """Whether the map has a valid, reachable slot for a box of the reserve's size."""
+        L, W, H = self.params.reserve
+        spec = PackageSpec('reserve', 'reserve', (L, W, H), 1.0)
+        cands = self._score(spec, heightmap, pallet)
         if len(cands.score) == 0:
             return False
         if cands.reach_state is None:
