@@ -123,3 +123,36 @@ def test_beam_with_a_reach_oracle_rejects_release_poses_the_arm_cannot_take():
         > 0.05
     )
     assert res.reject_summary['out_of_reach'] >= 1
+
+
+def test_beam_reserve_starts_the_search_from_moves_that_leave_room_for_the_largest_carton():
+    # Free deck only in a 0.90 x 0.52 m corner; everything else stands 1.30 m high, no record
+    # explaining it (map_conflict).
+    cells = np.full((80, 120), 1.30)
+    cells[:52, :90] = 0.0
+    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
+    small = PackageSpec('small-00', 'small', (0.30, 0.22, 0.12), 1.8)
+
+    def room_before_after(tries: int) -> tuple[bool, bool]:
+        planner = BeamPlanner(BeamParams(reserve=(0.55, 0.40, 0.26), reserve_tries=tries))
+        plan = planner.choose(small, hm, None).plan
+        assert plan is not None
+        p = place_exactly(0, small, plan, [])
+        before = planner._room(planner.stack(), hm)
+        planner.record(p)
+        return before, planner._room(planner.stack(), hm)
+
+    # The score alone puts it lengthwise in the corner, where 0.55 x 0.40 m no longer fits; with
+    # the reserve on, a first move that keeps room for it.
+    assert room_before_after(0) == (True, False)
+    assert room_before_after(200) == (True, True)
+
+
+def test_beam_reserve_settings_are_checked():
+    import pytest
+    from palletizer.core.errors import PalletizerError
+
+    with pytest.raises(PalletizerError, match='reserve'):
+        BeamParams(reserve=(0.5, 0.3))
+    with pytest.raises(PalletizerError, match='reserve_tries'):
+        BeamParams(reserve_tries=-1)

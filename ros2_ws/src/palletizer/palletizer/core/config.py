@@ -349,6 +349,8 @@ _PLANNER = {
         'min_support_ratio': _num(0.0, 1.0),
         'min_tipping_margin': _num(0.0, 1.0),
         'surface_samples': _list_of(_num(1, 1000, integer=True), 2),
+        'reserve': _list_of(_num(0.001, 2.0), 3),
+        'reserve_tries': _num(0, 1000, integer=True),
         'weights': {t: _WEIGHT for t in BEAM_TERMS},
     },
     'grid': {'min_support_ratio': _num(0.0, 1.0), 'clearance': _num(0.0, 0.5)},

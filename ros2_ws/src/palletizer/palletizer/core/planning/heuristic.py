@@ -616,7 +616,7 @@ class ScorePlanner:
         unstable = 0
         chunk = 32
         tries = self.params.reserve_tries
-        keeps_room: bool | None = None  # whether the map has a slot for the reserve box now
+        room: _Rooms | None = None  # the reserve box's slots on the map now
         best: PlacementPlan | None = None  # the best valid slot, if none tried keeps room
         crowded = 0
         for k in range(len(cands.score)):
@@ -632,6 +632,18 @@ class ScorePlanner:
                     chunk = min(4 * chunk, 4096)  # the best is usually reachable: start small
                 if state[k] < 0:
                     continue
+            crowds = False  # the slot takes the reserve box's last room
+            if tries > 0:
+                if room is None:
+                    room = self._reserve_rooms(heightmap, pallet)
+                crowds = len(room.x) > 0 and not room.left_by(
+                    float(cands.x[k]), float(cands.y[k]), float(cands.yaw[k]), spec.dims_m
+                )
+            if crowds and best is not None:
+                crowded += 1
+                if crowded >= tries:
+                    break
+                continue
             zc = self.pallet.deck_z + float(cands.z_base[k]) + spec.dims_m[2] / 2.0
             if self.params.stack_check and not self._stable(spec, cands, k, layer, zc):
                 unstable += 1
@@ -645,18 +657,12 @@ class ScorePlanner:
                 predicted_support=float(min(1.0, cands.support[k])),
                 breakdown={t: float(cands.terms[k, i]) for i, t in enumerate(TERMS)},
             )
-            if tries > 0:
-                if keeps_room is None:
-                    keeps_room = self._room_for_reserve(heightmap, pallet)
-                if keeps_room:
-                    best = best or plan
-                    if not self._room_for_reserve(
-                        _stamped(heightmap, plan, spec, self.pallet.deck_z), pallet
-                    ):
-                        crowded += 1
-                        if crowded < tries:
-                            continue
-                        plan = best
+            if crowds:
+                best = plan
+                crowded += 1
+                if crowded >= tries:
+                    break
+                continue
             return PlanResult(plan, self._summary(cands))
         if best is not None:
             return PlanResult(best, self._summary(cands))
@@ -683,15 +689,27 @@ class ScorePlanner:
 
     def _room_for_reserve(self, heightmap: HeightMap, pallet: PalletState | None) -> bool:
         """Whether the map has a valid, reachable slot for a box of the reserve's size."""
+        return len(self._reserve_rooms(heightmap, pallet).x) > 0
+
+    def _reserve_rooms(self, heightmap: HeightMap, pallet: PalletState | None) -> _Rooms:
+        """Every valid, reachable slot for a box of the reserve's size on the map."""
         L, W, H = self.params.reserve
         spec = PackageSpec('reserve', 'reserve', (L, W, H), 1.0)
         cands = self._score(spec, heightmap, pallet)
-        if len(cands.score) == 0:
-            return False
-        if cands.reach_state is None:
-            return True
-        self._ask_reach(spec, cands, 0, 256)
-        return bool(np.any(cands.reach_state > 0))
+        ok = np.ones(len(cands.score), dtype=bool)
+        if cands.reach_state is not None and len(ok):
+            self._ask_reach(spec, cands, 0, len(ok))
+            ok = cands.reach_state > 0
+        c, s = np.abs(np.cos(cands.yaw[ok])), np.abs(np.sin(cands.yaw[ok]))
+        # A box placed later must keep clear of the window and its ring; one cell more covers
+        # the rasterised footprint.
+        margin = self.params.clearance + heightmap.cell_size
+        return _Rooms(
+            cands.x[ok],
+            cands.y[ok],
+            (L * c + W * s) / 2.0 + margin,
+            (L * s + W * c) / 2.0 + margin,
+        )
 
     def _stable(self, spec: PackageSpec, cands: Candidates, k: int, layer: int, zc: float) -> bool:
         """Whether the stack as believed, plus `spec` at candidate k, stands quasi-statically:
@@ -734,6 +752,26 @@ class ScorePlanner:
             if unreachable:
                 summary['out_of_reach'] = summary.get('out_of_reach', 0) + unreachable
         return summary
+
+
+@dataclass(frozen=True)
+class _Rooms:
+    """The reserve box's slots: centres x, y [world, m] and the half extents hx, hy [m] of the
+    region a later box must keep out of for the slot to stay valid (window, ring, a cell)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    hx: np.ndarray
+    hy: np.ndarray
+
+    def left_by(self, x: float, y: float, yaw: float, dims: tuple[float, float, float]) -> bool:
+        """Whether a slot stays free of a box of `dims` centred at (x, y) [world, m], turned
+        by yaw [rad]. A slot the new box creates on its own lid is not counted (conservative)."""
+        L, W, _ = dims
+        c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
+        ex, ey = (L * c + W * s) / 2.0, (L * s + W * c) / 2.0
+        hit = (np.abs(self.x - x) < self.hx + ex) & (np.abs(self.y - y) < self.hy + ey)
+        return not bool(hit.all())
 
 
 # [m] stability's own contact tolerance (core.stability.validate_stack's default).

@@ -95,6 +95,14 @@ def _integer(where: str, key: str, value: Any, lo: int) -> int:
     return int(value)
 
 
+def _reserve(where: str, value: Any) -> tuple[float, float, float]:
+    """The reserve box: three sizes L, W, H [m], each >= 1 mm."""
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise _err(where, 'reserve', value, 'three sizes L, W, H [m] > 0')
+    L, W, H = (_number(where, 'reserve', v, 1e-3) for v in value)
+    return (L, W, H)
+
+
 def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> dict[str, float]:
     """All names exactly, each finite and >= 0, at least one > 0."""
     if not isinstance(value, Mapping):
@@ -157,9 +165,10 @@ class HeuristicParams:
     reach_probe: lateral offset of the reachability probes [m]; stack_check: a slot must leave
     the stack quasi-statically stable (every box's load resultant inside its contact hull, as
     believed: planned poses, weighed CoGs), else the next-best slot is taken. reserve (L, W, H
-    [m]), reserve_tries: while the map has a slot for a box of the reserve's size, the best of
-    the first reserve_tries valid slots that still leaves one is taken (0: off), so a large
-    carton arriving late finds room.
+    [m]), reserve_tries: while the map has a slot for a box of the reserve's size, the best
+    valid slot that still leaves one (its footprint misses some such slot's window and ring)
+    is taken, looked for among the first reserve_tries (0: off), so a large carton arriving
+    late finds room.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -217,10 +226,7 @@ class HeuristicParams:
             raise _err(w, 'allow_unobserved', self.allow_unobserved, 'true or false')
         if not isinstance(self.stack_check, bool):
             raise _err(w, 'stack_check', self.stack_check, 'true or false')
-        r = self.reserve
-        if not isinstance(r, (list, tuple)) or len(r) != 3:
-            raise _err(w, 'reserve', r, 'three sizes L, W, H [m] > 0')
-        object.__setattr__(self, 'reserve', tuple(_number(w, 'reserve', v, 1e-3) for v in r))
+        object.__setattr__(self, 'reserve', _reserve(w, self.reserve))
         object.__setattr__(
             self, 'reserve_tries', _integer(w, 'reserve_tries', self.reserve_tries, 0)
         )
@@ -241,7 +247,10 @@ class BeamParams:
     regular_surface; clearance [m]; weights: the 6 components (BEAM_TERMS); max_height_m: height
     scale and cap above the deck [m]; level_tol: height match for resting on a top [m];
     map_tol: how far the height map may rise above a candidate's base before it is rejected
-    (something unrecorded is there) [m].
+    (something unrecorded is there) [m]; reserve (L, W, H [m]), reserve_tries: while the stack
+    has a valid, reachable move for a box of the reserve's size, the search starts only from
+    those of the first reserve_tries first moves that still leave one (0: off), as the
+    heuristic's reserve does.
     """
 
     min_support_ratio: float = 0.62
@@ -255,9 +264,15 @@ class BeamParams:
     max_height_m: float = 1.35
     level_tol: float = 0.004
     map_tol: float = 0.010
+    reserve: tuple[float, float, float] = (0.55, 0.36, 0.26)
+    reserve_tries: int = 0
 
     def __post_init__(self) -> None:
         w = 'BeamParams'
+        object.__setattr__(self, 'reserve', _reserve(w, self.reserve))
+        object.__setattr__(
+            self, 'reserve_tries', _integer(w, 'reserve_tries', self.reserve_tries, 0)
+        )
         object.__setattr__(self, 'weights', _weights(w, 'weights', self.weights, BEAM_TERMS))
         ratio = _number(w, 'min_support_ratio', self.min_support_ratio, 0.0, 1.0)
         object.__setattr__(self, 'min_support_ratio', ratio)
