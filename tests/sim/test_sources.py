@@ -23,6 +23,7 @@ from palletizer.sim.sources import (
     make_source,
     plan_truck_load,
     table_params,
+    truck_params,
 )
 
 
@@ -228,35 +229,43 @@ def test_truck_plan_respects_bay_ceiling_column_size_and_support():
     p = TruckParams()
     for seed in range(1, 6):
         draws = draw_load(33, seed)
-        plan = plan_truck_load([d.dims for d in draws], seed, True, p)
-        assert sorted(s.index for s in plan.slots) == list(range(len(draws)))
-        by_col: dict[int, list] = {}
-        for s in plan.slots:
-            by_col.setdefault(s.column, []).append(s)
-        assert len(by_col) == plan.columns
-        for col in by_col.values():
-            col.sort(key=lambda s: s.tier)
-            assert len(col) <= p.max_column_items
-            for s in col:
-                length, width, height = draws[s.index].dims
-                assert s.centre[2] + height / 2 <= p.floor + p.max_stack_height + 0.01
-                ex = abs(math.cos(s.yaw)) * length + abs(math.sin(s.yaw)) * width
-                ey = abs(math.sin(s.yaw)) * length + abs(math.cos(s.yaw)) * width
-                assert s.centre[0] - ex / 2 >= p.origin[0] - 1e-9
-                assert s.centre[0] + ex / 2 <= p.origin[0] + p.size[0] + 1e-9
-                assert s.centre[1] - ey / 2 >= p.origin[1] - 1e-9
-                assert s.centre[1] + ey / 2 <= p.origin[1] + p.size[1] + 1e-9
-            for below, above in zip(col[:-1], col[1:], strict=True):
-                # Supported: the centre of the upper carton lies over the lower one.
-                lb = draws[below.index].dims
-                half_x = 0.5 * (
-                    abs(math.cos(below.yaw)) * lb[0] + abs(math.sin(below.yaw)) * lb[1]
-                )
-                half_y = 0.5 * (
-                    abs(math.sin(below.yaw)) * lb[0] + abs(math.cos(below.yaw)) * lb[1]
-                )
-                assert abs(above.centre[0] - below.centre[0]) <= half_x
-                assert abs(above.centre[1] - below.centre[1]) <= half_y
+        _check_truck_plan(plan_truck_load([d.dims for d in draws], seed, True, p), draws, p)
+
+
+def test_a_load_no_default_draw_stands_is_tried_with_other_column_counts():
+    # Level 33 seed 7 in the cell's bay: none of the 25 draws with 4 floor columns stands it.
+    p = truck_params(load_config().cell)
+    draws = draw_load(33, 7)
+    plan = plan_truck_load([d.dims for d in draws], 7, True, p)
+    assert plan.attempt > p.max_redraws and plan.columns != 4
+    _check_truck_plan(plan, draws, p)
+
+
+def _check_truck_plan(plan, draws, p: TruckParams) -> None:
+    assert sorted(s.index for s in plan.slots) == list(range(len(draws)))
+    by_col: dict[int, list] = {}
+    for s in plan.slots:
+        by_col.setdefault(s.column, []).append(s)
+    assert len(by_col) == plan.columns
+    for col in by_col.values():
+        col.sort(key=lambda s: s.tier)
+        assert len(col) <= p.max_column_items
+        for s in col:
+            length, width, height = draws[s.index].dims
+            assert s.centre[2] + height / 2 <= p.floor + p.max_stack_height + 0.01
+            ex = abs(math.cos(s.yaw)) * length + abs(math.sin(s.yaw)) * width
+            ey = abs(math.sin(s.yaw)) * length + abs(math.cos(s.yaw)) * width
+            assert s.centre[0] - ex / 2 >= p.origin[0] - 1e-9
+            assert s.centre[0] + ex / 2 <= p.origin[0] + p.size[0] + 1e-9
+            assert s.centre[1] - ey / 2 >= p.origin[1] - 1e-9
+            assert s.centre[1] + ey / 2 <= p.origin[1] + p.size[1] + 1e-9
+        for below, above in zip(col[:-1], col[1:], strict=True):
+            # Supported: the centre of the upper carton lies over the lower one.
+            lb = draws[below.index].dims
+            half_x = 0.5 * (abs(math.cos(below.yaw)) * lb[0] + abs(math.sin(below.yaw)) * lb[1])
+            half_y = 0.5 * (abs(math.sin(below.yaw)) * lb[0] + abs(math.cos(below.yaw)) * lb[1])
+            assert abs(above.centre[0] - below.centre[0]) <= half_x
+            assert abs(above.centre[1] - below.centre[1]) <= half_y
 
 
 def test_truck_plan_is_fixed_by_the_seed():

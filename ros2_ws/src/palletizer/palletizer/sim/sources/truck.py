@@ -165,13 +165,16 @@ def _try_plan(
     p: TruckParams,
     jitter: bool,
     attempt: int,
+    target_cols: int | None = None,
 ) -> list[tuple[int, int, int, float, float, float, bool]] | None:
-    """One draw of the plan: (index, column, tier, x, y, z_bottom, turned) per carton, or None."""
+    """One draw of the plan: (index, column, tier, x, y, z_bottom, turned) per carton, or None.
+    target_cols: columns opened on the floor (default ceil(n / 2))."""
     n = len(dims)
     order = list(range(n))
     rng.shuffle(order)
     order.sort(key=lambda i: -dims[i][0] * dims[i][1])  # biggest footprint first, stable
-    target_cols = math.ceil(n / 2)
+    if target_cols is None:
+        target_cols = math.ceil(n / 2)
     bay = _Rect(p.origin[0], p.origin[1], p.origin[0] + p.size[0], p.origin[1] + p.size[1]).grow(
         -p.edge_margin
     )
@@ -260,16 +263,28 @@ def plan_truck_load(
     floor (rows left to right along X, front to back from the bulkhead); otherwise stack on a
     column within 6 cm of the lowest, keeping its yaw then crossing it, sliding up to max_slide,
     with at least min_support under the carton and under the ceiling; re-draw up to
-    max_redraws times (cell-facts §3.6). Python's Random(seed), then Random(seed * 1000003 +
+    max_redraws times (cell-facts §3.6), then as many times again for each other column count
+    within 2. Python's Random(seed), then Random(seed * 1000003 +
     attempt) for re-draws (§2.2). With `loader_jitter` each carton is off by up to
     +-loader_pos and +-loader_yaw, reserved for in every footprint.
     """
     p = params or TruckParams()
     if not dims:
         raise SourceError('truck: an empty load; expected at least one carton')
-    for attempt in range(p.max_redraws + 1):
+    # Attempts 0..max_redraws open ceil(n/2) floor columns; a load none of them stands is
+    # re-drawn max_redraws more times for each other count nearby (L33 seeds 7 and 45 stand
+    # only so), and what the default count stands is unchanged.
+    base = math.ceil(len(dims) / 2)
+    counts = [None] + [c for c in (base - 1, base + 1, base - 2, base + 2) if 1 <= c <= len(dims)]
+    draws = [
+        (k * (p.max_redraws + 1) + a, cols)
+        for k, cols in enumerate(counts)
+        for a in range(p.max_redraws + 1)
+        if k == 0 or a > 0
+    ]
+    for attempt, cols in draws:
         rng = random.Random(seed if attempt == 0 else seed * 1_000_003 + attempt)
-        placed = _try_plan(dims, rng, p, loader_jitter, attempt)
+        placed = _try_plan(dims, rng, p, loader_jitter, attempt, cols)
         if placed is None:
             continue
         slots = []
@@ -286,7 +301,8 @@ def plan_truck_load(
         )
     raise SourceError(
         f'truck: no plan for {len(dims)} cartons in a {p.size[0]} x {p.size[1]} m bay after '
-        f'{p.max_redraws} re-draws; allowed: at most {p.max_column_items} per column, '
+        f'{len(draws) - 1} re-draws ({p.max_redraws} for each of {len(counts)} floor-column '
+        f'counts); allowed: at most {p.max_column_items} per column, '
         f'{p.max_stack_height} m high'
     )
 
