@@ -235,8 +235,9 @@ class BeamPlanner:
     the height map. With a forecast, it searches min(lookahead, 1 + len(forecast)) cartons deep
     and returns the first move of the best sequence; without one it is greedy with whole-stack
     quasi-static validation. With reserve_tries > 0 it starts only from first moves that leave
-    room for the reserve box while the stack has some (see BeamParams). It reads no simulator truth, so it is not an oracle; the forecast
-    it gets may come from an oracle gauge, which the caller flags.
+    room for the reserve box while the stack has some (see BeamParams). It reads no simulator
+    truth, so it is not an oracle; the forecast it gets may come from an oracle gauge, which
+    the caller flags.
     """
 
     kind = PlannerKind.beam
