@@ -8,7 +8,7 @@ from palletizer.core.planning import BEAM_TERMS, BeamParams, BeamPlanner, Planne
 from palletizer.core.planning import beam as beam_module
 from palletizer.core.stability import validate_stack
 
-from ._stacking import place_exactly
+from ._stacking import SMALL, corner_map, place_exactly
 
 
 def _random_specs(seed: int, n: int) -> list[PackageSpec]:
@@ -126,12 +126,8 @@ def test_beam_with_a_reach_oracle_rejects_release_poses_the_arm_cannot_take():
 
 
 def test_beam_reserve_starts_the_search_from_moves_that_leave_room_for_the_largest_carton():
-    # Free deck only in a 0.90 x 0.52 m corner; everything else stands 1.30 m high, no record
-    # explaining it (map_conflict).
-    cells = np.full((80, 120), 1.30)
-    cells[:52, :90] = 0.0
-    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
-    small = PackageSpec('small-00', 'small', (0.30, 0.22, 0.12), 1.8)
+    # Free deck only in a 0.90 x 0.52 m corner (map_conflict elsewhere).
+    hm, small = corner_map(90), SMALL
 
     def room_before_after(tries: int) -> tuple[bool, bool]:
         planner = BeamPlanner(BeamParams(reserve=(0.55, 0.40, 0.26), reserve_tries=tries))

@@ -16,6 +16,8 @@ from palletizer.core.planning import (
 )
 from palletizer.core.planning.heuristic import score_candidates
 
+from ._stacking import SMALL, corner_map
+
 STD_M = PackageSpec('std_m-00', 'std_m', (0.42, 0.30, 0.18), 4.2)
 
 
@@ -516,10 +518,7 @@ def test_reserve_takes_the_best_slot_that_leaves_room_for_the_largest_carton():
     from palletizer.core.planning.heuristic import _stamped
 
     # Free deck only in a 0.95 x 0.52 m corner; everything else stands 1.30 m high (no slot).
-    cells = np.full((80, 120), 1.30)
-    cells[:52, :95] = 0.0
-    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
-    small = PackageSpec('small-00', 'small', (0.30, 0.22, 0.12), 1.8)
+    hm, small = corner_map(95), SMALL
 
     def room_after(tries: int) -> tuple[bool, bool]:
         # configs/planner.yaml's weights: pallet_com pulls it to the middle of the free corner.
@@ -538,10 +537,7 @@ def test_reserve_takes_the_best_slot_that_leaves_room_for_the_largest_carton():
 def test_the_reserve_rooms_left_by_a_slot_agree_with_the_map_stamped_with_it():
     from palletizer.core.planning.heuristic import _stamped
 
-    cells = np.full((80, 120), 1.30)
-    cells[:52, :95] = 0.0
-    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
-    small = PackageSpec('small-00', 'small', (0.30, 0.22, 0.12), 1.8)
+    hm, small = corner_map(95), SMALL
     planner = ScorePlanner(HeuristicParams(support_tol=0.006))
     rooms = planner._reserve_rooms(hm, None)
     cands = planner.candidates(small, hm, None)
