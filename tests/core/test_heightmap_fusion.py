@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from palletizer.core.contracts import HeightMap, PalletGeometry
 from palletizer.core.fusion import stamp_heightmap
-from palletizer.core.heightmap_fusion import FusionParams, RobotBody, fuse_heightmap, map_errors
+from palletizer.core.heightmap_fusion import (
+    FusionParams,
+    MapMemory,
+    RobotBody,
+    fuse_heightmap,
+    map_errors,
+    recall_hidden,
+)
 from palletizer.core.views import CameraView
 
 PALLET = PalletGeometry()
@@ -70,22 +77,22 @@ def _render(K: np.ndarray, T: np.ndarray, boxes=BOXES, h: int = 480, w: int = 64
     return np.where(np.isfinite(depth), depth, 0.0).astype(np.float32)
 
 
-def _truth() -> HeightMap:
-    boxes = []
-    for k, (cx, cy, yaw, L, W, H) in enumerate(BOXES):
+def _truth(boxes=BOXES) -> HeightMap:
+    out = []
+    for k, (cx, cy, yaw, L, W, H) in enumerate(boxes):
         q = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
-        boxes.append((f'b{k}', np.array([cx, cy, DECK + H / 2]), q, (L, W, H)))
-    return stamp_heightmap(boxes, None, PALLET)
+        out.append((f'b{k}', np.array([cx, cy, DECK + H / 2]), q, (L, W, H)))
+    return stamp_heightmap(out, None, PALLET)
 
 
-def _views(noise_mm: float = 0.0, seed: int = 0) -> list[CameraView]:
+def _views(noise_mm: float = 0.0, seed: int = 0, boxes=BOXES) -> list[CameraView]:
     rng = np.random.default_rng(seed)
     K = _K()
     out = []
     rig = {'top': _T_down(0.60, 0.0, 2.2), 'north': _T_down(0.60, 0.9, 2.0, -25.0)}
     rig['south'] = _T_down(0.60, -0.9, 2.0, 25.0)
     for name, T in rig.items():
-        depth = _render(K, T)
+        depth = _render(K, T, boxes=boxes)
         if noise_mm:
             ok = depth > 0
             depth[ok] += rng.normal(0.0, noise_mm / 1000.0, ok.sum()).astype(np.float32)
@@ -242,3 +249,97 @@ def test_the_arm_over_the_pallet_leaves_the_cell_map_unchanged():
     both = np.asarray(a.observed) & np.asarray(b.observed)
     diff = np.abs(np.asarray(a.cells) - np.asarray(b.cells))[both]
     assert np.percentile(diff, 99) <= 0.008
+
+
+# Two tall cartons 3 cm apart along Y (y 0.18-0.21): the slot's floor is out of every
+# camera's sight once the second stands, but the first fusion saw it.
+SLOT_A = (0.55, 0.0, 0.0, 0.70, 0.36, 0.45)
+SLOT_B = (0.55, 0.30, 0.0, 0.70, 0.18, 0.45)
+
+
+@pytest.mark.parametrize('noise_mm', [0.0, 3.0])
+def test_a_slot_floor_a_new_carton_hid_keeps_the_height_seen_before(noise_mm):
+    before = fuse_heightmap(_views(noise_mm, 1, boxes=(SLOT_A,)), PARAMS, PALLET).heightmap
+    views = _views(noise_mm, 2, boxes=(SLOT_A, SLOT_B))
+    now = fuse_heightmap(views, PARAMS, PALLET).heightmap
+    truth = _truth((SLOT_A, SLOT_B))
+    slot = np.s_[59:60, 25:85]  # y 0.19-0.20: the slot's middle row, x 0.25-0.85
+    assert not np.asarray(now.observed)[slot].all()  # hidden from the three cameras now
+    assert np.asarray(before.observed)[slot].all()
+    got, n = recall_hidden(now, before, views, PARAMS, PALLET)
+    assert n > 0
+    obs = np.asarray(got.observed)
+    assert obs[slot].all()
+    back = obs & ~np.asarray(now.observed)
+    assert back.sum() == n
+    # What is recalled is the slot's floor (deck), not the lids beside it.
+    err = np.abs(np.asarray(got.cells) - np.asarray(truth.cells))[back]
+    assert err.max() < 0.01
+    assert map_errors(got, truth)['coverage_pct'] > map_errors(now, truth)['coverage_pct']
+    # Off, the map is today's alone.
+    off = FusionParams(recall=False)
+    assert recall_hidden(now, before, views, off, PALLET) == (now, 0)
+
+
+def _hole(m: HeightMap, box) -> HeightMap:
+    obs = np.asarray(m.observed).copy()
+    obs[box] = False
+    return HeightMap(np.asarray(m.cells), obs, m.origin, m.cell_size)
+
+
+def test_a_cell_the_cameras_see_changed_is_not_recalled():
+    flat = HeightMap.flat(PALLET)
+    block = np.s_[30:40, 20:30]  # x 0.20-0.30, y -0.10..0
+    empty = _views(boxes=())
+    # Remembered at 0.30 m where every camera now sees the deck behind: forgotten.
+    tall = np.array(flat.cells)
+    tall[block] = 0.30
+    was = HeightMap(tall, None, flat.origin, flat.cell_size)
+    got, n = recall_hidden(_hole(flat, block), was, empty, PARAMS, PALLET)
+    assert n == 0
+    assert not np.asarray(got.observed)[block].any()
+    # Remembered at the deck, which the cameras agree with: recalled.
+    got, n = recall_hidden(_hole(flat, block), flat, empty, PARAMS, PALLET)
+    assert n == 100
+    # A carton now stands on the block (the lid's other half observed, the block's half lost
+    # to the fusion's filters): every camera's ray to the deck there ends nearer, as behind a
+    # carton beside the cells, but the returns from inside the cells' columns say the carton
+    # stands on them. Not recalled, whichever cameras look.
+    box = (0.30, -0.05, 0.0, 0.20, 0.10, 0.30)
+    now = _hole(_truth((box,)), block)
+    for views in (_views(boxes=(box,)), _views(boxes=(box,))[1:], _views(boxes=(box,))[:1]):
+        assert recall_hidden(now, flat, views, PARAMS, PALLET)[1] == 0
+    # Half the block under a carton (whose lid beyond the block is observed): the other half,
+    # the deck beside it, is recalled.
+    half = (0.225, -0.10, 0.0, 0.05, 0.20, 0.30)
+    got, n = recall_hidden(
+        _hole(_truth((half,)), block), flat, _views(boxes=(half,)), PARAMS, PALLET
+    )
+    back = np.asarray(got.observed)[block]
+    assert 0 < n <= 50
+    assert not back[:, :5].any()
+
+
+def test_the_map_memory_records_what_was_seen_and_forgets_with_a_new_stack():
+    memory = MapMemory(PARAMS, PALLET)
+    first = fuse_heightmap(_views(boxes=(SLOT_A,)), PARAMS, PALLET).heightmap
+    assert memory.remember(first, _views(boxes=(SLOT_A,))) is first
+    assert memory.recalled == 0
+    views = _views(boxes=(SLOT_A, SLOT_B))
+    now = fuse_heightmap(views, PARAMS, PALLET).heightmap
+    got = memory.remember(now, views)
+    assert memory.recalled > 0
+    assert np.asarray(got.observed)[59:60, 25:85].all()
+    # The record holds the newest heights seen: the second carton's lid.
+    rec = memory.seen
+    assert rec is not None
+    assert np.asarray(rec.cells)[68, 55] == pytest.approx(0.45, abs=0.004)
+    # A contradicted cell is not answered but stays recorded (a change is recorded when seen).
+    block = np.s_[30:40, 20:30]
+    box = (0.30, -0.05, 0.0, 0.20, 0.10, 0.30)
+    got = memory.remember(_hole(_truth((box,)), block), _views(boxes=(box,)))
+    assert not np.asarray(got.observed)[block].any()
+    assert np.asarray(memory.seen.observed)[block].all()
+    memory.forget()
+    assert memory.remember(now, views) is now
+    assert memory.recalled == 0

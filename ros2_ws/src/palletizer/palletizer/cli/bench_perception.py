@@ -81,11 +81,17 @@ def _map_row(hmap: Any) -> dict:
     from palletizer.wiring.oracles import OracleHeightMap
 
     truth = OracleHeightMap(hmap.cell, hmap.pallet).heightmap()
-    got = map_errors(hmap.last.heightmap, truth)
+    got = map_errors(hmap.memory, truth)
+    seen = map_errors(hmap.seen, truth)
     err = np.asarray(got['errors'], dtype=float)
+    # The recalled cells' own errors: what the map kept from earlier fusions.
+    back = np.asarray(hmap.memory.observed) & ~np.asarray(hmap.seen.observed)
+    back_err = np.abs(np.asarray(hmap.memory.cells) - np.asarray(truth.cells))[back]
     return {
         'coverage_pct': float(got['coverage_pct']),
+        'coverage_seen_pct': float(seen['coverage_pct']),
         'errors_mm': (err * 1000).round(3).tolist(),
+        'recalled_errors_mm': (back_err * 1000).round(3).tolist(),
         'ms': hmap.last_ms,
     }
 
@@ -187,6 +193,13 @@ def summarise(episodes: Sequence[dict], empties: Sequence[dict]) -> dict:
     return {
         'coverage_pct_min': _pct(cover, 0),
         'coverage_pct_median': _pct(cover, 50),
+        'coverage_seen_pct_min': _pct([m.get('coverage_seen_pct', 0.0) for m in maps], 0),
+        'recalled_err_mm_p99': _pct(
+            [x for m in maps for x in m.get('recalled_errors_mm', [])], 99
+        ),
+        'recalled_err_mm_max': _pct(
+            [x for m in maps for x in m.get('recalled_errors_mm', [])], 100
+        ),
         'height_err_mm_median': _pct(errors, 50),
         'height_err_mm_p99': _pct(errors, 99),
         'fusion_ms_median': _pct([m['ms'] for m in maps], 50),

@@ -379,6 +379,8 @@ _PERCEPTION = {
         'fill_neighbours': _Opt(_num(1, 8, integer=True), 5),
         'fill_tol': _Opt(_num(0.0, 0.1), 0.004),
         'edge_fill': _Opt(_bool, True),
+        'recall': _Opt(_bool, True),
+        'recall_tol': _Opt(_num(0.001, 0.2), 0.02),
     },
     'detector': {
         'camera': _text,

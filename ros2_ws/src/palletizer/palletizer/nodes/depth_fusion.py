@@ -25,7 +25,12 @@ from palletizer.core.config import load_config
 from palletizer.core.contracts import Observation, PalletGeometry
 from palletizer.core.detection import DetectorParams, detect_station, detect_truck, held_height
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
-from palletizer.core.heightmap_fusion import FusionParams, RobotBody, fuse_heightmap
+from palletizer.core.heightmap_fusion import (
+    FusionParams,
+    MapMemory,
+    RobotBody,
+    fuse_heightmap,
+)
 from palletizer.nodes.camera_inputs import CameraInputs, cloud_msg, stamp_of
 from palletizer.nodes.convert import heightmap_to_msg, observation_from_msg, observation_to_msg
 from palletizer.nodes.qos import LATCHED
@@ -106,6 +111,7 @@ class DepthFusionNode(Node):
             group=self.client_group,
         )
         self.held: Observation | None = None
+        self.memory = MapMemory(self.fusion, self.pallet)  # what this episode's fusions saw
         self.mark = 0
         self.capture_q: np.ndarray | None = None
         self.pub = self.create_publisher(HeightMapMsg, 'heightmap', LATCHED)
@@ -180,7 +186,12 @@ class DepthFusionNode(Node):
                 return res
             held = None if self.held is None else tuple(self.held.dims_guess)
             fused = fuse_heightmap(views, self.fusion, self.pallet, self.body, q, held)
-            res.heightmap = heightmap_to_msg(fused.heightmap)
+            if req.forget:
+                self.memory.forget()
+            answer = self.memory.remember(fused.heightmap, views, self.body, q, held)
+            if self.memory.recalled:
+                self.get_logger().debug(f'{self.memory.recalled} cells out of sight recalled')
+            res.heightmap = heightmap_to_msg(answer)
             sec = int(stamp)
             res.heightmap.header.stamp = Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9)))
             self.cloud_pub.publish(cloud_msg(fused.points, res.heightmap.header.stamp))

@@ -544,6 +544,12 @@ class RosPerception:
         self.last: HeightMap | None = None  # the newest fused map
         self.held_reason = ''  # why the last in-hand measurement failed
         self.on_heightmap: Callable[[HeightMap], None] | None = None
+        self.forget = True  # the next fusion starts the map afresh (an episode's first)
+
+    def reset(self) -> None:
+        """A new episode: the next fusion forgets what earlier ones saw."""
+        self.forget = True
+        self.last = None
 
     def detect(self, package_id: str) -> Observation | None:
         res = self.calls.service(
@@ -580,7 +586,7 @@ class RosPerception:
     def heightmap(self) -> HeightMap:
         res = self.calls.service(
             self.fuse_c,
-            FuseHeightMap.Request(),
+            FuseHeightMap.Request(forget=self.forget),
             'height-map fusion',
             self.calls.t.quick_s,
             repeatable=True,
@@ -588,6 +594,7 @@ class RosPerception:
         )
         if res.error_code != FuseHeightMap.Response.OK:
             raise EpisodeAborted(f'height-map fusion failed: {res.error_msg}')
+        self.forget = False
         self.last = heightmap_from_msg(res.heightmap)
         if self.on_heightmap is not None:
             self.on_heightmap(self.last)

@@ -167,6 +167,7 @@ class EpisodeDirectorNode(Node):
                 self._open(seed, oracle, sha)
                 self.sink.begin(seed)
                 self.planner.reset()
+                perception.reset()
                 self.motion.set_heightmap(None)
                 result = run_episode(
                     level=self.level,

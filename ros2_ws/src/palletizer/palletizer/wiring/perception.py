@@ -19,7 +19,13 @@ from palletizer.core.detection import (
     held_height,
 )
 from palletizer.core.errors import ConfigError, close_match
-from palletizer.core.heightmap_fusion import FusionParams, FusionResult, RobotBody, fuse_heightmap
+from palletizer.core.heightmap_fusion import (
+    FusionParams,
+    FusionResult,
+    MapMemory,
+    RobotBody,
+    fuse_heightmap,
+)
 from palletizer.core.views import CameraView
 from palletizer.sim.cell import Cell
 from palletizer.wiring.oracles import OracleDetector, OracleHeightMap
@@ -73,7 +79,9 @@ def station_geometry(cfg: Config, source: str) -> tuple[tuple[float, float], flo
 
 class CameraHeightMap:
     """The pallet height map fused from the pallet cameras' noisy depth (core.heightmap_fusion),
-    with the arm and the held carton filtered out by the robot model and the joint positions."""
+    with the arm and the held carton filtered out by the robot model and the joint positions.
+    One per episode: cells out of sight keep what an earlier fusion of the episode saw where
+    the cameras show them hidden (MapMemory); `seen` is the last fusion before that."""
 
     oracle = False
 
@@ -87,20 +95,20 @@ class CameraHeightMap:
         self.pallet = pallet or PalletGeometry()
         self.last: FusionResult | None = None
         self.last_ms = 0.0  # [ms] the last fusion, without the renders
+        self.seen: HeightMap | None = None  # the last fusion, before the recall
+        self.memory: HeightMap | None = None  # the last map returned
+        self.record = MapMemory(self.params, self.pallet)
 
     def heightmap(self, held_dims: Sequence[float] | None = None) -> HeightMap:
         views = camera_views(self.cell, self.cameras, self.names, rgb=False)
+        q = self.cell.q.copy()
+        held = None if held_dims is None else tuple(float(v) for v in held_dims)
         t0 = time.perf_counter()
-        self.last = fuse_heightmap(
-            views,
-            self.params,
-            self.pallet,
-            body=self.body,
-            q=self.cell.q.copy(),
-            held_dims=None if held_dims is None else tuple(float(v) for v in held_dims),
-        )
+        self.last = fuse_heightmap(views, self.params, self.pallet, self.body, q, held)
+        self.seen = self.last.heightmap
+        self.memory = self.record.remember(self.seen, views, self.body, q, held)
         self.last_ms = (time.perf_counter() - t0) * 1000
-        return self.last.heightmap
+        return self.memory
 
 
 class CameraDetector:
