@@ -59,6 +59,11 @@ class TruckParams:
     # centre nearest tie_point (the robot base), then the smaller x, then the index.
     tie_band: float = 0.030
     tie_point: tuple[float, float] = (0.60, -0.72)
+    # A load is drawn again when, at some step of its unloading, a pending top lies within
+    # tie_clear of the tie band's edge (highest top - tie_band): a camera cannot tell which
+    # side of the edge it is on, so it could not say which carton comes next (0: off). When
+    # no draw is clear, the one with the widest clearance is taken.
+    tie_clear: float = 0.0
 
 
 def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
@@ -81,6 +86,7 @@ def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
         deck_friction=tuple(t['friction']),
         tie_band=float(t.get('tie_band', 0.030)),
         tie_point=tuple(float(v) for v in t.get('tie_point', (0.60, -0.72))),  # type: ignore[arg-type]
+        tie_clear=float(t.get('tie_clear', 0.0)),
     )
 
 
@@ -251,6 +257,29 @@ def _try_plan(
     return placed
 
 
+def _edge_clearance(
+    placed: Sequence[tuple[int, int, int, float, float, float, bool]],
+    dims: Sequence[tuple[float, float, float]],
+    p: TruckParams,
+) -> float:
+    """The smallest distance [m] of a pending top from the tie band's edge (highest top minus
+    tie_band) over the steps of the load's unloading: the source's order (TruckSource._ranked)
+    run on the planned tops."""
+    top = {i: z0 + dims[i][2] for i, _c, _t, _x, _y, z0, _tu in placed}
+    xy = {i: (x, y) for i, _c, _t, x, y, _z, _tu in placed}
+    tx, ty = p.tie_point
+    rest = set(top)
+    clear = math.inf
+    while rest:
+        edge = max(top[i] for i in rest) - p.tie_band
+        clear = min(clear, min(abs(top[i] - edge) for i in rest))
+        tied = [i for i in rest if top[i] >= edge]
+        rest.remove(
+            min(tied, key=lambda i: (math.hypot(xy[i][0] - tx, xy[i][1] - ty), xy[i][0], i))
+        )
+    return clear
+
+
 def plan_truck_load(
     dims: Sequence[tuple[float, float, float]],
     seed: int,
@@ -264,8 +293,10 @@ def plan_truck_load(
     column within 6 cm of the lowest, keeping its yaw then crossing it, sliding up to max_slide,
     with at least min_support under the carton and under the ceiling; re-draw up to
     max_redraws times (cell-facts §3.6), then as many times again for each other column count
-    within 2. Python's Random(seed), then Random(seed * 1000003 +
-    attempt) for re-draws (§2.2). With `loader_jitter` each carton is off by up to
+    within 2. A load whose unloading order a camera could not read (a top within tie_clear of
+    the tie band's edge at some step, see _edge_clearance) is drawn again too; when no draw
+    is readable, the standing draw with the widest clearance is taken. Python's
+    Random(seed), then Random(seed * 1000003 + attempt) for re-draws (§2.2). With `loader_jitter` each carton is off by up to
     +-loader_pos and +-loader_yaw, reserved for in every footprint.
     """
     p = params or TruckParams()
@@ -282,11 +313,21 @@ def plan_truck_load(
         for a in range(p.max_redraws + 1)
         if k == 0 or a > 0
     ]
+    # The first draw that stands and whose unloading a camera can read; failing that, the
+    # standing draw that comes nearest to it (some random loads have no readable draw).
+    best: tuple[float, int, Any] | None = None
     for attempt, cols in draws:
         rng = random.Random(seed if attempt == 0 else seed * 1_000_003 + attempt)
         placed = _try_plan(dims, rng, p, loader_jitter, attempt, cols)
         if placed is None:
             continue
+        clear = _edge_clearance(placed, dims, p) if p.tie_clear > 0.0 else math.inf
+        if best is None or clear > best[0] + 1e-6:  # clearer by more than rounding
+            best = (clear, attempt, (placed, rng))
+        if clear >= p.tie_clear:
+            break
+    if best is not None:
+        _, attempt, (placed, rng) = best
         slots = []
         for i, col, tier, x, y, z0, turned in sorted(placed):
             yaw = math.pi / 2 if turned else 0.0
