@@ -189,6 +189,12 @@ def test_truck_tie_too_close_to_call_is_ambiguous():
     lids = [_lid(-0.4, -1.0, 0.60), _lid(-0.05, -0.9, 0.59)]
     res = _truck_choice(tuple(lids), lids, PARAMS, band, near)
     assert res.chosen is lids[1] and not res.ambiguous
+    # A top just inside the band's edge that is farther from the robot than the highest: in
+    # the tie or not, the highest is nearer, so it is chosen either way.
+    for dz in (-0.002, 0.002):
+        lids = [_lid(-0.05, -0.9, 0.60), _lid(-0.4, -1.0, 0.60 - band + dz)]
+        res = _truck_choice(tuple(lids), lids, PARAMS, band, near)
+        assert res.chosen is lids[0] and not res.ambiguous
 
 
 def test_held_truck_carton_height_within_5_mm():

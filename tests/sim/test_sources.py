@@ -314,19 +314,29 @@ def test_make_source_builds_the_source_of_the_level():
 
 def _edge_gaps(plan: TruckPlan, draws, p: TruckParams) -> list[float]:
     """At each step of the plan's unloading (the source's order on the planned tops), the
-    pending tops' distances to the tie band's edge [m]."""
+    distances to the tie band's edge [m] of the pending tops nearer the robot than every other
+    top in the band (the ones whose side of the edge decides what comes next)."""
     top = {
         s.index: s.centre[2] - p.drop * (s.tier + 1) + draws[s.index].dims[2] / 2
         for s in plan.slots
     }
     xy = {s.index: s.centre[:2] for s in plan.slots}
+
+    def key(i):
+        return (math.dist(xy[i], p.tie_point), xy[i][0], i)
+
     rest, gaps = set(top), []
     while rest:
-        edge = max(top[i] for i in rest) - p.tie_band
-        gaps += [abs(top[i] - edge) for i in rest]
+        highest = max(rest, key=top.get)
+        edge = top[highest] - p.tie_band
         tied = [i for i in rest if top[i] >= edge]
-        rest.remove(min(tied, key=lambda i: (math.dist(xy[i], p.tie_point), xy[i][0], i)))
-    return gaps
+        gaps += [
+            abs(top[i] - edge)
+            for i in rest
+            if i != highest and key(i) < min(key(j) for j in tied if j != i)
+        ]
+        rest.remove(min(tied, key=key))
+    return gaps or [math.inf]
 
 
 def test_a_load_whose_unloading_a_camera_cannot_read_is_drawn_again():
@@ -342,11 +352,6 @@ def test_a_load_whose_unloading_a_camera_cannot_read_is_drawn_again():
     assert plan.attempt > before.attempt
     assert min(_edge_gaps(plan, draws, p)) >= p.tie_clear - 1e-9
     _check_truck_plan(plan, draws, p)
-    # Level 33 seed 2: no draw of the default column count is clear; one with another count is.
-    draws = draw_load(33, 2)
-    plan = plan_truck_load([d.dims for d in draws], 2, True, p)
-    assert plan.attempt > p.max_redraws
-    assert min(_edge_gaps(plan, draws, p)) >= p.tie_clear - 1e-9
     # Level 33 seed 4: the second-highest top stands 27 mm under the highest (3 mm inside the
     # 30 mm band) in every draw: the first of the clearest draws is taken, here the first.
     draws = draw_load(33, 4)

@@ -513,3 +513,50 @@ def test_a_tall_stack_is_crossed_as_high_as_the_arm_reaches_and_still_cleared():
     assert over.sum() >= 5
     bottom = tcp[:, 2] - PLANNER.params.cup_gap - dims[2]
     assert bottom[over].min() >= DECK + 1.0 + 0.05 - 1e-3
+
+
+def test_arm_box_hits_sees_the_forearm_and_wrist_capsules_of_the_robot_body():
+    """The kernel's links are the self-filter's capsules (RobotBody.shapes, in the world): a
+    small box just outside a capsule's surface (plus the margin) is missed, just inside hit."""
+    from palletizer.core.heightmap_fusion import RobotBody
+    from palletizer.core.motion.kinematics import arm_box_hits
+
+    kin = PLANNER.kin
+    Tbw = kin.T_world_base
+    body = RobotBody()
+    margin = 0.015
+    for q in (
+        kin.ik_nearest(tool_down(0.3, -0.3, 0.25, 0.0), np.array(HOME_Q)),
+        kin.ik_nearest(tool_down(0.05, -0.35, 0.30, 1.2), np.array(HOME_Q)),
+    ):
+        caps, _ = body.shapes(q)
+        for a, b, r in caps[4:]:  # forearm, wrists 1, 2, 3
+            mid = (a + b) / 2
+            # Straight out from the capsule's middle, across its axis and away from the arm.
+            axis = (b - a) / np.linalg.norm(b - a)
+            out = np.cross(axis, [0.0, 0.0, 1.0])
+            if np.linalg.norm(out) < 0.1:
+                out = np.cross(axis, [1.0, 0.0, 0.0])
+            out /= np.linalg.norm(out)
+            for side in (out, -out):
+                for gap, want in ((r + margin - 0.006, 0), (r + margin + 0.006, -1)):
+                    c = mid + side * (gap + 0.005)
+                    lo, hi = c - 0.005, c + 0.005
+                    got = arm_box_hits(q[None], Tbw, lo[None], hi[None], margin)
+                    if want == -1:
+                        # Another link may stand there: only a box clear of every capsule.
+                        d = [
+                            np.linalg.norm(
+                                c
+                                - (
+                                    a2
+                                    + np.clip((c - a2) @ (b2 - a2) / ((b2 - a2) @ (b2 - a2)), 0, 1)
+                                    * (b2 - a2)
+                                )
+                            )
+                            - r2
+                            for a2, b2, r2 in caps[4:]
+                        ]
+                        if min(d) < margin + 0.01:
+                            continue
+                    assert got.tolist() == [want], (r, gap, side)

@@ -145,6 +145,42 @@ def test_replan_with_an_excluded_slot_returns_the_next_best_without_re_enumerati
     assert planner.enumerations == 2
 
 
+def test_an_excluded_slot_excludes_its_layers_windows_within_the_radius():
+    from ._stacking import corner_map
+
+    hm = corner_map(60, 36)  # a strip one carton wide: windows slide along it
+    plain = ScorePlanner(_params())
+    first = plain.choose(STD_M, hm, None).plan
+    cands = plain.candidates(STD_M, hm, None)
+    corners = [(int(i), int(j)) for i, j in zip(cands.i0, cands.j0, strict=True)]
+    i0, j0 = corners[0]
+    assert first.slot == f'score-L1-{i0}x{j0}'
+
+    def first_beyond(radius: int) -> int:
+        return next(
+            k for k, (i, j) in enumerate(corners) if max(abs(i - i0), abs(j - j0)) > radius
+        )
+
+    # Without a radius the replan takes the next window in rank order: a neighbour here.
+    k0 = first_beyond(0)
+    assert max(abs(corners[k0][0] - i0), abs(corners[k0][1] - j0)) <= 3
+    got = plain.choose(STD_M, hm, None, excluded_slots={first.slot}).plan
+    np.testing.assert_allclose(got.position[:2], (cands.x[k0], cands.y[k0]))
+    # With a radius of 3 cells it walks off that neighbourhood.
+    planner = ScorePlanner(_params(exclude_radius=3))
+    got = planner.choose(STD_M, hm, None, excluded_slots={first.slot}).plan
+    k3 = first_beyond(3)
+    assert k3 > k0
+    np.testing.assert_allclose(got.position[:2], (cands.x[k3], cands.y[k3]))
+    # Names that are not the heuristic's own exclude nothing else.
+    other = planner.choose(STD_M, hm, None, excluded_slots={'beam-L1-0x0r0'}).plan
+    assert other.slot == first.slot
+    from palletizer.core.errors import PalletizerError
+
+    with pytest.raises(PalletizerError, match='exclude_radius'):
+        HeuristicParams(exclude_radius=-1)
+
+
 def test_every_term_and_score_is_bounded():
     rng = np.random.default_rng(5)
     cells = np.zeros((80, 120))

@@ -341,6 +341,7 @@ _PLANNER = {
         'stack_check': _bool,
         'reserve': _list_of(_num(0.001, 2.0), 3),
         'reserve_tries': _num(0, 1000, integer=True),
+        'exclude_radius': _Opt(_num(0, 100, integer=True), 0),
         'weights': {t: _WEIGHT for t in HEURISTIC_TERMS},
     },
     'beam': {

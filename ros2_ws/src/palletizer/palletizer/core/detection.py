@@ -771,8 +771,9 @@ def detect_truck(
 
     The rule is the source's: the highest lid, and of the lids within tie_band of it, the one
     whose centre is nearest tie_point. Ambiguous (nothing chosen) when a lid's top lies within
-    tie_margin of the band's edge, when the two nearest band lids are within tie_near of each
-    other in distance, or when the chosen lid is not confident. Of several views the first that
+    tie_margin of the band's edge and it would win the tie (the choice depends on which side
+    of the edge it is), when the two nearest band lids are within tie_near of each other in
+    distance, or when the chosen lid is not confident. Of several views the first that
     sees a lid decides.
     """
     if not views:
@@ -814,21 +815,28 @@ def _truck_choice(
 ) -> DetectResult:
     """The tie rule on lids sorted highest first (see detect_truck)."""
     edge = lids[0].top_z - band
-    close = [d for d in lids[1:] if abs(d.top_z - edge) < p.tie_margin]
-    if close:
-        return DetectResult(
-            dets,
-            None,
-            True,
-            f'a lid {1000 * (lids[0].top_z - close[0].top_z):.1f} mm below the highest: too '
-            f'close to the {1000 * band:.0f} mm tie band to call',
-        )
-    tied = [d for d in lids if d.top_z >= edge]
 
     def dist(d: Detection) -> float:
         return math.hypot(d.x - tie_point[0], d.y - tie_point[1])
 
-    tied.sort(key=lambda d: (dist(d), d.x))
+    def key(d: Detection) -> tuple[float, float]:
+        return (dist(d), d.x)
+
+    # A lid within tie_margin of the band's edge may be in the tie or not; it matters only
+    # when it would win the tie (nearer tie_point than every lid surely in it).
+    sure = [d for d in lids if d.top_z >= edge + p.tie_margin]
+    close = [d for d in lids[1:] if abs(d.top_z - edge) < p.tie_margin]
+    first = min(sure, key=key) if sure else None
+    deciding = [d for d in close if first is None or key(d) < key(first)]
+    if deciding:
+        return DetectResult(
+            dets,
+            None,
+            True,
+            f'a lid {1000 * (lids[0].top_z - deciding[0].top_z):.1f} mm below the highest and '
+            f'nearer the robot: too close to the {1000 * band:.0f} mm tie band to call',
+        )
+    tied = sorted(sure + close, key=key)
     best = tied[0]
     if len(tied) > 1 and dist(tied[1]) - dist(best) < p.tie_near:
         return DetectResult(

@@ -6,7 +6,7 @@ first use so the rest imports without the interfaces.
 
 from __future__ import annotations
 
-from palletizer.execution.layout import ready_pose, static_boxes
+from palletizer.execution.layout import arm_boxes, ready_pose, static_boxes
 from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
 from palletizer.execution.port import SequencerExecutor, motion_outcome, return_request
 from palletizer.execution.sequencer import (
@@ -53,6 +53,7 @@ __all__ = [
     'ready_pose',
     'return_request',
     'static_boxes',
+    'arm_boxes',
     'trajectory_from_msg',
     'trajectory_to_msg',
     'verify_hold',

@@ -9,7 +9,7 @@ from __future__ import annotations
 from palletizer.core.config import Config
 from palletizer.core.motion import AABB
 
-__all__ = ['ready_pose', 'static_boxes']
+__all__ = ['arm_boxes', 'ready_pose', 'static_boxes']
 
 
 def ready_pose(config: Config, source: str) -> tuple[float, float, float, float] | None:
@@ -52,4 +52,23 @@ def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
         (ox, oy), (sx, sy), wall = t['origin'], t['size'], 0.05
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox, oy + sy, 1.30), 'truck_far_wall'))
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox + sx, oy, 1.30), 'truck_bulkhead'))
+    return tuple(boxes)
+
+
+def arm_boxes(config: Config, source: str) -> tuple[AABB, ...]:
+    """The furniture the arm's elbow, forearm and wrist must clear: the static boxes and the
+    pick surface (the pick table or the conveyor; the trailer's walls are static boxes), which
+    the tool and the carton touch at every pick and so do not check."""
+    cell = config.cell
+    boxes = list(static_boxes(config, source))
+    if source == 'table':
+        t = cell['tables']['pick']
+        (cx, cy), (hx, hy, _), top = t['centre'], t['half_size'], t['top']
+        boxes.append(AABB((cx - hx, cy - hy, 0.0), (cx + hx, cy + hy, top), 'pick_table'))
+    elif source == 'conveyor':
+        c = cell['conveyor']
+        (cx, cy), (sx, sy), top = c['centre'], c['size'], c['top']
+        boxes.append(
+            AABB((cx - sx / 2, cy - sy / 2, 0.0), (cx + sx / 2, cy + sy / 2, top), 'conveyor')
+        )
     return tuple(boxes)

@@ -193,10 +193,12 @@ class PickPlaceSequencer:
         static_boxes: tuple[AABB, ...] = (),
         verify: VerifyParams | None = None,
         use_wrench: bool = True,
+        arm_boxes: tuple[AABB, ...] = (),
     ) -> None:
         self.arm = arm
         self.motion = planner or MotionPlanner()
         self.static_boxes = static_boxes
+        self.arm_boxes = arm_boxes
         self.verify = verify or VerifyParams()
         self.use_wrench = use_wrench
         self.grasp: Grasp | None = None
@@ -218,10 +220,11 @@ class PickPlaceSequencer:
         self.placed = []
 
     def world(self, heightmap: HeightMap | None) -> CollisionWorld:
-        """The collision world of a move: the height map (flat when None) and the static boxes."""
+        """The collision world of a move: the height map (flat when None), the static boxes and
+        the arm's boxes."""
         hm = heightmap if heightmap is not None else HeightMap.flat()
         field = HeightField.from_height_map(hm, margin=self.motion.params.map_margin)
-        return CollisionWorld(field, self.static_boxes, tuple(self.placed))
+        return CollisionWorld(field, self.static_boxes, tuple(self.placed), self.arm_boxes)
 
     # Actions ----------------------------------------------------------------------------------
     def pick(

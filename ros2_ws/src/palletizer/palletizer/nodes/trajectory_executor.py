@@ -36,7 +36,7 @@ from palletizer.execution import (
     controller_cause,
     trajectory_to_msg,
 )
-from palletizer.execution.layout import ready_pose, static_boxes
+from palletizer.execution.layout import arm_boxes, ready_pose, static_boxes
 from palletizer.execution.maps import CurrentMap
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
@@ -161,6 +161,7 @@ class TrajectoryExecutorNode(Node):
             self,
             planner=MotionPlanner(params=MotionParams.from_config(cell)),
             static_boxes=static_boxes(cfg, cfg.level(level).source),
+            arm_boxes=arm_boxes(cfg, cfg.level(level).source),
             verify=verify,
             use_wrench=self.speed > 0,
         )

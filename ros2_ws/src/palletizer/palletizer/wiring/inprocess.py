@@ -23,6 +23,7 @@ from palletizer.execution import (
     PickPlaceSequencer,
     SequencerExecutor,
     VerifyParams,
+    arm_boxes,
     ready_pose,
     static_boxes,
 )
@@ -257,6 +258,7 @@ def run_inprocess(
             CellArm(cell, speed=speed),
             planner=MotionPlanner(params=MotionParams.from_config(cfg.cell)),
             static_boxes=static_boxes(cfg, lv.source),
+            arm_boxes=arm_boxes(cfg, lv.source),
             verify=VerifyParams(noise_force_n=float(cfg.cell['wrench']['noise_force_n'])),
             use_wrench=False,
         )

@@ -31,6 +31,7 @@ __all__ = [
     'over_limits',
     'topp',
     'wrists_near_mount',
+    'arm_box_hits',
 ]
 
 _JIT = {'cache': True, 'nogil': True}
@@ -476,6 +477,80 @@ def wrists_near_mount(
                 need = (pedestal_radius if z < 0.0 else base_radius) + link_radius
                 if z < shoulder_height and math.hypot(t[0, 3], t[1, 3]) < need:
                     out[p] = True
+    return out
+
+
+@njit(**_JIT)
+def arm_box_hits(
+    q: np.ndarray,
+    dh_a: np.ndarray,
+    dh_d: np.ndarray,
+    dh_alpha: np.ndarray,
+    T_base_world: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    margin: float,
+) -> np.ndarray:
+    """(n,) index of the first box (lo, hi: (m, 3) world AABB corners [m]) that the forearm or
+    a wrist link of q (n, 6) comes within `margin` [m] of; -1 where none does. The links are
+    the capsules of the robot self-filter (heightmap_fusion.RobotBody.shapes, Menagerie's
+    UR10e): forearm 0.058 m radius, 0.039 m out from the DH line; wrist 1 0.05 m; wrists 2
+    and 3 0.046 m; each sampled along its axis every 4 cm at most."""
+    n = q.shape[0]
+    m = lo.shape[0]
+    out = np.full(n, -1, dtype=np.int64)
+    t = np.empty((4, 4))
+    a = np.empty((4, 4))
+    nxt = np.empty((4, 4))
+    org = np.empty((7, 3))  # DH frame origins 0..6, world
+    zax = np.empty((7, 3))  # their z axes, world
+    seg = np.empty((4, 2, 3))
+    rad = np.array((0.058, 0.05, 0.046, 0.046))
+    for p in range(n):
+        t[:, :] = T_base_world
+        for c in range(3):
+            org[0, c] = t[c, 3]
+            zax[0, c] = t[c, 2]
+        for i in range(6):
+            _dh_into(a, q[p, i], dh_a[i], dh_d[i], dh_alpha[i])
+            _mul_into(nxt, t, a)
+            t[:, :] = nxt
+            for c in range(3):
+                org[i + 1, c] = t[c, 3]
+                zax[i + 1, c] = t[c, 2]
+        for c in range(3):
+            ax = zax[1, c]  # joints 2-4 are parallel
+            seg[0, 0, c] = org[2, c] + 0.039 * ax
+            seg[0, 1, c] = org[3, c] + 0.039 * ax
+            seg[1, 0, c] = org[3, c] + 0.039 * ax
+            seg[1, 1, c] = org[4, c] + 0.03 * zax[3, c]
+            seg[2, 0, c] = org[4, c] - 0.03 * zax[4, c]
+            seg[2, 1, c] = org[5, c]
+            seg[3, 0, c] = org[5, c] - 0.03 * zax[5, c]
+            seg[3, 1, c] = org[6, c]
+        for s_ in range(4):
+            length = 0.0
+            for c in range(3):
+                length += (seg[s_, 1, c] - seg[s_, 0, c]) ** 2
+            k = max(2, int(math.ceil(math.sqrt(length) / 0.04)) + 1)
+            r = rad[s_] + margin
+            for j in range(k):
+                f = j / (k - 1)
+                for b in range(m):
+                    d2 = 0.0
+                    for c in range(3):
+                        v = seg[s_, 0, c] + f * (seg[s_, 1, c] - seg[s_, 0, c])
+                        if v < lo[b, c]:
+                            d2 += (lo[b, c] - v) ** 2
+                        elif v > hi[b, c]:
+                            d2 += (v - hi[b, c]) ** 2
+                    if d2 < r * r:
+                        out[p] = b
+                        break
+                if out[p] >= 0:
+                    break
+            if out[p] >= 0:
+                break
     return out
 
 

@@ -106,12 +106,14 @@ class CollisionWorld:
     """What a tool-down motion must clear: an optional height field and static boxes.
 
     placed: cartons placed since the height map was taken (their planned boxes), obstacles
-    like the static boxes and part of the stack's top.
+    like the static boxes and part of the stack's top. arm_boxes: furniture the arm's elbow,
+    forearm and wrist must clear (the pick surface too, which the tool and carton touch).
     """
 
     height_field: HeightField | None = None
     boxes: tuple[AABB, ...] = field(default_factory=tuple)
     placed: tuple[AABB, ...] = field(default_factory=tuple)
+    arm_boxes: tuple[AABB, ...] = field(default_factory=tuple)
 
     def stack_top(self, deck_z: float) -> float:
         """Highest point of the stack [m]: the height field's top and the placed cartons'."""

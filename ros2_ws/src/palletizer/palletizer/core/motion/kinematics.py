@@ -24,6 +24,7 @@ __all__ = [
     'fk_dh',
     'ik_batch',
     'wrist_near_mount',
+    'arm_box_hits',
     'tool_down',
     'tool_down_batch',
     'yaw_of',
@@ -126,6 +127,28 @@ def wrist_near_mount(
         float(base_radius),
         float(shoulder_height),
         float(link_radius),
+    )
+
+
+def arm_box_hits(
+    q: np.ndarray,
+    T_base_world: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    margin: float,
+) -> np.ndarray:
+    """(n,) index of the first box (lo, hi: (m, 3) world AABB corners [m]) that the forearm
+    or a wrist link of q (n, 6) comes within `margin` [m] of; -1 where none does
+    (kern.arm_box_hits: the links as the capsules of the robot self-filter)."""
+    return kern.arm_box_hits(
+        np.ascontiguousarray(q, dtype=float).reshape(-1, 6),
+        _A,
+        _D,
+        _ALPHA,
+        np.ascontiguousarray(T_base_world, dtype=float),
+        np.ascontiguousarray(lo, dtype=float).reshape(-1, 3),
+        np.ascontiguousarray(hi, dtype=float).reshape(-1, 3),
+        float(margin),
     )
 
 

@@ -58,6 +58,10 @@ class MotionParams:
     base_radius: float = 0.095
     shoulder_height: float = 0.181
     link_radius: float = 0.075
+    # Air the forearm and wrist capsules (the self-filter's, Menagerie's UR10e) keep from the
+    # furniture boxes (CollisionWorld.arm_boxes) [m]: level 12 seeds 1 and 11 drove wrist 2 into
+    # the pick table's corner, 2 mm deep, placing at the pallet corner beside it.
+    arm_margin: float = 0.015
     place_clearance: float = 0.18  # above the seal / release pose before the final descent (§3.11)
     stack_clearance: float = 0.22  # carried load bottom above the tallest stack (§3.11)
     drop_clearance: float = 0.002  # release height above the support (§3.11)

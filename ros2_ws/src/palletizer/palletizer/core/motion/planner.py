@@ -15,6 +15,7 @@ from palletizer.core.motion.kinematics import (
     DH_ARRAYS,
     TWO_PI,
     UR10eKinematics,
+    arm_box_hits,
     branch_family,
     branch_index,
     tool_down,
@@ -732,6 +733,16 @@ class MotionPlanner:
         if near.any():
             i = int(np.argmax(near))
             return failed(COLLISION, i, 'the wrist would strike the robot base or pedestal at')
+        if world is not None and world.arm_boxes:
+            # Level 12 (seeds 1, 11, 31, 40): placing at the pallet corner by the pick table,
+            # the wrist went into the table's side, 0.12 m under its top.
+            lo = np.array([b.lo for b in world.arm_boxes], dtype=float)
+            hi = np.array([b.hi for b in world.arm_boxes], dtype=float)
+            box = arm_box_hits(q, self.kin.T_world_base, lo, hi, p.arm_margin)
+            if (box >= 0).any():
+                i = int(np.argmax(box >= 0))
+                name = world.arm_boxes[int(box[i])].name
+                return failed(COLLISION, i, f'the arm would strike the {name} at')
         if world is not None:
             hit = first_collision(
                 pose_arr,

@@ -23,6 +23,7 @@ from palletizer.core.motion.kinematics import (
     DH,
     TWO_PI,
     UR10eKinematics,
+    arm_box_hits,
     branch_family,
     ik_batch,
     tool_down_batch,
@@ -70,10 +71,24 @@ class ReachParams:
     base_radius: float = 0.095
     shoulder_height: float = 0.181
     link_radius: float = 0.075
+    # The forearm and wrists must clear the furniture by the pallet's pick-side corner, as
+    # MotionParams checks every planned sample (CollisionWorld.arm_boxes, arm_margin): a world
+    # box (x0, y0, z0, x1, y1, z1) [m], the pick table (cell.yaml tables.pick), which also
+    # covers the conveyor's end there; () turns it off. Level 12 seeds 1 and 11 placed at the
+    # pallet corner beside it and drove wrist 2 into its top edge.
+    arm_box: tuple[float, ...] = (-0.56, -1.14, 0.0, 0.16, -0.46, 0.58)
+    arm_margin: float = 0.015
 
     def __post_init__(self) -> None:
+        if len(self.arm_box) not in (0, 6) or not all(math.isfinite(v) for v in self.arm_box):
+            raise MotionError(
+                f'ReachParams.arm_box = {self.arm_box!r}; expected () or 6 finite numbers '
+                '(x0, y0, z0, x1, y1, z1)'
+            )
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name == 'arm_box':
+                continue
             if not math.isfinite(v) or v < 0:
                 raise MotionError(f'ReachParams.{f.name} = {v!r}; expected a finite value >= 0')
         if self.descent_step <= 0 or self.max_joint_step <= 0:
@@ -109,6 +124,12 @@ def _column_ok(
             params.link_radius,
         )
         good &= ~near.reshape(good.shape)
+    if params is not None and params.arm_box:
+        b = np.asarray(params.arm_box, dtype=float)
+        hit = arm_box_hits(
+            qu.reshape(-1, 6), kin.T_world_base, b[None, :3], b[None, 3:], params.arm_margin
+        )
+        good &= (hit < 0).reshape(good.shape)
     step_ok = np.abs(np.diff(qu, axis=1)).max(axis=-1) <= max_step
     return good, step_ok
 
@@ -343,7 +364,9 @@ def build_reach_table(
     meta = {
         'format': _FORMAT,
         'generator': 'palletizer.core.motion.reach.build_reach_table',
-        'params': dataclasses.asdict(p),
+        'params': {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(p).items()
+        },
         'grid': {
             'x_range': list(x_range),
             'y_range': list(y_range),

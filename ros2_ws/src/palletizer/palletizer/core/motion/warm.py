@@ -38,6 +38,7 @@ KERNELS = (
     kern.over_limits,
     kern.topp,
     kern.wrists_near_mount,
+    kern.arm_box_hits,
 )
 
 
@@ -46,10 +47,8 @@ def warm() -> float:
     t0 = time.perf_counter()
     heights = np.zeros((80, 120))
     heights[:, :30] = 0.4
-    world = CollisionWorld(
-        HeightField(heights),
-        (AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table'),),
-    )
+    table = AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table')
+    world = CollisionWorld(HeightField(heights), (table,), arm_boxes=(table,))
     pick = CartonPose(-0.20, -0.80, 0.58 + 0.1, 0.1, (0.4, 0.3, 0.2))
     place = CartonPose(0.85, 0.1, 0.144 + 0.1, np.pi / 2, (0.4, 0.3, 0.2))
     for timing in TIMINGS:

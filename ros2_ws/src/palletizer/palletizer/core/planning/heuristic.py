@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -612,6 +613,7 @@ class ScorePlanner:
         self.book.remember(spec)
         cands = self.candidates(spec, heightmap, pallet)
         excluded = set(excluded_slots)
+        near = _near_excluded(excluded, self.params.exclude_radius)
         n_excluded = 0
         unstable = 0
         chunk = 32
@@ -622,7 +624,7 @@ class ScorePlanner:
         for k in range(len(cands.score)):
             layer = self.book.layer(float(cands.z_base[k]))
             slot = f'score-L{layer}-{cands.i0[k]}x{cands.j0[k]}'
-            if slot in excluded:
+            if slot in excluded or (near and near(layer, int(cands.i0[k]), int(cands.j0[k]))):
                 n_excluded += 1
                 continue
             state = cands.reach_state
@@ -752,6 +754,32 @@ class ScorePlanner:
             if unreachable:
                 summary['out_of_reach'] = summary.get('out_of_reach', 0) + unreachable
         return summary
+
+
+def _near_excluded(
+    excluded: Collection[str], radius: int
+) -> Callable[[int, int, int], bool] | None:
+    """(layer, i0, j0) -> whether a window lies within `radius` cells (both ways) of an
+    excluded slot of its layer (names score-L<layer>-<i0>x<j0>); None when there is none."""
+    if radius <= 0:
+        return None
+    spots: dict[int, list[tuple[int, int]]] = {}
+    for name in excluded:
+        m = _SLOT.fullmatch(name)
+        if m:
+            spots.setdefault(int(m[1]), []).append((int(m[2]), int(m[3])))
+    if not spots:
+        return None
+
+    def near(layer: int, i0: int, j0: int) -> bool:
+        return any(
+            abs(i0 - i) <= radius and abs(j0 - j) <= radius for i, j in spots.get(layer, ())
+        )
+
+    return near
+
+
+_SLOT = re.compile(r'score-L(\d+)-(\d+)x(\d+)')
 
 
 @dataclass(frozen=True)

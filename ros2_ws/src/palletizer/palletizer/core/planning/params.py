@@ -168,7 +168,8 @@ class HeuristicParams:
     [m]), reserve_tries: while the map has a slot for a box of the reserve's size, the best
     valid slot that still leaves one (its footprint misses some such slot's window and ring)
     is taken, looked for among the first reserve_tries (0: off), so a large carton arriving
-    late finds room.
+    late finds room. exclude_radius: a slot excluded by a replan (the executor refused its
+    move) excludes the slots of its layer whose windows lie within this many cells of it.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -191,6 +192,7 @@ class HeuristicParams:
     stack_check: bool = True
     reserve: tuple[float, float, float] = (0.55, 0.36, 0.26)
     reserve_tries: int = 0
+    exclude_radius: int = 0
 
     def __post_init__(self) -> None:
         w = 'HeuristicParams'
@@ -229,6 +231,9 @@ class HeuristicParams:
         object.__setattr__(self, 'reserve', _reserve(w, self.reserve))
         object.__setattr__(
             self, 'reserve_tries', _integer(w, 'reserve_tries', self.reserve_tries, 0)
+        )
+        object.__setattr__(
+            self, 'exclude_radius', _integer(w, 'exclude_radius', self.exclude_radius, 0)
         )
 
     @classmethod

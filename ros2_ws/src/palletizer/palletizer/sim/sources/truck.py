@@ -262,21 +262,31 @@ def _edge_clearance(
     dims: Sequence[tuple[float, float, float]],
     p: TruckParams,
 ) -> float:
-    """The smallest distance [m] of a pending top from the tie band's edge (highest top minus
-    tie_band) over the steps of the load's unloading: the source's order (TruckSource._ranked)
-    run on the planned tops."""
+    """The smallest distance [m] from the tie band's edge (highest top minus tie_band) of a
+    pending top whose side of the edge decides which carton comes next, over the steps of the
+    load's unloading: the source's order (TruckSource._ranked) run on the planned tops. A top
+    decides when it would win the tie in it and not be in it otherwise: nearer tie_point than
+    every other top in the band."""
     top = {i: z0 + dims[i][2] for i, _c, _t, _x, _y, z0, _tu in placed}
     xy = {i: (x, y) for i, _c, _t, x, y, _z, _tu in placed}
     tx, ty = p.tie_point
+
+    def key(i: int) -> tuple[float, float, int]:
+        return (math.hypot(xy[i][0] - tx, xy[i][1] - ty), xy[i][0], i)
+
     rest = set(top)
     clear = math.inf
     while rest:
-        edge = max(top[i] for i in rest) - p.tie_band
-        clear = min(clear, min(abs(top[i] - edge) for i in rest))
+        highest = max(rest, key=lambda i: top[i])
+        edge = top[highest] - p.tie_band
         tied = [i for i in rest if top[i] >= edge]
-        rest.remove(
-            min(tied, key=lambda i: (math.hypot(xy[i][0] - tx, xy[i][1] - ty), xy[i][0], i))
-        )
+        for i in rest:
+            if i == highest:
+                continue
+            others = [j for j in tied if j != i]
+            if key(i) < min(key(j) for j in others):
+                clear = min(clear, abs(top[i] - edge))
+        rest.remove(min(tied, key=key))
     return clear
 
 
