@@ -56,7 +56,7 @@ def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
 
 
 def arm_boxes(config: Config, source: str) -> tuple[AABB, ...]:
-    """The furniture the arm's elbow, forearm and wrist must clear: the static boxes and the
+    """The furniture the arm's forearm and wrist links must clear: the static boxes and the
     pick surface (the pick table or the conveyor; the trailer's walls are static boxes), which
     the tool and the carton touch at every pick and so do not check."""
     cell = config.cell

@@ -106,8 +106,8 @@ class CollisionWorld:
     """What a tool-down motion must clear: an optional height field and static boxes.
 
     placed: cartons placed since the height map was taken (their planned boxes), obstacles
-    like the static boxes and part of the stack's top. arm_boxes: furniture the arm's elbow,
-    forearm and wrist must clear (the pick surface too, which the tool and carton touch).
+    like the static boxes and part of the stack's top. arm_boxes: furniture the arm's forearm
+    and wrist links must clear (the pick surface too, which the tool and carton touch).
     """
 
     height_field: HeightField | None = None

@@ -735,7 +735,7 @@ class MotionPlanner:
             return failed(COLLISION, i, 'the wrist would strike the robot base or pedestal at')
         if world is not None and world.arm_boxes:
             # Level 12 (seeds 1, 11, 31, 40): placing at the pallet corner by the pick table,
-            # the wrist went into the table's side, 0.12 m under its top.
+            # wrist 2 struck the table's top edge.
             lo = np.array([b.lo for b in world.arm_boxes], dtype=float)
             hi = np.array([b.hi for b in world.arm_boxes], dtype=float)
             box = arm_box_hits(q, self.kin.T_world_base, lo, hi, p.arm_margin)
