@@ -371,6 +371,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
             remappings=(
                 ('heightmap', '/palletizer/heightmap'),
                 ('points', '/palletizer/points'),
+                ('detection', '/palletizer/detection'),
                 ('joint_states', '/joint_states'),
             ),
             respawn=True,

@@ -15,6 +15,7 @@ import threading
 import numpy as np
 from builtin_interfaces.msg import Time
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
+from palletizer_msgs.msg import Observation as ObservationMsg
 from palletizer_msgs.srv import Capture, Detect, FuseHeightMap, GroundTruth, MeasureHeld
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -116,6 +117,8 @@ class DepthFusionNode(Node):
         self.capture_q: np.ndarray | None = None
         self.pub = self.create_publisher(HeightMapMsg, 'heightmap', LATCHED)
         self.cloud_pub = self.create_publisher(PointCloud2, 'points', LATCHED)
+        # The carton each camera detection chose (world frame), for the panel and RViz users.
+        self.detection_pub = self.create_publisher(ObservationMsg, 'detection', LATCHED)
         self.create_service(FuseHeightMap, '~/fuse', self.on_fuse, callback_group=self.serve_group)
         self.create_service(Detect, '~/detect', self.on_detect, callback_group=self.serve_group)
         self.create_service(
@@ -223,7 +226,9 @@ class DepthFusionNode(Node):
             if got.chosen is not None:
                 obs = got.chosen.observation('')
                 self.held = obs
-                res.observations.append(observation_to_msg(obs))
+                msg = observation_to_msg(obs)
+                res.observations.append(msg)
+                self.detection_pub.publish(msg)
             else:
                 res.error_msg = got.reason
         res.error_code = res.OK if res.observations else res.NO_DETECTION

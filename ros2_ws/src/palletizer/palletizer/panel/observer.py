@@ -1,0 +1,274 @@
+"""The panel's window on a running graph: an rclpy node in the run's own DDS domain.
+
+It subscribes to what the run publishes, as RViz or Foxglove would, and keeps what the live view
+draws:
+- /palletizer/episode_events, /palletizer/placements, /palletizer/pallet_states: the episode's
+  records (the same ones telemetry writes to disk), fed to an `EpisodeScene`;
+- /palletizer/heightmap: the last fused height map, with its unobserved cells;
+- /palletizer/detection and the pick camera's colour frame, CameraInfo and optical frame on
+  /tf_static: the station camera's latest frame with the detected carton's box drawn on it.
+
+Nothing here reads simulator truth: the true centre of mass is the referee's
+(/palletizer/pallet_states), as the run reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import cv2
+import numpy as np
+import rclpy
+from palletizer_msgs.msg import EpisodeEvent, HeightMap, Observation, PalletState, Placement
+from rclpy.context import Context
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+from tf2_msgs.msg import TFMessage
+
+from palletizer.core.config import load_config
+from palletizer.core.contracts import PalletGeometry
+from palletizer.core.detection import DetectorParams
+from palletizer.nodes.camera_inputs import image_to_array, transform_to_matrix
+from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED
+from palletizer.panel.scene import EpisodeScene
+
+__all__ = ['LiveState', 'Observer', 'draw_detection', 'pick_camera']
+
+
+def pick_camera(level: int) -> str:
+    """The camera whose frames the detector reads at this level's pick (the first of them)."""
+    cfg = load_config()
+    det = DetectorParams.from_config(cfg.perception['detector'])
+    if cfg.level(level).source == 'truck':
+        return str(det.truck_cameras[0])
+    return str(det.camera)
+
+
+def _pose(p) -> dict[str, float]:
+    return {'x': p.x, 'y': p.y, 'z': p.z, 'yaw': p.yaw}
+
+
+def placement_record(p: Placement) -> dict[str, Any]:
+    return {
+        'seq': int(p.seq),
+        'package_id': p.package_id,
+        'package_type': p.package_type,
+        'mass_kg': p.mass_kg,
+        'dims_m': [float(v) for v in p.dims_m],
+        'layer': int(p.layer),
+        'planned_pose': _pose(p.planned_pose),
+        'actual_pose': _pose(p.actual_pose),
+        'error_xy_m': p.error_xy_m,
+        'support_ratio': p.support_ratio,
+        'placed': bool(p.placed),
+    }
+
+
+def state_record(s: PalletState) -> dict[str, Any]:
+    return {
+        'after_seq': int(s.after_seq),
+        'cog_x': s.cog.x,
+        'cog_y': s.cog.y,
+        'cog_z': s.cog.z,
+        'stability_margin_m': s.stability_margin_m,
+    }
+
+
+def draw_detection(
+    rgb: np.ndarray, K: np.ndarray, T_world_optical: np.ndarray, det: dict[str, Any] | None
+) -> np.ndarray:
+    """The frame with the detected carton's box (world frame) drawn on it: the top face in
+    green, the vertical edges and bottom face thinner."""
+    img = np.ascontiguousarray(rgb[..., ::-1])  # OpenCV draws in BGR
+    if det is None:
+        return img
+    L, W, H = det['dims']
+    c, s = np.cos(det['yaw']), np.sin(det['yaw'])
+    local = np.array([[-L, -W], [L, -W], [L, W], [-L, W]]) / 2.0
+    xy = local @ np.array([[c, s], [-s, c]]) + np.array([det['x'], det['y']])
+    T_inv = np.linalg.inv(T_world_optical)
+    faces = []
+    for z in (det['z'] + H / 2.0, det['z'] - H / 2.0):
+        pts = np.c_[xy, np.full(4, z), np.ones(4)] @ T_inv.T
+        if np.any(pts[:, 2] <= 1e-3):
+            return img  # behind the camera: nothing sensible to draw
+        uv = (pts[:, :3] / pts[:, 2:3]) @ K.T
+        faces.append(np.round(uv[:, :2]).astype(np.int32))
+    top, bottom = faces
+    cv2.polylines(img, [bottom], True, (40, 160, 40), 1, cv2.LINE_AA)
+    for a, b in zip(top, bottom, strict=True):
+        cv2.line(img, tuple(int(v) for v in a), tuple(int(v) for v in b), (40, 160, 40), 1)
+    cv2.polylines(img, [top], True, (0, 255, 0), 2, cv2.LINE_AA)
+    return img
+
+
+class LiveState:
+    """What the live view shows, updated from the observer's callbacks (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pallet = PalletGeometry()
+        self.scene = EpisodeScene()
+        self.episode: tuple[str, int] | None = None
+        self.heightmap: dict[str, Any] | None = None
+        self.detection: dict[str, Any] | None = None
+        self.camera_png: bytes | None = None
+        self.camera_seq = 0
+        self.version = 0  # bumped on every change; the server pushes when it moves
+
+    def _episode(self, run_id: str, seed: int) -> None:
+        if self.episode != (run_id, seed):
+            self.episode = (run_id, seed)
+            self.scene = EpisodeScene(seed=seed)
+            self.heightmap = None
+
+    def on_event(self, rec: dict[str, Any]) -> None:
+        with self.lock:
+            self._episode(rec['run_id'], rec['seed'])
+            self.scene.on_event(rec)
+            self.version += 1
+
+    def on_placement(self, rec: dict[str, Any]) -> None:
+        with self.lock:
+            self.scene.on_placement(rec)
+            self.version += 1
+
+    def on_state(self, rec: dict[str, Any]) -> None:
+        with self.lock:
+            self.scene.on_state(rec)
+            self.version += 1
+
+    def on_heightmap(self, h: HeightMap) -> None:
+        ox, oy = self.pallet.centre_xy
+        with self.lock:
+            self.heightmap = {
+                'nx': int(h.nx),
+                'ny': int(h.ny),
+                'cell': float(h.cell_size),
+                'origin': [round(h.origin_x - ox, 4), round(h.origin_y - oy, 4)],
+                'cells': [round(float(v), 4) for v in h.cells],
+                'observed': [bool(v) for v in h.observed],
+            }
+            self.version += 1
+
+    def on_camera(self, png: bytes, det: dict[str, Any] | None) -> None:
+        with self.lock:
+            self.camera_png, self.detection = png, det
+            self.camera_seq += 1
+            self.version += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                'scene': self.scene.scene(),
+                'rows': self.scene.rows(),
+                'heightmap': self.heightmap,
+                'camera_seq': self.camera_seq,
+                'detection': self.detection,
+            }
+
+
+class Observer:
+    """Spins a node in `domain_id` on its own thread until close()."""
+
+    def __init__(self, domain_id: int, level: int, live: LiveState) -> None:
+        self.live = live
+        self.camera = pick_camera(level)
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=int(domain_id))
+        self.node = Node('panel_observer', context=self.context)
+        self._frame: Image | None = None
+        self._info: CameraInfo | None = None
+        self._optical: np.ndarray | None = None
+        self._det: dict[str, Any] | None = None
+        n, cam = self.node, self.camera
+        n.create_subscription(EpisodeEvent, '/palletizer/episode_events', self._on_event, EVENTS)
+        n.create_subscription(Placement, '/palletizer/placements', self._on_placement, EVENTS)
+        n.create_subscription(PalletState, '/palletizer/pallet_states', self._on_state, EVENTS)
+        n.create_subscription(HeightMap, '/palletizer/heightmap', live.on_heightmap, LATCHED)
+        n.create_subscription(Observation, '/palletizer/detection', self._on_detection, LATCHED)
+        n.create_subscription(Image, f'/cameras/{cam}/color/image_raw', self._on_frame, COMMANDS)
+        n.create_subscription(CameraInfo, f'/cameras/{cam}/camera_info', self._on_info, COMMANDS)
+        n.create_subscription(TFMessage, '/tf_static', self._on_tf, LATCHED)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, name='panel-observer', daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except (ExternalShutdownException, rclpy.executors.ShutdownException):
+            pass
+
+    def _on_event(self, ev: EpisodeEvent) -> None:
+        try:
+            payload = json.loads(ev.payload_json or '{}')
+        except json.JSONDecodeError:
+            payload = {}
+        rec = {
+            'run_id': ev.run_id,
+            'seed': int(ev.seed),
+            'seq': int(ev.seq),
+            'ts': float(ev.ts),
+            'kind': ev.kind,
+            'package_id': ev.package_id,
+            'payload': payload,
+        }
+        self.live.on_event(rec)
+
+    def _on_placement(self, p: Placement) -> None:
+        self.live.on_placement(placement_record(p))
+
+    def _on_state(self, s: PalletState) -> None:
+        self.live.on_state(state_record(s))
+
+    def _on_tf(self, msg: TFMessage) -> None:
+        for t in msg.transforms:
+            if t.child_frame_id == f'{self.camera}_optical':
+                self._optical = transform_to_matrix(t.transform)
+
+    def _on_info(self, info: CameraInfo) -> None:
+        self._info = info
+
+    def _on_detection(self, o: Observation) -> None:
+        self._det = {
+            'x': o.position.x,
+            'y': o.position.y,
+            'z': o.position.z,
+            'yaw': o.yaw,
+            'dims': [float(v) for v in o.dims_guess],
+        }
+        self._render()
+
+    def _on_frame(self, img: Image) -> None:
+        self._frame = img
+        self._render()
+
+    def _render(self) -> None:
+        """Draw the newest detection on the newest frame (the detection follows its frames)."""
+        if self._frame is None:
+            return
+        rgb = image_to_array(self._frame)
+        if rgb.ndim != 3:
+            return
+        det = self._det
+        if self._info is not None and self._optical is not None:
+            K = np.asarray(self._info.k, dtype=float).reshape(3, 3)
+            bgr = draw_detection(rgb, K, self._optical, det)
+        else:
+            bgr, det = np.ascontiguousarray(rgb[..., ::-1]), None
+        ok, buf = cv2.imencode('.png', bgr)
+        if ok:
+            self.live.on_camera(buf.tobytes(), det)
+
+    def close(self) -> None:
+        try:
+            self.executor.shutdown(timeout_sec=1.0)
+        finally:
+            self.node.destroy_node()
+            rclpy.try_shutdown(context=self.context)
+            self.thread.join(timeout=2.0)

@@ -1,0 +1,64 @@
+"""The live view's pieces that need no graph: the detection drawn on the station frame, and the
+topic messages turned into telemetry's records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip('palletizer_msgs', reason='palletizer_msgs is not built: run scripts/setup')
+
+from palletizer.panel.observer import draw_detection, placement_record, state_record  # noqa: E402
+from palletizer_msgs.msg import PalletState, Placement  # noqa: E402
+
+# A camera 2 m above the world origin looking straight down (optical z = world -z).
+K = np.array([[500.0, 0.0, 320.0], [0.0, 500.0, 240.0], [0.0, 0.0, 1.0]])
+T = np.array(
+    [[0.0, -1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, -1.0, 2.0], [0.0, 0.0, 0.0, 1.0]]
+)
+
+
+def _green(img: np.ndarray) -> np.ndarray:
+    b, g, r = (img[..., i].astype(int) for i in range(3))
+    return (g > 200) & (r < 80) & (b < 80)
+
+
+def test_the_detected_box_is_drawn_where_the_camera_sees_it():
+    rgb = np.full((480, 640, 3), 90, np.uint8)
+    # A 0.4 x 0.2 x 0.2 m box centred 0.1 m up: its top 1.8 m from the camera, so 111 x 56 px.
+    det = {'x': 0.0, 'y': 0.0, 'z': 0.1, 'yaw': 0.0, 'dims': [0.4, 0.2, 0.2]}
+    img = draw_detection(rgb, K, T, det)
+    ys, xs = np.nonzero(_green(img))
+    assert len(xs) > 200
+    # World x runs along image -v and world y along -u here: the long side is vertical.
+    assert xs.min() == pytest.approx(320 - 500 * 0.1 / 1.8, abs=2)
+    assert xs.max() == pytest.approx(320 + 500 * 0.1 / 1.8, abs=2)
+    assert ys.min() == pytest.approx(240 - 500 * 0.2 / 1.8, abs=2)
+    assert ys.max() == pytest.approx(240 + 500 * 0.2 / 1.8, abs=2)
+    # Without a detection the frame comes back unchanged (in OpenCV's BGR order).
+    plain = draw_detection(rgb, K, T, None)
+    assert not _green(plain).any() and plain.shape == rgb.shape
+
+
+def test_a_box_behind_the_camera_is_not_drawn():
+    rgb = np.zeros((480, 640, 3), np.uint8)
+    det = {'x': 0.0, 'y': 0.0, 'z': 3.0, 'yaw': 0.3, 'dims': [0.4, 0.2, 0.2]}
+    assert not _green(draw_detection(rgb, K, T, det)).any()
+
+
+def test_topic_messages_become_telemetry_records():
+    p = Placement(seq=7, package_id='std_m-01', package_type='std_m', layer=2, placed=True)
+    p.dims_m = [0.4, 0.3, 0.2]
+    p.actual_pose.x, p.actual_pose.yaw = 0.25, 1.5
+    rec = placement_record(p)
+    assert rec['seq'] == 7 and rec['actual_pose']['x'] == 0.25 and rec['dims_m'] == [0.4, 0.3, 0.2]
+    assert rec['actual_pose']['yaw'] == 1.5 and rec['placed'] is True
+    s = PalletState(after_seq=7, stability_margin_m=0.12)
+    s.cog.x, s.cog.z = 0.1, 0.3
+    assert state_record(s) == {
+        'after_seq': 7,
+        'cog_x': 0.1,
+        'cog_y': 0.0,
+        'cog_z': 0.3,
+        'stability_margin_m': 0.12,
+    }
