@@ -9,7 +9,10 @@ from collections.abc import Sequence
 
 from palletizer.cli.bench_graph import can_isolate
 
-__all__ = ['can_isolate', 'next_domain', 'run_isolated']
+__all__ = ['can_isolate', 'next_domain', 'popen_isolated', 'run_isolated']
+
+# Inside the new namespace: loopback up (with multicast, for DDS discovery), then the command.
+_NETNS = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
 
 _domains = itertools.count(
     int(os.environ.get('PALLETIZER_TEST_DOMAIN_BASE', '40')) + os.getpid() % 50
@@ -32,9 +35,8 @@ def run_isolated(
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
         'PYTHONUNBUFFERED': '1',
     }
-    script = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
     return subprocess.run(
-        ['unshare', '-n', 'sh', '-c', script, 'sh', *argv],
+        ['unshare', '-n', 'sh', '-c', _NETNS, 'sh', *argv],
         env=full_env,
         cwd=cwd,
         capture_output=True,
@@ -46,3 +48,11 @@ def run_isolated(
 def next_domain() -> int:
     """A ROS_DOMAIN_ID for the next isolated run of this test process."""
     return next(_domains) % 101
+
+
+def popen_isolated(argv: Sequence[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
+    """Start argv in a fresh network namespace with loopback up, and return at once.
+
+    The process is the namespace's first: /proc/<pid>/ns/net lets another program join it.
+    """
+    return subprocess.Popen(['unshare', '-n', 'sh', '-c', _NETNS, 'sh', *argv], env=env, **kwargs)

@@ -69,6 +69,24 @@ def test_robot_ur_starts_no_cell_bridge():
     assert 'cell_bridge' not in names and 'trajectory_executor' in names
 
 
+def test_stability_trials_are_asked_of_the_director_and_need_the_simulated_cell():
+    def director(args):
+        nodes = {n.name: n for n in describe(parse_launch_args(args, config=CFG))}
+        return nodes['episode_director'].parameters['stability']
+
+    assert director([]) is False
+    assert director(['stability:=true']) is True
+    with pytest.raises(GraphError, match='robot:=sim only'):
+        parse_launch_args(['stability:=true', 'robot:=ur'], config=CFG)
+    with pytest.raises(GraphError, match='stability'):
+        parse_launch_args(['stability:=maybe'], config=CFG)
+
+
+def test_the_detection_is_published_under_palletizer():
+    nodes = {n.name: n for n in describe(parse_launch_args([], config=CFG))}
+    assert ('detection', '/palletizer/detection') in nodes['depth_fusion'].remappings
+
+
 @pytest.mark.parametrize('level', sorted(CFG.levels))
 def test_launch_files_pass_exactly_the_description(level):
     kwargs = launch_node_kwargs({'level': str(level), 'log_level': 'warn'})

@@ -27,7 +27,7 @@ import pytest
 import yaml
 from palletizer.core.config import config_dir
 
-from tests.graph.isolation import can_isolate, next_domain
+from tests.graph.isolation import can_isolate, next_domain, popen_isolated
 
 CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'
 FLAGS = [
@@ -86,17 +86,10 @@ def panel(tmp_path_factory):
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
         'PYTHONUNBUFFERED': '1',
     }
-    script = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
     argv = [sys.executable, '-m', 'palletizer.panel.server', '--port', str(port)]
     argv += ['--token', token, '--runs', str(work / 'runs')]
     log = (work / 'server.log').open('w')
-    proc = subprocess.Popen(
-        ['unshare', '-n', 'sh', '-c', script, 'sh', *argv],
-        cwd=work,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    proc = popen_isolated(argv, env, cwd=work, stdout=log, stderr=subprocess.STDOUT)
     # chromium joins the server's namespace: the page's 127.0.0.1 is the server's.
     wrapper = work / 'chromium-in-ns'
     wrapper.write_text(
@@ -185,6 +178,7 @@ def test_level_11_from_the_page_places_4_of_4(page, shots):
     page.select_option('#opt-telemetry', 'disk')
     page.select_option('#opt-perception', 'cameras')
     page.select_option('#opt-speed', '0')
+    page.check('#opt-stability')  # the trials after the episode (about 30 s)
     page.click('#start')
     expect(page.locator('#run-state')).to_have_text('finished', timeout=RUN_TIMEOUT_MS)
     expect(page.locator('#run-result')).to_contain_text('seed 1: 4/4 · SUCCESS')
@@ -212,6 +206,7 @@ def test_stopping_a_run_aborts_it_and_leaves_no_process(panel, page, shots):
     page.locator('.level-card[data-level="12"]').click()
     page.fill('#opt-seed', '2')
     page.select_option('#opt-speed', '0')
+    page.uncheck('#opt-stability')
     page.click('#start')
     # Stopped after its first carton of six, about 40 s before the episode would end.
     expect(page.locator('#carton-table tbody tr')).to_have_count(1, timeout=RUN_TIMEOUT_MS)
@@ -245,6 +240,10 @@ def test_history_lists_the_runs_and_their_snapshots_load(page, shots):
         'Array.from(document.querySelectorAll("#history-detail img.snapshot"))'
         '.every(i => i.complete && i.naturalWidth > 0)'
     )
+    # Level 11 ran the stability trials: their summary is in the episode's detail.
+    expect(page.locator('#history-detail .stability')).to_contain_text('held_all')
+    expect(page.locator('#history-detail canvas.chart-cycle')).to_have_count(1)
+    expect(page.locator('#history-detail canvas.chart-margin')).to_have_count(1)
     for box in page.locator('.compare-pick').all():
         box.check()
     page.click('#compare')

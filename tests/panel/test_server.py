@@ -109,6 +109,7 @@ def test_level_cards_come_from_levels_yaml(client):
         ({'level': 11, 'telemetry': 'cloud'}, ['cloud', 'disk']),
         ({'level': 11, 'colour': 'red'}, ['unknown run option', 'colour', 'allowed']),
         ({'planner': 'beam'}, ['level is required']),
+        ({'level': 11, 'stability': 'yes'}, ['stability must be true or false']),
         ([11], ['JSON object']),
     ],
 )
@@ -196,3 +197,5 @@ def test_the_child_is_the_palletize_launcher():
         '--speed', '1.0', '--perception', 'cameras', '--telemetry', 'disk',
     ]  # fmt: skip
     assert Path(argv[0]).exists()
+    shaken = runner.panel_argv(runner.RunRequest(level=11, stability=True))
+    assert shaken[-1] == '--stability'

@@ -112,6 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument('--robot', action=_Given, metavar='{' + ','.join(ROBOTS) + '}')
     p.add_argument(
+        '--stability',
+        action=_Given,
+        nargs=0,
+        const='true',
+        help='after each episode, shake the stack with the physical stability trials '
+        '(results in the episode line, metrics.stability)',
+    )
+    p.add_argument(
         '--viz',
         action=_Given,
         metavar='{' + ','.join(VIZ_MODES) + '}',

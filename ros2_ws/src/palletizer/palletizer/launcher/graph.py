@@ -79,6 +79,13 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
         'robot', 'sim', 'sim = MuJoCo cell bridge; ur = a real UR driver provides the arm'
     ),
     LaunchArgument(
+        'stability',
+        'false',
+        'true = run the physical stability trials (configs/stability.yaml: 15 jolts, 2 narrow '
+        'beams, EUMOS) on the stack after each episode; results in the episode line '
+        '(metrics.stability); robot:=sim only',
+    ),
+    LaunchArgument(
         'telemetry',
         'disk',
         'telemetry mode: disk | postgres | supabase (disk plus a replica) | off',
@@ -110,6 +117,7 @@ class GraphOptions:
     perception: str = 'cameras'
     speed: float = 0.0
     robot: str = 'sim'
+    stability: bool = False
     telemetry: str = 'disk'
     use_sim_time: bool = True
     params_file: str = ''
@@ -216,6 +224,13 @@ def options_from_mapping(
     params_file = v['params_file'].strip()
     if params_file:
         _check_params_file(params_file)
+    robot = _as_choice('robot', v['robot'], ROBOTS)
+    stability = _as_bool('stability', v['stability'])
+    if stability and robot != 'sim':
+        raise GraphError(
+            f'stability:=true with robot:={robot}; the stability trials shake the simulated '
+            'stack: robot:=sim only'
+        )
     return GraphOptions(
         level=level,
         seed=seed,
@@ -223,7 +238,8 @@ def options_from_mapping(
         planner=planner,
         perception=_as_choice('perception', v['perception'], PERCEPTION_MODES),
         speed=speed,
-        robot=_as_choice('robot', v['robot'], ROBOTS),
+        robot=robot,
+        stability=stability,
         telemetry=_as_choice('telemetry', v['telemetry'], TELEMETRY_MODES),
         use_sim_time=_as_bool('use_sim_time', v['use_sim_time']),
         params_file=params_file,
@@ -425,6 +441,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
                 'planner': opts.planner,
                 'speed': opts.speed,
                 'robot': opts.robot,
+                'stability': opts.stability,
                 'telemetry': opts.telemetry,
             },
             remappings=(

@@ -32,6 +32,7 @@ from palletizer_msgs.srv import (
     PresentCarton,
     ReleaseCarton,
     ResetCell,
+    RunStability,
     Settle,
     Tare,
     Weigh,
@@ -108,6 +109,8 @@ class Timeouts:
     motion_s: float = 60.0
     # The conveyor or truck bringing the next carton: up to ~20 s of simulated time.
     present_s: float = 60.0
+    # The stability trials: 15 jolts of ~2.9 s, 2 beams of ~2.4 s and EUMOS, ~50 s simulated.
+    stability_s: float = 120.0
 
     def scaled(self, sim_s: float) -> float:
         """A wait that contains sim_s [s] of simulated time: 30 s plus that time at speed."""
@@ -740,11 +743,26 @@ class RosExecutor:
 
 
 class RosReferee:
-    """RefereePort over the cell's ground-truth service (scoring only)."""
+    """RefereePort over the cell's ground-truth service (scoring only), and the physical
+    stability trials on the finished stack (the cell restores the stack afterwards)."""
 
     def __init__(self, node: Node, calls: Calls, prefix: str = '/cell_bridge') -> None:
         self.calls = calls
         self.truth_c = node.create_client(GroundTruth, f'{prefix}/ground_truth')
+        self.stability_c = node.create_client(RunStability, f'{prefix}/run_stability')
+
+    def stability(self) -> dict[str, Any]:
+        """The trials' summary (held_all, per-axis held g, scores, beams, EUMOS); raises
+        EpisodeAborted when the cell refuses."""
+        res = self.calls.service(
+            self.stability_c,
+            RunStability.Request(jolts=True, beam=True, eumos=True),
+            'cell stability trials',
+            self.calls.t.scaled(self.calls.t.stability_s),
+        )
+        if res.error_code != RunStability.Response.OK:
+            raise EpisodeAborted(f'cell stability trials: {res.error_msg}')
+        return dict(json.loads(res.summary_json or '{}'))
 
     def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
         res = self.calls.service(

@@ -7,6 +7,7 @@ events, placements and pallet states, and has the telemetry node confirm what it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -88,6 +89,9 @@ class EpisodeDirectorNode(Node):
         self.planner_kind = param('planner', 'heuristic', 'heuristic | beam | grid')
         self.speed = float(param('speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)'))
         self.robot = param('robot', 'sim', 'sim | ur')
+        self.stability = bool(
+            param('stability', False, 'run the stability trials on the stack after each episode')
+        )
         self.telemetry = param('telemetry', 'disk', 'disk | postgres | supabase | off')
         cfg = load_config()
         gauge = cfg.perception['gauge']
@@ -184,6 +188,8 @@ class EpisodeDirectorNode(Node):
                     oracle=oracle,
                     git_sha=sha,
                 )
+                if self.stability and not result.metrics.get('aborted') and result.n_placed:
+                    result = self._stability(result)
                 self._close(result)
                 self.results.append(result)
                 self.say(summary_line(result))
@@ -204,6 +210,19 @@ class EpisodeDirectorNode(Node):
             raise
         finally:
             rclpy.try_shutdown()
+
+    def _stability(self, result: EpisodeResult) -> EpisodeResult:
+        """The stability trials on the episode's stack, into metrics.stability."""
+        summary = self.referee.stability()
+        beams = summary.get('beam_held') or {}
+        self.say(
+            f'stability: {"held" if summary.get("held_all") else "did not hold"} all '
+            f'{summary.get("trial_count", 0)} jolts · falls {summary.get("falls", 0)} · score '
+            f'mean {summary.get("mean_score")} min {summary.get("min_score")} · beams '
+            + (', '.join(f'{ax} {"held" if ok else "failed"}' for ax, ok in beams.items()) or '-')
+            + f' · EUMOS {"held" if summary.get("eumos_held") else "failed"}'
+        )
+        return dataclasses.replace(result, metrics={**result.metrics, 'stability': summary})
 
     def _open(self, seed: int, oracle: bool, sha: str) -> None:
         """Have telemetry open the episode before the cell resets; a refusal stops the run.

@@ -55,6 +55,7 @@ class RunRequest:
     speed: float = 0.0
     perception: str = 'cameras'
     telemetry: str = 'disk'
+    stability: bool = False
 
     def flags(self) -> list[str]:
         return [
@@ -65,6 +66,7 @@ class RunRequest:
             '--speed', repr(float(self.speed)),
             '--perception', self.perception,
             '--telemetry', self.telemetry,
+            *(['--stability'] if self.stability else []),
         ]  # fmt: skip
 
 
@@ -329,6 +331,12 @@ def request_from(body: Mapping[str, Any]) -> RunRequest:
         except (TypeError, ValueError):
             raise PanelError(f'{name} must be a number, got {v!r}') from None
 
+    def flag(name: str) -> bool:
+        v = body.get(name, False)
+        if not isinstance(v, bool):
+            raise PanelError(f'{name} must be true or false, got {v!r}')
+        return v
+
     return RunRequest(
         level=num('level', int, None),
         planner=str(body.get('planner', 'heuristic')),
@@ -337,4 +345,5 @@ def request_from(body: Mapping[str, Any]) -> RunRequest:
         speed=num('speed', float, 0.0),
         perception=str(body.get('perception', 'cameras')),
         telemetry=str(body.get('telemetry', 'disk')),
+        stability=flag('stability'),
     )

@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = 'localhost' if args.host in LOOPBACK else args.host
     print(
         f'palletizer panel on http://{shown}:{args.port}/?token={token}\n'
-        f'  history from {runs_dir}'
+        f'  history from {runs_dir.resolve()}'
         + (f' and the replica {redact_dsn(dsn)}' if dsn else '')
         + '; Ctrl-C stops the panel (and a run it started)',
         flush=True,

@@ -152,6 +152,7 @@ function applyRunToForm(run) {
   setSel('#opt-telemetry', opt.telemetry);
   setSel('#opt-speed', opt.speed);
   if (opt.seed != null) $('#opt-seed').value = opt.seed;
+  $('#opt-stability').checked = Boolean(opt.stability);
   if (opt.episodes != null) $('#opt-episodes').value = opt.episodes;
   if (opt.level != null && document.querySelector(`.level-card[data-level="${opt.level}"]`)) {
     selectLevel(opt.level);
@@ -177,6 +178,7 @@ function formBody() {
     speed: Number($('#opt-speed').value),
     perception: $('#opt-perception').value,
     telemetry: $('#opt-telemetry').value,
+    stability: $('#opt-stability').checked,
   };
 }
 
