@@ -1,4 +1,4 @@
--- Platform telemetry schema (cell-facts.md §8.1-8.2): runs, episodes, events, placements,
+-- Platform telemetry schema (docs/telemetry.md §8.1-8.2): runs, episodes, events, placements,
 -- pallet_states, snapshots. Columns are SI (m, rad, s, kg); event payloads are mm and degrees.
 -- The closed vocabularies are CHECK constraints: a wrong value fails with SQLSTATE 23514.
 -- Loads on plain PostgreSQL >= 13 (gen_random_uuid is built in) and on Supabase; the Supabase

@@ -1,4 +1,7 @@
-"""Measurement: per-placement numbers and the pallet state from measured poses (§7.1, §7.2)."""
+"""Measurement: per-placement numbers and the pallet state from measured poses.
+
+Rules: docs/measurement.md §7.1-7.2.
+"""
 
 from __future__ import annotations
 

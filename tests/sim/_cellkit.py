@@ -11,9 +11,9 @@ from palletizer.sim.servo import Trajectory
 from ruckig import InputParameter, Ruckig, Synchronization
 from ruckig import Trajectory as RuckigTrajectory
 
-TOOL_DOWN = np.diag([1.0, -1.0, -1.0])  # working orientation (cell-facts §3.1)
+TOOL_DOWN = np.diag([1.0, -1.0, -1.0])  # working orientation (docs/cell.md §3.1)
 TCP_OFFSET = 0.092
-RATE = 50.0  # controller rate [Hz] (cell-facts §3.9)
+RATE = 50.0  # controller rate [Hz] (docs/cell.md §3.9)
 SPEED = np.asarray(ArmParams().speed_limits)
 
 

@@ -1,4 +1,4 @@
-"""VGP20 cup layout and the cup coverage / capacity rule of cell-facts §3.10."""
+"""VGP20 cup layout and the cup coverage / capacity rule of docs/cell.md §3.10."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def test_empty_arm_tracks_a_full_speed_move_within_one_millimetre():
     )
 
 
-HEAVY = (0.55, 0.36, 0.26)  # heavy_l, the 8.5 kg payload ceiling (cell-facts §1.1)
+HEAVY = (0.55, 0.36, 0.26)  # heavy_l, the 8.5 kg payload ceiling (docs/levels.md §1.1)
 # Swings the lifted carton away from the pedestal and over the pallet.
 LOADED_STROKE = np.array([1.2, 0.3, -0.4, 0.5, 0.8, 1.5])
 # Every joint unsynchronised at the configured 5 rad/s^2 (cell.yaml motion.joint_accel_limits):

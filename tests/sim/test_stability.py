@@ -14,8 +14,9 @@ from tests.sim._cellkit import Draw, ik_tool_down, joint_move
 pytestmark = pytest.mark.sim
 
 DECK = 0.144
-STD_M = (0.42, 0.30, 0.18)  # 4.2 kg (cell-facts §1.1)
-REST = np.array([1.0472, -2.0944, 1.5708, -1.5708, -1.5708, 0.0])  # observe/rest pose (§3.1)
+STD_M = (0.42, 0.30, 0.18)  # 4.2 kg (docs/levels.md §1.1)
+# Observe/rest pose (docs/cell.md §3.1).
+REST = np.array([1.0472, -2.0944, 1.5708, -1.5708, -1.5708, 0.0])
 
 
 def _cell(placements) -> Cell:

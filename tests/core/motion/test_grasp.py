@@ -1,4 +1,4 @@
-"""Tests of the §3.10 cup-block rule and the tool-to-world offset conversion."""
+"""Tests of the docs/cell.md §3.10 cup-block rule and the tool-to-world offset conversion."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def test_plan_grasp_rejects_bad_sizes():
 
 
 def test_tool_offset_mirrors_tool_y_against_world_y():
-    # At yaw 0 tool y runs against world y (§3.10): a direct world conversion doubles the error.
+    # At yaw 0 tool y runs against world y (docs/cell.md §3.10): a direct world conversion
+    # doubles the error.
     np.testing.assert_allclose(tool_to_world_xy((0.03, 0.02), 0.0), (0.03, -0.02), atol=1e-12)
     np.testing.assert_allclose(
         tool_to_world_xy((0.03, 0.02), math.pi / 2), (0.02, 0.03), atol=1e-12

@@ -41,14 +41,14 @@ def test_dh_fk_matches_ur_analytic_ik_forward_kinematics():
 def test_home_pose_points_tool_down_over_the_pallet_near_edge():
     T = KIN.fk(np.array(HOME_Q))
     np.testing.assert_allclose(T[:3, :3], np.diag([1.0, -1.0, -1.0]), atol=1e-4)
-    # The reference sweep (cell-facts §3.1) puts pan -90 at x = 0.426 m over the pallet.
+    # The reference sweep (docs/cell.md §3.1) puts pan -90 at x = 0.426 m over the pallet.
     assert T[0, 3] == pytest.approx(0.426, abs=0.002)
     assert -0.4 < T[1, 3] < 0.4
     assert branch_family(np.array(HOME_Q))
 
 
 def test_observe_pose_lands_where_the_reference_measured_it():
-    # cell-facts §3.1: pan +60 puts the TCP at (0.557, -1.143, 1.371); the reference mounted the
+    # docs/cell.md §3.1: pan +60 puts the TCP at (0.557, -1.143, 1.371); the reference mounted the
     # tool 0.10 m (not 0.11655) from wrist 3, so allow 20 mm.
     T = KIN.fk(np.array([1.0472, -2.0944, 1.5708, -1.5708, -1.5708, 0.0]))
     np.testing.assert_allclose(T[:3, 3], [0.557, -1.143, 1.371], atol=0.02)

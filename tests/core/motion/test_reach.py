@@ -37,8 +37,9 @@ def test_analytic_reach_accepts_the_pallet_centre_and_refuses_far_targets():
         np.array([DECK + 0.3, 0.5, DECK + 0.10, DECK + 1.6]),
         np.zeros(4),
     )
-    # Far pallet corner (1.27 m from the base axis) is out of reach at low height (§6.3: the
-    # far corner is 1.15 m away horizontally; the TCP also needs the drop to deck + 0.10).
+    # Far pallet corner (1.27 m from the base axis) is out of reach at low height
+    # (docs/planners.md §6.3: the far corner is 1.15 m away horizontally; the TCP also needs the
+    # drop to deck + 0.10).
     np.testing.assert_array_equal(ok, [True, False, False, False])
 
 

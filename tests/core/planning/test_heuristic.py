@@ -1,4 +1,7 @@
-"""Score heuristic: the reference planner checks (cell-facts §11.1) and the vectorised terms."""
+"""Score heuristic: the reference planner checks and the vectorised terms.
+
+The checks: docs/planners.md §6.9.
+"""
 
 from __future__ import annotations
 

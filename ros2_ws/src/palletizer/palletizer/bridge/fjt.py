@@ -126,7 +126,7 @@ class FjtRunner:
         speed_limits: Sequence[float],
         defaults: FjtDefaults = FjtDefaults(),
         speed: float = 1.0,
-        control_steps: int = 10,  # 20 ms at the 2 ms physics step (cell-facts §3.9)
+        control_steps: int = 10,  # 20 ms at the 2 ms physics step (docs/cell.md §3.9)
     ) -> None:
         if speed < 0 or not math.isfinite(speed):
             raise GoalError(INVALID_GOAL, f'speed = {speed}; expected 0 (fast-forward) or > 0')

@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ['bench_cell', 'main', 'stacked_placements']
 
-# Observe/rest pose (cell-facts §3.1): clear of the pallet, so the arm never touches the stack.
+# Observe/rest pose (docs/cell.md §3.1): clear of the pallet, so the arm never touches the stack.
 _REST = np.array([1.0472, -2.0944, 1.5708, -1.5708, -1.5708, 0.0])
 _DECK = 0.144
 

@@ -30,7 +30,8 @@ from palletizer.core.motion.params import TIMINGS
 __all__ = ['bench_motion', 'bench_motion_all', 'cycle_level11', 'main']
 
 DECK = 0.144
-# Pick table top 0.58 around the station (-0.20, -0.80), half-sizes 0.36 x 0.34 (cell-facts §3.3).
+# Pick table top 0.58 around the station (-0.20, -0.80), half-sizes 0.36 x 0.34
+# (docs/cell.md §3.3).
 _PICK_TABLE = AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table')
 _PEDESTAL = AABB((0.36, -0.96, 0.0), (0.84, -0.48, 0.48), 'pedestal')
 

@@ -62,7 +62,7 @@ def stamp(cells: np.ndarray, plan: PlacementPlan, spec: PackageSpec, cell: float
 
 
 def _random_specs(seed: int, n: int) -> list[PackageSpec]:
-    """Cartons inside the catalogue envelope (cell-facts §1.3), seeded."""
+    """Cartons inside the catalogue envelope (docs/levels.md §1.3), seeded."""
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):

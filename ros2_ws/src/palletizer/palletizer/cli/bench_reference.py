@@ -30,7 +30,7 @@ SEEDS = (1, 2, 3)
 PLANNERS = ('heuristic', 'beam', 'grid')
 MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
 PERCEPTION = ('cameras', 'oracle')
-# The reference cell's published figures (interpolated motion, oracles; cell-facts §12.1).
+# The reference cell's published figures (interpolated motion, oracles; docs/planners.md §6.10).
 REFERENCE = {
     'beam': {'episodes_ok': 22, 'cartons_placed': 140},
     'heuristic': {'episodes_ok': 12, 'cartons_placed': 92},

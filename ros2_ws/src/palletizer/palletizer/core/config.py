@@ -659,7 +659,7 @@ def _read_levels(doc: Any, where: str, catalogue: Catalogue) -> tuple[dict[int, 
         if 'random' in lv['types'] and len(lv['types']) > 1:
             raise ConfigError(f'{here}.types = {list(lv["types"])!r}; random cannot be mixed')
         if len(lv['types']) > lv['n']:
-            # A longer list would be truncated and drop whole types (cell-facts §2.2).
+            # A longer list would be truncated and drop whole types (docs/levels.md §2.2).
             raise ConfigError(
                 f'{here}.types has {len(lv["types"])} entries but n = {lv["n"]}; expected at '
                 f'most n types'

@@ -27,7 +27,7 @@ __all__ = [
 
 
 class FailureCause(str, Enum):
-    """Closed vocabulary of episode failure causes (cell-facts §2.4, §8.2)."""
+    """Closed vocabulary of episode failures (docs/levels.md §2.4, docs/telemetry.md §8.2)."""
 
     no_detection = 'no_detection'
     ik_unreachable = 'ik_unreachable'
@@ -115,7 +115,7 @@ def _check_keys(cls: type, d: Mapping[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class PalletGeometry:
-    """Pallet placement in the world (cell-facts §3.2): EUR-1, deck top 0.144 m above the floor.
+    """Pallet placement in the world (docs/cell.md §3.2): EUR-1, deck top 0.144 m above the floor.
 
     centre_xy: pallet centre in the world [m]; size_xy: (length along X, width along Y) [m];
     deck_z: deck top height in the world [m]; max_mass_kg: rated load [kg];
@@ -348,7 +348,7 @@ class PlacementPlan:
 
 @dataclass(frozen=True)
 class Placement:
-    """One attempted carton as measured after settling (PALLET frame, cell-facts §7.1).
+    """One attempted carton as measured after settling (PALLET frame, docs/measurement.md §7.1).
 
     Poses are (x, y, z, yaw): x, y of the carton centre from the pallet centre [m], z of the
     carton centre above the deck top [m], yaw [rad]. dims_m: L, W, H [m]; mass_kg [kg];
@@ -356,8 +356,9 @@ class Placement:
     placement tolerances.
     support_ratio in [0, 1]: the share of the bottom footprint that rests on what carries it as
     the stack holds it (the deck, or the tops of cartons at the carton's bottom height).
-    support_ratio_layer in [0, 1]: the reference's figure (cell-facts §7.1), overlap with the deck
-    for layer 1, else with the cartons of the previous planned layer; None where not measured.
+    support_ratio_layer in [0, 1]: the reference's figure (docs/measurement.md §7.1), overlap
+    with the deck for layer 1, else with the cartons of the previous planned layer; None where
+    not measured.
     """
 
     seq: int
@@ -412,7 +413,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class PalletState:
-    """The stack after attempt `after_seq` (PALLET frame, cell-facts §7.2).
+    """The stack after attempt `after_seq` (PALLET frame, docs/measurement.md §7.2).
 
     mass_kg [kg]; cog: (3,) centre of mass, XY from the pallet centre, Z above the deck [m];
     stability_margin_m [m] (negative tips); fill_ratio in [0, 1]; settle_drift_m [m];
@@ -474,7 +475,7 @@ class PlanResult:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """One line of episodes.jsonl (cell-facts §8.7).
+    """One line of episodes.jsonl (docs/telemetry.md §8.7).
 
     duration_s: simulated episode time [s]; failure: the first failure or None;
     task: the level's source (table, conveyor, truck); metrics: JSON-safe summary.

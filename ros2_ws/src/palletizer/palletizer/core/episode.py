@@ -4,7 +4,7 @@ source presents and STOPS -> perceive -> pick -> weigh in hand -> plan -> place 
 -> the referee measures every attempted carton -> report.
 
 The nodes wire the ports to ROS services and actions; the in-process wiring calls the same
-objects directly. Outcome rules follow cell-facts §2.4 and §7.
+objects directly. Outcome rules follow docs/levels.md §2.4 and docs/measurement.md §7.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ class _Loop:
             shoot(after_seq)
 
     def layer_photo_due(self, layer: int) -> int | None:
-        """after_seq of the photo due before placing on `layer` (cell-facts §8.8): when the
+        """after_seq of the photo due before placing on `layer` (docs/telemetry.md §8.8): when the
         layer exceeds every layer measured so far, the last measured attempt; else None."""
         if not self.measured or layer <= max(p.layer for p in self.measured):
             return None

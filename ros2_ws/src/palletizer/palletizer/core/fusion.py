@@ -35,7 +35,7 @@ def stamp_heightmap(
 
     Every carton resting above the deck stamps its top on the cells under its rotated
     footprint, lowest first; a held carton, or one floating > 2 cm above what is under it
-    (in the air, on a table edge), is skipped (cell-facts §4).
+    (in the air, on a table edge), is skipped (docs/perception.md §4.3).
     """
     p = pallet or PalletGeometry()
     flat = HeightMap.flat(p, cell_size)

@@ -1,4 +1,4 @@
-"""In-hand weighing from the wrist wrench: mass and planar centre of mass (cell-facts §5).
+"""In-hand weighing from the wrist wrench: mass and planar centre of mass (docs/perception.md §5).
 
 A rigidly held, still payload reads F = -m g_s and tau = r x F in the sensor frame, with g_s the
 gravity in that frame. With the tool plumb the planar CoM is exact and the component along
@@ -81,7 +81,8 @@ class WeighError(PalletizerError):
 @dataclass(frozen=True)
 class GaugeParams:
     """Verdict thresholds. no_payload_kg: below this the cups hold nothing [kg];
-    slip_fraction: force-magnitude spread over the mean that counts as slipping (2 %, §5);
+    slip_fraction: force-magnitude spread over the mean that counts as slipping (2 %,
+    docs/perception.md §5.3);
     noise_sigma_n: sensor force noise per axis and sample [N] (cell.yaml wrench.noise_force_n).
     The slip test compares the force of `slip_chunks` consecutive chunks of the samples: their
     spread may exceed the fraction by range_sigmas x the noise of a chunk's mean. The range of
@@ -94,7 +95,8 @@ class GaugeParams:
     noise_sigma_n: float = 1.0
     range_sigmas: float = 7.0
     slip_chunks: int = 10
-    plumb_tol_rad: float = 0.005  # tool tilt a tare or zero accepts (~0.3 deg, §5 same-pose guard)
+    # Tool tilt a tare or zero accepts (~0.3 deg, the same-pose guard of docs/perception.md §5.2).
+    plumb_tol_rad: float = 0.005
     g: float = 9.81
 
 
@@ -136,7 +138,7 @@ def gauge_errors(measured: PackageSpec, truth: PackageSpec) -> tuple[float, floa
 
     mass error = 100 (m_measured - m_true) / m_true, signed; planar CoM error = the distance
     between the two cog_offset_m in the package's x-y plane (the vertical component is blind on
-    a plumb reading, cell-facts §5).
+    a plumb reading, docs/perception.md §5.1).
     """
     if truth.mass_kg <= 0:
         raise PalletizerError(f'gauge_errors: truth.mass_kg = {truth.mass_kg}; expected > 0')

@@ -113,7 +113,8 @@ def draw_carton(
     elif level.cog == 'catalogue':
         cog = tuple(catalogue_cog)
     else:
-        # Adversarial: push every CoG to the envelope edge with random signs, and low (cell-facts §1.4).
+        # Adversarial: push every CoG to the envelope edge with random signs, and low
+        # (docs/levels.md §1.4).
         f = cat.random.adversarial_fraction
         sx, sy = rng.choice((-1.0, 1.0), size=2)
         cog = (sx * f * dims[0] / 2, sy * f * dims[1] / 2, -f * dims[2] / 2)

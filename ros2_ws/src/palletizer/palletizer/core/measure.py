@@ -1,4 +1,7 @@
-"""Per-placement measurement and pallet state from measured poses (cell-facts §7.1, §7.2)."""
+"""Per-placement measurement and pallet state from measured poses.
+
+Rules: docs/measurement.md §7.1-7.2.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ CONTACT_TOL_M = 0.004
 
 @dataclass(frozen=True)
 class Tolerances:
-    """When a carton counts as `placed` (cell-facts §2.4), and when it rests on a top.
+    """When a carton counts as `placed` (docs/levels.md §2.4), and when it rests on a top.
 
     xy_m: centre error [m]; yaw_rad: yaw error [rad] (0.10 ~ 5.7 deg); overhang_m: beyond the
     deck [m]; contact_m: gap between a carton's bottom and a top it rests on [m].
@@ -142,7 +145,7 @@ def measure_placement(
 
     others: the cartons that may carry it (the episode passes those attempted before it).
     support_ratio: resting_support, what actually carries the carton whatever its planned layer.
-    support_ratio_layer, the reference's rule (cell-facts §7.1): overlap with the deck for
+    support_ratio_layer, the reference's rule (docs/measurement.md §7.1): overlap with the deck for
     layer 1, else with the envelopes of the cartons of the previous planned layer in `others`
     (actual poses), summed, over the footprint envelope, capped at 1. A layer-3 carton standing
     on a layer-1 carton gets 0 from it.

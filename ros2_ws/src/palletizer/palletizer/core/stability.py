@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 # Lateral acceleration, in g, the stack must withstand in transport (Platform SDK pallet.py,
-# cell-facts §7.3): a CoG at height h tips under a/g once a/g > d/h, so the margin left is
+# docs/measurement.md §7.3): a CoG at height h tips under a/g once a/g > d/h, so the margin left is
 # d - 0.28 h. 0.28 g sits between a forklift bump (0.30) and gentle vehicle acceleration (0.15).
 TRANSPORT_ACCEL_G = 0.28
 
@@ -112,7 +112,7 @@ def _hull_distance(hull: np.ndarray, x: float, y: float) -> float:
 def stability_margin(
     cog_x: float, cog_y: float, cog_z: float, base: Iterable[Sequence[float]]
 ) -> float:
-    """Tipping margin [m] under a 0.28 g lateral push (cell-facts §7.3).
+    """Tipping margin [m] under a 0.28 g lateral push (docs/measurement.md §7.3).
 
     Signed distance of the CoG's XY projection to the nearest edge of the convex hull of the base
     boxes' corners (positive inside) minus TRANSPORT_ACCEL_G x cog_z. cog_z is the CoG height
@@ -223,7 +223,7 @@ def collapsed(previous: Iterable[Placement], current: Iterable[Placement]) -> li
 
 
 # ---------------------------------------------------------------------------------------------
-# Quasi-static whole-stack check (cell-facts §6.7 validate_stack).
+# Quasi-static whole-stack check (docs/planners.md §6.7 validate_stack).
 
 
 @dataclass(frozen=True)
@@ -283,7 +283,7 @@ def validate_stack(
     enforce: Sequence[bool] | None = None,
     stop_early: bool = True,
 ) -> StackCheck:
-    """Quasi-static check of a whole stack (cell-facts §6.7).
+    """Quasi-static check of a whole stack (docs/planners.md §6.7).
 
     Boxes are processed top-down; each one rests on the boxes whose top is within contact_tol of
     its bottom (or on the deck); its support ratio is the contact area over its footprint; the

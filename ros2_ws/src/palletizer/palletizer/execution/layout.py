@@ -47,7 +47,7 @@ def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
     boxes.append(AABB((cx - hx, cy - hy, 0.0), (cx + hx, cy + hy, top), 'auxiliary_table'))
     if source == 'truck':
         # The trailer's solid walls: the far wall along x = origin_x and the bulkhead along
-        # y = origin_y (the robot side is open, cell-facts §3.5); 1.30 m high, 5 cm thick.
+        # y = origin_y (the robot side is open, docs/cell.md §3.5); 1.30 m high, 5 cm thick.
         t = cell['truck']
         (ox, oy), (sx, sy), wall = t['origin'], t['size'], 0.05
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox, oy + sy, 1.30), 'truck_far_wall'))

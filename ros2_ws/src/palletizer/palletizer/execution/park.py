@@ -1,7 +1,7 @@
-"""The photo park: a checked tool-down Cartesian move out of the cameras' view (cell-facts §3.1).
+"""The photo park: a checked tool-down Cartesian move out of the cameras' view (docs/cell.md §3.1).
 
 A joint-space move out of the way once swept the stack (10/10 -> 4/10 with overhang_violation
-in the predecessor, cell-facts §8.8), so the park rises vertically first, crosses above the
+in the predecessor, docs/telemetry.md §8.8), so the park rises vertically first, crosses above the
 stack on an arc around the robot base and descends to the park pose, every sample checked like
 a pick or place. Straight lines from the pick station or the pallet to the park pass over the
 base, where no branch-continuous IK exists; so does a place planned straight from the park
@@ -43,10 +43,10 @@ def _wrap(a: float) -> float:
 class ParkPose:
     """TCP park pose for the photos, and where the arm leaves it for: world frame [m], [rad].
 
-    x, y, z, yaw: cell-facts §3.1 "park for photos" (pallet.yaml motion.park_xy / park_z), in
+    x, y, z, yaw: docs/cell.md §3.1 "park for photos" (pallet.yaml motion.park_xy / park_z), in
     front of the pallet's -y edge, out of the top and side cameras' view of the stack; the yaw
     is reached modulo a half turn (the cup block is symmetric).
-    leave_x, leave_y: above the pallet centre (cell-facts §3.2), from where straight moves to
+    leave_x, leave_y: above the pallet centre (docs/cell.md §3.2), from where straight moves to
     any slot stay over the pallet, away from the base.
     min_radius: the arcs keep the TCP at least this far from the base axis [m]; the failed
     straight crosses passed at 0.2-0.3 m.

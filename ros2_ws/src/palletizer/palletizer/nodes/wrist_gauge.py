@@ -1,4 +1,4 @@
-"""Wrist gauge node: tare and in-hand weighing from the wrist wrench stream (cell-facts §5).
+"""Wrist gauge node: tare and in-hand weighing from the wrench stream (docs/perception.md §5).
 
 It reads only the wrench topic and /joint_states (tool yaw and tilt by forward kinematics): on
 the real UR10e the same node weighs from the real sensor. The world is paused between cell

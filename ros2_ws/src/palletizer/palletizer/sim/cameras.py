@@ -63,7 +63,7 @@ def _configured() -> tuple[CameraSpec, ...]:
     return camera_specs(read_yaml(config_dir() / 'cell.yaml')['cameras'])
 
 
-# The cameras of configs/cell.yaml (cell-facts §3.7 started it; the file says why each pallet
+# The cameras of configs/cell.yaml (docs/cell.md §3.7 started it; the file says why each pallet
 # camera sits where it does). The top camera uses up = +Y so that its image is not turned
 # 90 deg against the UI.
 CAMERAS: tuple[CameraSpec, ...] = _configured()

@@ -30,7 +30,7 @@ class SceneError(PalletizerError):
     """The compiled model lacks a body, joint, geom or site this code expects by name."""
 
 
-# Collision bits (cell-facts §1.2): cartons 1, arm 2, furniture 3. MuJoCo pairs collide when
+# Collision bits (docs/levels.md §1.2): cartons 1, arm 2, furniture 3. MuJoCo pairs collide when
 # (contype_a & conaffinity_b) | (contype_b & conaffinity_a) != 0, so cartons meet cartons,
 # furniture and the pallet but never the arm.
 _CARTON_BITS = 1
@@ -61,7 +61,7 @@ class CartonLike(Protocol):
 
 @dataclass(frozen=True)
 class CartonNames:
-    """MJCF names of carton `index` (cell-facts §1.2)."""
+    """MJCF names of carton `index` (docs/levels.md §1.2)."""
 
     body: str
     joint: str

@@ -45,7 +45,7 @@ class CellOptions:
     scene: SceneOptions = SceneOptions()
     gains: ServoGains = ServoGains()
     wrench_noise: WrenchNoise = WrenchNoise()
-    control_dt: float = 0.02  # 50 Hz controller tick (cell-facts §3.9)
+    control_dt: float = 0.02  # 50 Hz controller tick (docs/cell.md §3.9)
     depth_noise: Mapping[str, DepthNoise] | None = None
 
     @classmethod

@@ -21,23 +21,23 @@ G = 9.81
 
 @dataclass(frozen=True)
 class GripperParams:
-    """VGP20 figures [m], [kg], [N]; defaults from cell-facts §3.10 / configs/cell.yaml."""
+    """VGP20 figures [m], [kg], [N]; defaults from docs/cell.md §3.10 / configs/cell.yaml."""
 
     mass: float = 2.55
     body: tuple[float, float, float] = (0.264, 0.184, 0.092)  # L x W x flange-to-cup-face
-    # Tool inertial of the reference model (cell-facts §3.1): CoM 38 mm from the flange.
+    # Tool inertial of the reference model (docs/cell.md §3.1): CoM 38 mm from the flange.
     com_z: float = 0.038
     inertia: tuple[float, float, float] = (0.0081, 0.0158, 0.0221)
     columns: int = 4
     rows: int = 4
-    pitch_x: float = 0.0747  # 264 mm body across 4 columns, with border (§3.10)
+    pitch_x: float = 0.0747  # 264 mm body across 4 columns, with border (docs/cell.md §3.10)
     pitch_y: float = 0.048
     cup_radius: float = 0.020
     cup_height: float = 0.010  # bellows length below the body [m]; visual/contact only
     force_per_cup: float = 50.0  # catalogue [N]
-    derating: float = 0.70  # porous cardboard and tape (§3.10)
+    derating: float = 0.70  # porous cardboard and tape (docs/cell.md §3.10)
     safety_factor: float = 1.5
-    cup_gap: float = 0.0015  # cup face to lid at sealing (§3.10)
+    cup_gap: float = 0.0015  # cup face to lid at sealing (docs/cell.md §3.10)
     # Contact band of the cups: margin 0 gap 0.004 on MuJoCo 4.x (mujoco-notes "Versions");
     # a lid farther than this from the cup faces does not seal.
     seal_band: float = 0.004
@@ -100,7 +100,8 @@ def _best_run(n: int, pitch: float, half_room: float) -> tuple[int, int]:
 def plan_cup_block(
     lid_length: float, lid_width: float, params: GripperParams = GripperParams()
 ) -> CupBlock:
-    """The §3.10 rule: per tool axis the longest run fitting within (lid half-size - cup radius).
+    """The cup-block rule of docs/cell.md §3.10: per tool axis the longest run fitting within
+    (lid half-size - cup radius).
 
     `lid_length` runs along tool x, `lid_width` along tool y [m]. An empty block means the lid
     cannot hold even one cup disc.
@@ -117,7 +118,7 @@ def plan_cup_block(
 def block_capacity(
     block: CupBlock, mass: float, params: GripperParams = GripperParams()
 ) -> tuple[float, float]:
-    """(capacity, required) [N]: n x 50 x 0.70 against mass x g x 1.5 (§3.10)."""
+    """(capacity, required) [N]: n x 50 x 0.70 against mass x g x 1.5 (docs/cell.md §3.10)."""
     capacity = block.n_cups * params.force_per_cup * params.derating
     required = mass * G * params.safety_factor
     return capacity, required

@@ -11,17 +11,17 @@ PALLET_JOINTS: tuple[str, ...] = ('pallet_x', 'pallet_y', 'pallet_z', 'pallet_rx
 
 @dataclass(frozen=True)
 class PalletParams:
-    """Pallet figures [m], [kg]; defaults from cell-facts §3.2 / configs/cell.yaml `pallet`."""
+    """Pallet figures [m], [kg]; defaults from docs/cell.md §3.2 / configs/cell.yaml `pallet`."""
 
     size: tuple[float, float, float] = (1.20, 0.80, 0.144)
     centre: tuple[float, float] = (0.60, 0.00)
     mass: float = 25.0
     friction: tuple[float, float, float] = (1.1, 0.01, 0.001)
-    # Tilt hinges are locked to +-0.1 mrad while palletizing (§3.2) and opened to +-1.6 rad for
-    # the narrow-beam trial (§7.5).
+    # Tilt hinges are locked to +-0.1 mrad while palletizing (docs/cell.md §3.2) and opened to
+    # +-1.6 rad for the narrow-beam trial (docs/measurement.md §7.5).
     hinge_lock: float = 0.0001
     hinge_open: float = 1.6
-    beam_width: float = 0.10  # stability beam (§7.5)
+    beam_width: float = 0.10  # stability beam (docs/measurement.md §7.5)
     beam_height: float = 0.05
     beam_friction: float = 1.2
 
@@ -60,7 +60,7 @@ def pallet_xml(params: PalletParams = PalletParams()) -> str:
     return f"""
     <body name="pallet" pos="{p.centre[0]} {p.centre[1]} {H / 2}">
       <inertial pos="0 0 0" mass="{p.mass}" diaginertia="{ixx:.6g} {iyy:.6g} {izz:.6g}"/>
-      <!-- damping 2 / 1: reference pallet joints (cell-facts §3.2) -->
+      <!-- damping 2 / 1: reference pallet joints (docs/cell.md §3.2) -->
       <joint name="pallet_x" type="slide" axis="1 0 0" damping="2"/>
       <joint name="pallet_y" type="slide" axis="0 1 0" damping="2"/>
       <joint name="pallet_z" type="slide" axis="0 0 1" damping="2"/>
@@ -74,7 +74,8 @@ def pallet_xml(params: PalletParams = PalletParams()) -> str:
 
 
 def beam_xml(params: PalletParams = PalletParams()) -> str:
-    """The narrow stability beam: a mocap ridge parked 1 m under the floor, invisible (§7.5)."""
+    """The narrow stability beam: a mocap ridge parked 1 m under the floor, invisible
+    (docs/measurement.md §7.5)."""
     p = params
     half_len = max(p.size[0], p.size[1]) / 2 + 0.08
     return f"""
@@ -86,7 +87,7 @@ def beam_xml(params: PalletParams = PalletParams()) -> str:
 
 
 def pallet_equality_xml() -> str:
-    """The weld that anchors the pallet to the world while palletizing (§3.2)."""
+    """The weld that anchors the pallet to the world while palletizing (docs/cell.md §3.2)."""
     # solref 0.004 = 2 x timestep, the stiffest time constant MuJoCo keeps without clamping.
     return (
         '    <weld name="pallet_anchor" body1="pallet" solref="0.004 1" '

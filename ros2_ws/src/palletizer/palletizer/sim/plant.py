@@ -3,7 +3,7 @@
 Everything here is visual: geoms of class `plant` collide with nothing (contype 0,
 conaffinity 0) and carry no mass, so a level with this decor simulates exactly like the same
 level in the plain cell; only the pictures differ. Lighting follows the reference rig
-(cell-facts §3.8 "Plant decor"): dimmer headlight, three cold LED luminaires under a gantry beam
+(docs/cell.md §3.8 "Plant decor"): dimmer headlight, three cold LED luminaires under a gantry beam
 at y = -0.44, a warm grazing window light and a warm-tinted fill, shadows off on the
 directionals (a shadow map would stretch over the whole hall).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __all__ = ['PLANT_HEADLIGHT', 'plant_xml']
 
-# diffuse, ambient, specular of the headlight (cell-facts §3.8)
+# diffuse, ambient, specular of the headlight (docs/cell.md §3.8)
 PLANT_HEADLIGHT = ((0.16, 0.16, 0.16), (0.11, 0.11, 0.11), (0.03, 0.03, 0.03))
 
 _GEOMS = [

@@ -30,7 +30,7 @@ ARM_JOINTS: tuple[str, ...] = (
 class ArmParams:
     """UR10e parameters [m], [kg], [rad], [N m]; defaults from configs/cell.yaml `robot`."""
 
-    base_pos: tuple[float, float, float] = (0.60, -0.72, 0.48)  # cell-facts §3.1
+    base_pos: tuple[float, float, float] = (0.60, -0.72, 0.48)  # docs/cell.md §3.1
     base_quat: tuple[float, float, float, float] = (0.0, 0.0, 0.0, -1.0)  # 180 deg about Z
     pedestal_radius: float = 0.24
     pedestal_height: float = 0.48
@@ -47,8 +47,10 @@ class ArmParams:
     torque_limits: tuple[float, ...] = (330.0, 330.0, 150.0, 56.0, 56.0, 56.0)
     joint_lower: tuple[float, ...] = (-6.2832, -6.2832, -3.1416, -6.2832, -6.2832, -6.2832)
     joint_upper: tuple[float, ...] = (6.2832, 6.2832, 3.1416, 6.2832, 6.2832, 6.2832)
-    home: tuple[float, ...] = (-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0)  # §3.1 IK seed
-    # Rotor inertia reflected to each joint [kg m^2]: the reference cell's joint default (§3.1).
+    # IK seed (docs/cell.md §3.1).
+    home: tuple[float, ...] = (-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0)
+    # Rotor inertia reflected to each joint [kg m^2]: the reference cell's joint default
+    # (docs/cell.md §3.1).
     armature: float = 0.1
     # Shoulder-to-elbow y offsets of the housings (Menagerie layout); only their sum with the
     # wrist-2 offset is kinematic, and that sum is fixed to d4 below.
@@ -105,7 +107,7 @@ def arm_defaults_xml() -> str:
         <geom contype="0" conaffinity="0" group="2" density="0"/>
       </default>
       <default class="collision">
-        <!-- friction 0.8: reference arm friction (cell-facts §3.9) -->
+        <!-- friction 0.8: reference arm friction (docs/cell.md §3.9) -->
         <geom type="capsule" contype="2" conaffinity="0" group="3" density="0"
               friction="0.8 0.01 0.001" rgba="0.3 0.5 0.8 0.4"/>
       </default>
@@ -132,7 +134,7 @@ def arm_body_xml(tool_xml: str, params: ArmParams = ArmParams()) -> str:
     ped_h = p.pedestal_height
     return f"""
     <body name="robot_base" pos="{_f(p.base_pos)}" quat="{_f(p.base_quat)}" childclass="arm">
-      <!-- pedestal: part of the static base so the shoulder may sit on it (cell-facts §3.1) -->
+      <!-- pedestal: part of the static base so the shoulder may sit on it (docs/cell.md §3.1) -->
       <geom name="pedestal" class="collision" type="cylinder"
             size="{_f(p.pedestal_radius)} {_f(ped_h / 2)}" pos="0 0 {_f(-ped_h / 2)}"
             contype="3" conaffinity="3" group="0" rgba="0.25 0.25 0.27 1"/>

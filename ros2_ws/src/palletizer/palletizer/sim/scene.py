@@ -167,7 +167,7 @@ def _defaults_xml(opts: SceneOptions) -> str:
       <geom contype="3" conaffinity="3" group="0" friction="0.9 0.01 0.001"/>
     </default>
     <default class="carton">
-      <!-- cartons touch cartons, furniture and the pallet, never the arm (cell-facts §1.2) -->
+      <!-- cartons touch cartons, furniture and the pallet, never the arm (docs/levels.md §1.2) -->
       <geom type="box" contype="1" conaffinity="1" group="1" density="0"
             friction="0.95 0.01 0.001"/>
     </default>
@@ -178,7 +178,7 @@ def _defaults_xml(opts: SceneOptions) -> str:
 
 
 def _lights_xml() -> str:
-    # Cell decor lighting of the reference rig (cell-facts §3.8): overhead directional, spot over
+    # Cell decor lighting of the reference rig (docs/cell.md §3.8): overhead directional, spot over
     # the pick station and a shallow fill that lifts the side view without saturating the top.
     return """
     <light name="overhead" directional="true" pos="0.60 -0.40 4.00" dir="0 0 -1"
@@ -242,7 +242,7 @@ def build_scene_xml(
     <material name="floor_mat" texture="floor_tex" texrepeat="12 12"/>
   </asset>{_defaults_xml(o)}
   <worldbody>{arm_body_xml(tool, o.arm)}
-    <!-- floor friction 1.0 (cell-facts §3.9) -->
+    <!-- floor friction 1.0 (docs/cell.md §3.9) -->
     <geom name="floor" class="solid" type="plane" size="6 6 0.05" material="floor_mat"
           friction="1.0 0.01 0.001"/>{lights}{pallet_xml(o.pallet)}{beam_xml(o.pallet)}
 {cameras_xml(o.cameras)}

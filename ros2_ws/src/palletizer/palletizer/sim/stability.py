@@ -30,7 +30,8 @@ class StabilityError(PalletizerError):
 
 @dataclass(frozen=True)
 class StabilityProtocol:
-    """Trial parameters; defaults are configs/stability.yaml (cell-facts §7.5 + EUMOS 40509)."""
+    """Trial parameters; defaults are configs/stability.yaml (docs/measurement.md §7.5: the
+    reference's jolts and beams, plus EUMOS 40509)."""
 
     levels_g: tuple[float, ...] = (0.05, 0.15, 0.30, 0.50, 0.80)
     axes: tuple[str, ...] = ('x', 'y', 'z')
@@ -48,7 +49,7 @@ class StabilityProtocol:
     eumos_ramp_s: float = 0.050  # 0.5 g reached within 50 ms (EUMOS 40509)
     eumos_hold_s: float = 0.30
     # Braking after the pull is gentle so it does not test the load a second time; the sled
-    # travels about 1.3 m towards +X, where the cell has no furniture (cell-facts §3.3).
+    # travels about 1.3 m towards +X, where the cell has no furniture (docs/cell.md §3.3).
     eumos_brake_g: float = 0.15
     eumos_axis: str = 'x'
     eumos_max_displacement_m: float = 0.030
@@ -188,7 +189,8 @@ def _shifts(
         p1, R1 = after[i]
         dp = p1 - p0
         tilt = float(np.degrees(np.arccos(np.clip(((R0.T @ R1).trace() - 1) / 2, -1.0, 1.0))))
-        # Off the deck: outside the footprint or below half the deck height (§7.5).
+        # Off the deck: outside the footprint or below half the deck height
+        # (docs/measurement.md §7.5).
         f = bool(abs(p1[0]) > half[0] or abs(p1[1]) > half[1] or p1[2] < half[2])
         pid = rig.w.package_id(i)
         out.append(

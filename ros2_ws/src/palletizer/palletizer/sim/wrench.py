@@ -152,7 +152,7 @@ class WrenchSensor:
         """The noise-free wrench of the current state (needs sensors computed, e.g. after a step).
 
         Sign: F = -m g_s with g_s gravity in the sensor frame, so with the tool plumb (flange z
-        down) a hanging payload reads F_z = -m g (cell-facts §5).
+        down) a hanging payload reads F_z = -m g (docs/perception.md §5.1).
         """
         sd = self.data.sensordata
         return Wrench(np.array(sd[self._f]), np.array(sd[self._t]))

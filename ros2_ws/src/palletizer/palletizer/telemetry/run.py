@@ -43,7 +43,8 @@ _TAG_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 _PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 # Run folders of one stamp and tag: <stamp>-<tag>, then -2, -3, ... (two runs in one second).
 _MAX_SUFFIX = 999
-# One file per Platform table (cell-facts §8.1); disk rows carry the table's columns plus `seed`.
+# One file per Platform table (docs/telemetry.md §8.1); disk rows carry the table's columns
+# plus `seed`.
 FILES = {
     'episodes': 'episodes.jsonl',
     'events': 'events.jsonl',

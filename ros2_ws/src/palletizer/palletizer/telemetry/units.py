@@ -19,10 +19,11 @@ __all__ = [
     'payload_to_display',
 ]
 
-MM_DECIMALS = 1  # 0.1 mm, the resolution cell-facts §8.4 gives for cog_offset_mm
-DEG_DECIMALS = 2  # 0.01 deg, well below the 5.7 deg placement tolerance (§7.1)
+MM_DECIMALS = 1  # 0.1 mm, the resolution docs/telemetry.md §8.4 gives for cog_offset_mm
+DEG_DECIMALS = 2  # 0.01 deg, well below the 5.7 deg placement tolerance (docs/measurement.md §7.1)
 
-# cell-facts §8.4: a missing key makes the Platform UI show nothing, silently; so it is an error.
+# A missing key makes the Platform UI show nothing, silently; so it is an error
+# (docs/telemetry.md §8.3-8.4).
 REQUIRED_PAYLOAD_KEYS: Mapping[EventKind, tuple[str, ...]] = {
     EventKind.perceive: ('seen', 'confidence'),
     EventKind.plan: ('layer', 'slot'),
@@ -98,7 +99,7 @@ def _convert(payload: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def payload_to_display(kind: EventKind | str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The event payload as the Platform stores it: mm and degrees (cell-facts §8.3-8.4).
+    """The event payload as the Platform stores it: mm and degrees (docs/telemetry.md §8.3-8.4).
 
     Keys ending in `_m` [m] become `_mm` [mm] (0.1 mm), keys ending in `_rad` [rad] become
     `_deg` [deg] (0.01 deg), at any depth and element-wise for lists; keys already in `_mm` or

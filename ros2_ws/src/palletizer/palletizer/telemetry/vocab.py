@@ -1,4 +1,4 @@
-"""Closed telemetry vocabularies (cell-facts §8.2) and the telemetry error type."""
+"""Closed telemetry vocabularies (docs/telemetry.md §8.2) and the telemetry error type."""
 
 from __future__ import annotations
 

@@ -73,7 +73,10 @@ class OracleGauge:
 
 
 class OracleHeightMap:
-    """Stamps every resting carton's true footprint on the 1 cm pallet grid (cell-facts §4)."""
+    """Stamps every resting carton's true footprint on the 1 cm pallet grid.
+
+    Rules: docs/perception.md §4.3.
+    """
 
     oracle = True
 

@@ -1,4 +1,7 @@
-"""Cup-block choice of the 16-cup VGP20 (§3.10 rule) and the TCP offset of an off-centre block."""
+"""Cup-block choice of the 16-cup VGP20 and the TCP offset of an off-centre block.
+
+The rule: docs/cell.md §3.10.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ G = 9.81
 
 @dataclass(frozen=True)
 class GripperGeometry:
-    """OnRobot VGP20 figures (cell-facts §3.10): [m], [N]."""
+    """OnRobot VGP20 figures (docs/cell.md §3.10): [m], [N]."""
 
     body: tuple[float, float, float] = (0.264, 0.184, 0.092)  # L x W x flange-to-cup-face
     columns: int = 4  # along tool x
@@ -92,7 +95,8 @@ def plan_grasp(
     mass: float | None = None,
     gripper: GripperGeometry = GripperGeometry(),
 ) -> Grasp:
-    """The §3.10 cup-block rule for a lid `length` along tool x by `width` along tool y [m].
+    """The cup-block rule (docs/cell.md §3.10) for a lid `length` along tool x by `width` along
+    tool y [m].
 
     Per axis, the longest contiguous run of cups whose half-extent fits within (half-size - cup
     radius); ties go to the run closest to the tool axis. Capacity = n x 50 N x 0.70 against
@@ -124,7 +128,7 @@ def tool_to_world_xy(v_tool: tuple[float, float] | np.ndarray, yaw: float) -> np
 
     The tool-down rotation is rot_z(yaw) @ diag(1, -1, -1): tool y runs against world y at
     yaw 0, so the vector is mirrored in y before the yaw rotation (converting directly in world
-    coordinates doubles the offset on one axis, §3.10).
+    coordinates doubles the offset on one axis, docs/cell.md §3.10).
     """
     vx, vy = float(v_tool[0]), float(v_tool[1])
     c, s = math.cos(yaw), math.sin(yaw)

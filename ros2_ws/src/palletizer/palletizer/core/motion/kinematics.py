@@ -47,10 +47,10 @@ _ALPHA = np.array([math.pi / 2, 0.0, 0.0, math.pi / 2, -math.pi / 2, 0.0])
 # The DH table as the compiled kernels take it: a (6,), d (6,), alpha (6,).
 DH_ARRAYS = (_A, _D, _ALPHA)
 
-# IK seed / home, tool vertical (cell-facts §3.1).
+# IK seed / home, tool vertical (docs/cell.md §3.1).
 HOME_Q = (-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0)
 
-# Tool pointing straight down with yaw 0: tool x = world x, tool y = -world y (cell-facts §3.1).
+# Tool pointing straight down with yaw 0: tool x = world x, tool y = -world y (docs/cell.md §3.1).
 _R_TOOL_DOWN = np.diag([1.0, -1.0, -1.0])
 
 
@@ -65,7 +65,7 @@ class Frame(Enum):
 class JointLimits:
     """Joint position [rad], speed [rad/s], acceleration [rad/s^2] and jerk [rad/s^3] limits.
 
-    Position and speed: UR10e datasheet (cell-facts §3.1, mujoco-notes "Limits"): +-2 pi, elbow
+    Position and speed: UR10e datasheet (docs/cell.md §3.1, mujoco-notes "Limits"): +-2 pi, elbow
     +-pi; 120/120/180/180/180/180 deg/s. UR publishes no acceleration limit: 5 rad/s^2 is the ROS
     description's placeholder (mujoco-notes), kept as the default. UR publishes no jerk limit
     either: 500 rad/s^3 is chosen (full acceleration in 10 ms, five 500 Hz control periods),
@@ -260,13 +260,14 @@ def _rot_z(yaw: float) -> np.ndarray:
 class UR10eKinematics:
     """The UR10e on its pedestal with the VGP20 tool: frames, FK, IK and branch choice.
 
-    base_xyz: world position of the DH base frame [m] (cell-facts §3.1).
+    base_xyz: world position of the DH base frame [m] (docs/cell.md §3.1).
     base_yaw: rotation of the DH base frame about world Z [rad]. The MuJoCo base body carries
       quat (0, 0, 0, -1), and the Menagerie/ROS base body is itself rotated 180 deg from the DH
       base frame (mujoco-notes "Kinematic chain"); the two cancel, so the DH base is
       axis-aligned with the world. Check: the reference sweep puts pan -90 / lift -120 at
-      x = 0.426 m over the pallet (cell-facts §3.1), which this frame reproduces.
-    tcp_offset: flange to cup faces along the tool axis [m] (VGP20 body height, §3.10).
+      x = 0.426 m over the pallet (docs/cell.md §3.1), which this frame reproduces.
+    tcp_offset: flange to cup faces along the tool axis [m] (VGP20 body height,
+      docs/cell.md §3.10).
     weights: per-joint weights of the branch-selection distance; the inverse joint speed limits,
       so the nearest branch is the one the arm reaches soonest.
     """

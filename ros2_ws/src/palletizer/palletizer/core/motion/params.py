@@ -21,15 +21,17 @@ class MotionParams:
     """Everything a tool-down Cartesian plan needs besides the kinematics.
 
     Speeds [m/s], [rad/s]; accelerations [m/s^2]; jerks [m/s^3]; heights [m] in world z unless
-    named otherwise. Defaults cite cell-facts §3.11 ("new" generation) or say why they were chosen;
-    they equal configs/cell.yaml, which the wirings read through `from_config`.
+    named otherwise. Defaults cite docs/cell.md §3.11 (the reference's "new" generation) or say
+    why they were chosen; they equal configs/cell.yaml, which the wirings read through
+    `from_config`.
     """
 
-    cartesian_speed: float = 1.50  # transit, box in the air (§3.11 new generation)
-    # Final descent to seal / release. It ends at rest (braking in its last 4 cm); 0.30 (§3.11)
-    # -> 0.50 kept every level-11-15 and 21-23 seed-1 placement within 0.17 mm (configs/cell.yaml).
+    cartesian_speed: float = 1.50  # transit, box in the air (docs/cell.md §3.11, new generation)
+    # Final descent to seal / release. It ends at rest (braking in its last 4 cm); 0.30
+    # (docs/cell.md §3.11) -> 0.50 kept every level-11-15 and 21-23 seed-1 placement within
+    # 0.17 mm (configs/cell.yaml).
     approach_speed: float = 0.50
-    angular_speed: float = 3.00  # tool yaw rate (§3.11)
+    angular_speed: float = 3.00  # tool yaw rate (docs/cell.md §3.11)
     # With a carton in the cups. The grip holds m (g + a) within its 1.5 safety factor up to
     # a = 0.5 g; 3.0 m/s^2 keeps the load factor at 1.31 (mujoco-notes tested 2.0: < 0.05 mm
     # slip). Levels 11-15, 21-23 seed 1 at speed 1: same placements and errors as at 2.0.
@@ -46,9 +48,10 @@ class MotionParams:
     # bounded); 'ruckig' = ruckig on each segment's path coordinate with one set of limits per
     # segment (jerk-limited, corners stopped at). `scripts/bench motion` measures all three.
     timing: str = 'jerk_limited'
-    transit_height: float = 0.94  # minimum cruise z (§3.11)
+    transit_height: float = 0.94  # minimum cruise z (docs/cell.md §3.11)
     # Crossing moves keep the TCP this far from the base's vertical axis [m]: the empty arm
-    # first failed to hold a pose at 0.373 m and held every pose from 0.447 m (cell-facts §1.5);
+    # first failed to hold a pose at 0.373 m and held every pose from 0.447 m
+    # (docs/levels.md §1.5);
     # a straight truck-to-pallet cross passed 0.21 m from the axis and had no IK (level 33).
     base_clearance: float = 0.45
     # The arm's mount, for the wrist-vs-mount check (base frame, [m]): the pedestal under the
@@ -62,11 +65,13 @@ class MotionParams:
     # furniture boxes (CollisionWorld.arm_boxes) [m]: level 12 seeds 1 and 11 drove wrist 2 into
     # the pick table's corner, 2 mm deep, placing at the pallet corner beside it.
     arm_margin: float = 0.015
-    place_clearance: float = 0.18  # above the seal / release pose before the final descent (§3.11)
-    stack_clearance: float = 0.22  # carried load bottom above the tallest stack (§3.11)
-    drop_clearance: float = 0.002  # release height above the support (§3.11)
-    cup_gap: float = 0.0015  # cup face to lid at sealing (§3.10)
-    deck_z: float = 0.144  # pallet deck top (cell-facts §3.2)
+    # Above the seal / release pose before the final descent (docs/cell.md §3.11).
+    place_clearance: float = 0.18
+    # Carried load bottom above the tallest stack (docs/cell.md §3.11).
+    stack_clearance: float = 0.22
+    drop_clearance: float = 0.002  # release height above the support (docs/cell.md §3.11)
+    cup_gap: float = 0.0015  # cup face to lid at sealing (docs/cell.md §3.10)
+    deck_z: float = 0.144  # pallet deck top (docs/cell.md §3.2)
     path_step: float = 0.005  # [m] Cartesian resolution of the dense IK path
     path_step_yaw: float = math.radians(1.0)  # [rad] yaw resolution of the dense IK path
     # Largest joint change between successive dense samples. 5 mm / 1 deg moves a joint by

@@ -33,7 +33,7 @@ from palletizer.core.motion.timing import (
 
 __all__ = ['CartonPose', 'MotionPlanner', 'MotionResult', 'Waypoint']
 
-# Failure causes, from the closed vocabulary of episode failures (cell-facts §8.2).
+# Failure causes, from the closed vocabulary of episode failures (docs/telemetry.md §8.2).
 IK_UNREACHABLE = 'ik_unreachable'
 COLLISION = 'collision'
 # No cup block can hold the carton: it would slip, the vocabulary's nearest cause.
@@ -173,9 +173,9 @@ class MotionPlanner:
     ) -> MotionResult:
         """Rise, cross at transit height, descend onto the lid (+ cup gap); then the lift.
 
-        The cup block is `grasp` when given, else the §3.10 rule on the carton's dims (and
-        mass when known); its off-centre offset is cancelled in the commanded TCP from the
-        approach onward (§3.10).
+        The cup block is `grasp` when given, else the cup-block rule (docs/cell.md §3.10) on the
+        carton's dims (and mass when known); its off-centre offset is cancelled in the commanded
+        TCP from the approach onward (same section).
         """
         p = self.params
         q0 = np.asarray(q_start, dtype=float)
@@ -225,10 +225,10 @@ class MotionPlanner:
     ) -> MotionResult:
         """Rise, cross above the stack, descend to the release height; then the retract.
 
-        Release height = target centre z + H/2 + cup gap + drop clearance (§3.11). The cross
-        height clears the height map's top by the carried carton's height plus stack clearance;
-        where the arm does not reach that on the way, by as much as it reaches (at least
-        _MIN_CROSS_CLEARANCE), the plan's second try.
+        Release height = target centre z + H/2 + cup gap + drop clearance (docs/cell.md §3.11).
+        The cross height clears the height map's top by the carried carton's height plus stack
+        clearance; where the arm does not reach that on the way, by as much as it reaches (at
+        least _MIN_CROSS_CLEARANCE), the plan's second try.
         """
         p = self.params
         q0 = np.asarray(q_start, dtype=float)

@@ -55,9 +55,10 @@ class ReachParams:
     the joint limits there AND on every sample of the vertical descent from the transit pose
     above it, following one analytic branch without a joint step above max_joint_step.
     transit_height / place_clearance [m]: the descent starts at max(transit_height, z + clearance)
-    (cell-facts §3.11). descent_step [m]: sampling of that descent. min_radius [m]: optional
+    (docs/cell.md §3.11). descent_step [m]: sampling of that descent. min_radius [m]: optional
     horizontal dead ring around the base axis (0 = off); the reference measured holding failures
-    inside 0.373-0.447 m (cell-facts §1.5, §6.3) that pure kinematics does not show.
+    inside 0.373-0.447 m (docs/levels.md §1.5, docs/planners.md §6.3) that pure kinematics does
+    not show.
     """
 
     transit_height: float = 0.94
@@ -394,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument('out', help='output .npz path')
     ap.add_argument('--summary', help='also write the summary as YAML to this path')
-    ap.add_argument('--deck-z', type=float, default=0.144, help='deck top z [m] (cell-facts §3.2)')
+    ap.add_argument(
+        '--deck-z', type=float, default=0.144, help='deck top z [m] (docs/cell.md §3.2)'
+    )
     ap.add_argument('--xy-step', type=float, default=0.02, help='grid step over the pallet [m]')
     ap.add_argument('--z-step', type=float, default=0.05, help='grid step in TCP height [m]')
     ap.add_argument(

@@ -18,7 +18,7 @@ from palletizer.core.contracts import (
 
 __all__ = ['LAYER_TOL', 'LayerBook', 'Planner', 'PlannerKind']
 
-# Recorded bases closer than this belong to one layer (cell-facts §6.5: 3 mm grouping).
+# Recorded bases closer than this belong to one layer (docs/planners.md §6.5: 3 mm grouping).
 LAYER_TOL = 0.003
 
 
@@ -73,7 +73,7 @@ class LayerBook:
         self.specs[spec.package_id] = spec
 
     def record(self, placement: Placement) -> None:
-        """Keep a measured placement; only `placed` cartons count (cell-facts §6.5)."""
+        """Keep a measured placement; only `placed` cartons count (docs/planners.md §6.5)."""
         if not placement.placed:
             return
         self.placements.append(placement)

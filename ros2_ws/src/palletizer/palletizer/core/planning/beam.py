@@ -86,7 +86,7 @@ def expand(
 ) -> list[Move]:
     """Up to candidates_per_node valid moves of `spec` on `stack`, best first.
 
-    Candidates (cell-facts §6.7): yaws 0/90 (plus 180/270 for an off-centre CoG); low edges
+    Candidates (docs/planners.md §6.7): yaws 0/90 (plus 180/270 for an off-centre CoG); low edges
     from the rims and every placed box, on each axis; each rests on the highest box
     under it. Rejected: above the height cap, a height-map cell higher than the base by more than
     map_tol (something unrecorded is there), a same-layer neighbour closer than the clearance on
@@ -229,7 +229,7 @@ def expand(
 
 
 class BeamPlanner:
-    """Beam search (cell-facts §6.7) over the measured stack.
+    """Beam search (docs/planners.md §6.7) over the measured stack.
 
     The stack model is the recorded measured placements (yaw snapped to 0/90) checked against
     the height map. With a forecast, it searches min(lookahead, 1 + len(forecast)) cartons deep

@@ -1,4 +1,7 @@
-"""Grid baseline: first fit over recorded placements, nearest to the pallet centre first (§6.8)."""
+"""Grid baseline: first fit over recorded placements, nearest to the pallet centre first.
+
+Rules and values: docs/planners.md §6.8.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Score heuristic: every window of the height map scored by 14 terms, vectorised (§6.2-6.5)."""
+"""Score heuristic: every window of the height map scored by 14 terms, vectorised.
+
+Rules and values: docs/planners.md §6.2-6.5.
+"""
 
 from __future__ import annotations
 
@@ -557,7 +560,7 @@ def _reachable(
 
 
 class ScorePlanner:
-    """The score heuristic as a Planner (cell-facts §6.2-6.5).
+    """The score heuristic as a Planner (docs/planners.md §6.2-6.5).
 
     Reads only the height map, the carton spec and measured placements, so it is not an oracle.
     With a reach oracle and a zero reachability weight, reach is asked lazily in rank order

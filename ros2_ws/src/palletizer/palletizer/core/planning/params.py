@@ -1,4 +1,7 @@
-"""Validated planner parameters; defaults are the reference cell's measured values (§6.3-6.8)."""
+"""Validated planner parameters; defaults are the reference cell's measured values.
+
+The values and their measurements: docs/planners.md §6.3-6.8.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ __all__ = [
     'HeuristicParams',
 ]
 
-# The 14 scoring terms of the score heuristic, in breakdown order (cell-facts §6.4).
+# The 14 scoring terms of the score heuristic, in breakdown order (docs/planners.md §6.4).
 TERMS: tuple[str, ...] = (
     'support_ratio',
     'com_margin',
@@ -37,7 +40,7 @@ TERMS: tuple[str, ...] = (
     'gap_waste',
 )
 
-# Configured weights of the reference cell (pallet.yaml c6edd9b, cell-facts §6.4). They were
+# Configured weights of the reference cell (pallet.yaml c6edd9b, docs/planners.md §6.4). They were
 # tuned on a 0.60 x 0.40 pallet with a Panda; pallet_com 0.8 was re-measured on the EUR-1
 # (level 11 seed 1: stack CoG 287 mm -> 10 mm off centre); reachability 0 on purpose (0.7 broke
 # level 31).
@@ -67,7 +70,8 @@ BEAM_TERMS: tuple[str, ...] = (
     'regular_surface',
 )
 
-# Demonstrator weights 3.5/2.5/2.2/1.1/1.0/0.8 normalised by their sum 11.1 (cell-facts §6.7).
+# Demonstrator weights 3.5/2.5/2.2/1.1/1.0/0.8 normalised by their sum 11.1
+# (docs/planners.md §6.7).
 DEFAULT_BEAM_WEIGHTS: Mapping[str, float] = {
     'support': 0.3153,
     'tipping_margin': 0.2252,
@@ -146,7 +150,7 @@ def _from_mapping(cls: type, d: Any, where: str) -> Any:
 
 @dataclass(frozen=True)
 class HeuristicParams:
-    """Score heuristic parameters (cell-facts §6.2-6.4).
+    """Score heuristic parameters (docs/planners.md §6.2-6.4).
 
     weights: the 14 term weights (TERMS); cell: planning grid [m] (finer maps are max-pooled);
     clearance: air kept around a box inside a layer [m] (40 mm: no scrapes in 168 trials, 20 mm
@@ -156,10 +160,11 @@ class HeuristicParams:
     max_stack_height: hard cap on a box top above the deck [m] (EUR-1 paper limit 1.35; with a
     reach oracle the arm decides the real limit); lowness_scale: height above the deck where
     lowness reaches its floor [m] (0.55 is the height the reference IK sweep validated; 1.494
-    diluted the gradient 3.4x and built towers, §6.4); tie_eps: score quantum for ties;
-    yaws: candidate yaws [deg], quarter turns only (the footprint is rasterised axis-aligned);
-    180/270 are added for off-centre CoGs; allow_unobserved: accept footprints touching
-    unobserved cells; cup_gap, drop_clearance: TCP above the lid at release [m] (§3.11);
+    diluted the gradient 3.4x and built towers, docs/planners.md §6.4); tie_eps: score quantum
+    for ties; yaws: candidate yaws [deg], quarter turns only (the footprint is rasterised
+    axis-aligned); 180/270 are added for off-centre CoGs; allow_unobserved: accept footprints
+    touching unobserved cells; cup_gap, drop_clearance: TCP above the lid at release [m]
+    (docs/cell.md §3.11);
     approach_height: also require the pose this far above the release pose [m] (0: the oracle
     checks the approach itself, as the analytic one does from the transit height down);
     reach_probe: lateral offset of the reachability probes [m]; stack_check: a slot must leave
@@ -244,7 +249,7 @@ class HeuristicParams:
 
 @dataclass(frozen=True)
 class BeamParams:
-    """Beam search parameters (cell-facts §6.7, measured in the demonstrator: seed 17, 10
+    """Beam search parameters (docs/planners.md §6.7, measured in the demonstrator: seed 17, 10
     permutations -> 100 % strictly stable vs 50 % for first-fit).
 
     min_support_ratio; min_tipping_margin [m]; beam_width; lookahead (search depth, current box
@@ -305,7 +310,7 @@ class BeamParams:
 
 @dataclass(frozen=True)
 class GridParams:
-    """Grid baseline parameters (cell-facts §6.8).
+    """Grid baseline parameters (docs/planners.md §6.8).
 
     clearance [m]; min_support_ratio (the heuristic's 0.60); level_tol: a top counts as this
     level within it [m] (6 mm); overlap_tol: vertical overlap tolerated between boxes [m] (3 mm).

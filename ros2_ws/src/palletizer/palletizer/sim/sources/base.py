@@ -39,7 +39,7 @@ class Presented:
 
 @dataclass(frozen=True)
 class SourceState:
-    """What a source reports each cycle (goes into the `perceive` payload, cell-facts §2.3).
+    """What a source reports each cycle (goes into the `perceive` payload, docs/levels.md §2.3).
 
     pending: cartons not yet released (the presented one included).
     exhausted: nothing left to present; how a good episode ends, not a failure.
@@ -114,7 +114,7 @@ class Source(Protocol):
 
 
 class RestMeter:
-    """Tells when a speed has stayed below a threshold for a sustained time (cell-facts §2.3).
+    """Tells when a speed has stayed below a threshold for a sustained time (docs/levels.md §2.3).
 
     A single low sample is not rest: a bouncing carton passes through zero speed.
     """

@@ -23,20 +23,21 @@ from palletizer.sim.sources.base import (
 
 __all__ = ['ConveyorSource', 'LineParams', 'TableTop', 'conveyor_params']
 
-# Collision bits (cell-facts §1.2): furniture 3 meets cartons (1) and the arm (2); visuals 0.
+# Collision bits (docs/levels.md §1.2): furniture 3 meets cartons (1) and the arm (2); visuals 0.
 _SOLID = 'contype="3" conaffinity="3" group="0"'
 _VISUAL = 'contype="0" conaffinity="0" group="2"'
 _DECK_RGBA = '0.12 0.12 0.13 1'
 _FRAME_RGBA = '0.55 0.57 0.60 1'
-_STORE_RGBA = '0.05 0.05 0.06 1'  # the black box: opaque, hides waiting cartons (cell-facts §2.3)
-_MARKER_RGBA = '0.95 0.80 0.10 1'  # yellow station marker (§3.4)
+# The black box: opaque, hides waiting cartons (docs/levels.md §2.3).
+_STORE_RGBA = '0.05 0.05 0.06 1'
+_MARKER_RGBA = '0.95 0.80 0.10 1'  # yellow station marker (docs/cell.md §3.4)
 
 
 @dataclass(frozen=True)
 class TableTop:
     """A static pick table the line delivers onto: centre (x, y), half sizes, top [m]."""
 
-    centre: tuple[float, float] = (-0.20, -0.80)  # cell-facts §3.3, clear of the pallet corner
+    centre: tuple[float, float] = (-0.20, -0.80)  # docs/cell.md §3.3, clear of the pallet corner
     half_size: tuple[float, float, float] = (0.36, 0.34, 0.29)
     top: float = 0.58
     friction: tuple[float, float, float] = (0.9, 0.01, 0.001)
@@ -46,13 +47,14 @@ class TableTop:
 class LineParams:
     """Geometry and timing of a store -> elevator -> two belts delivery line. Lengths [m].
 
-    Defaults are the conveyor of cell-facts §3.4 (line A dimensions) with the line-B store and
-    elevator in front of it (§2.3). Elevator and store numbers are not in any available
-    reference file; each says why it was chosen.
+    Defaults are the conveyor of docs/cell.md §3.4 (line A dimensions) with the line-B store and
+    elevator in front of it (docs/levels.md §2.3). Elevator and store numbers are not in any
+    available reference file; each says why it was chosen.
     """
 
     kind: str = 'conveyor'
-    belt_x: tuple[float, float] = (-1.55, 0.15)  # ends 0.35 m past the station (§2.3 history)
+    # Ends 0.35 m past the station (the belt history of docs/levels.md §2.3).
+    belt_x: tuple[float, float] = (-1.55, 0.15)
     belt_y: float = -0.80
     belt_width: float = 0.50
     top: float = 0.58  # same height as the pick table so the pick pose is shared
@@ -61,9 +63,10 @@ class LineParams:
     station: tuple[float, float] = (-0.20, -0.80)
     station_tol: float = 0.020
     rest_speed: float = 0.015  # [m/s] lid centre; between chatter (~9 mm/s) and bounce (~300)
-    rest_time: float = 0.10  # [s] sustained (§2.3)
+    rest_time: float = 0.10  # [s] sustained (docs/levels.md §2.3)
     timeout_s: float = 25.0  # [s] simulated, per present() call
-    ride_tol: float = 0.04  # on the surface = centre within this of surface + H/2 (§2.3)
+    # On the surface = centre within this of surface + H/2 (docs/levels.md §2.3).
+    ride_tol: float = 0.04
     max_tilt: float = math.radians(10.0)  # more than this and the carton has tipped: a jam
     # Belts stop this far short of the target: a carton on a belt that stops dead slides
     # v^2 / (2 mu g) = 0.25^2 / (2 0.95 9.81) = 3.4 mm before it rests.
@@ -81,12 +84,12 @@ class LineParams:
     lift_time: float = 1.0
     seam_gap: float = 0.003  # air between neighbouring decks, so moving decks never touch
     infeed_length: float = 0.40  # metering belt between the store queue and the elevator
-    store_gap: float = 0.10  # black-box mouth upstream of the elevator (§2.3 `gap`)
+    store_gap: float = 0.10  # black-box mouth upstream of the elevator (docs/levels.md §2.3 `gap`)
     store_speed: float = (
         0.50  # [m/s] store queue and infeed belts, inside the black box (see lift_time)
     )
     queue_gap: float = 0.05  # air between waiting cartons in the store
-    store_height: float = 1.25  # black box (§2.3)
+    store_height: float = 1.25  # black box (docs/levels.md §2.3)
     store_margin: float = 0.15
     guide_margin: float = 0.01  # side guides keep the rotated footprint this far inside the belt
     # Accumulation: the next carton waits with its front this far upstream of the end of the
@@ -296,7 +299,7 @@ class ConveyorSource:
     presented carton rests on belt_b, on a table line at the table edge while it rests on the
     table. On release() it moves on to the station and the elevator fetches the one after.
     A running line is full when the pallet build starts: at reset the first carton stands at
-    the station (as the reference cell staged its table carton, cell-facts §2.3) and the second
+    the station (as the reference cell staged its table carton, docs/levels.md §2.3) and the second
     at the hold point, so the first present() only waits for it to rest. Their staging jitter
     (dy, dyaw) is applied there as it would be in the store. Inside the store the head likewise waits at the mouth, on the infeed
     (`LineParams.store_hold_front`), whenever the elevator is not down and empty, and is staged
@@ -523,7 +526,7 @@ class ConveyorSource:
         hy = p.platform_width / 2.0 + p.store_margin
         h = p.store_height
         tallest = max(d.dims[2] for d in self._draws)
-        mouth_w = p.belt_width / 2.0 + 0.02  # §2.3: just wider than the belt
+        mouth_w = p.belt_width / 2.0 + 0.02  # docs/levels.md §2.3: just wider than the belt
         mouth_top = p.lower_height + tallest + 0.05
         cx = (bx0 + bx1) / 2.0
         lx = (bx1 - bx0) / 2.0

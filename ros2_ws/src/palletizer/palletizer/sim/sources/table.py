@@ -11,7 +11,7 @@ from palletizer.sim.sources.conveyor import ConveyorSource, LineParams, TableTop
 
 __all__ = ['TableSource', 'table_params']
 
-# Feeder lane of the reference line B (cell-facts §2.3): 1.20 x 0.44 m at table height, ending
+# Feeder lane of the reference line B (docs/levels.md §2.3): 1.20 x 0.44 m at table height, ending
 # at the table edge (less a 3 mm seam, see table_params); friction 1.10 / 0.02 / 0.002; station
 # tolerance 0.030 m.
 _FEEDER_LENGTH = 1.20
@@ -56,7 +56,8 @@ def table_params(cell: Mapping[str, Any] | None = None) -> LineParams:
 class TableSource(ConveyorSource):
     """One carton at a time arrives on the pick table; the feeder keeps dragging it to the centre.
 
-    Riding is decided by height, so the drag continues on the table surface (line B, §2.3).
+    Riding is decided by height, so the drag continues on the table surface (line B,
+    docs/levels.md §2.3).
     """
 
     kind = 'table'

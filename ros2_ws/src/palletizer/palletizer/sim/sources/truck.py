@@ -29,7 +29,7 @@ _VISUAL = 'contype="0" conaffinity="0" group="2"'
 
 @dataclass(frozen=True)
 class TruckParams:
-    """Trailer bay and load-planning limits (cell-facts §3.5-3.6). Lengths [m].
+    """Trailer bay and load-planning limits (docs/cell.md §3.5-3.6). Lengths [m].
 
     The bay is x [origin_x, origin_x + size_x], y [origin_y, origin_y + size_y]; its robot side
     (+X) and pallet side (+Y) are open (curtain-sider), the far wall and the bulkhead are solid.
@@ -302,11 +302,12 @@ def plan_truck_load(
     floor (rows left to right along X, front to back from the bulkhead); otherwise stack on a
     column within 6 cm of the lowest, keeping its yaw then crossing it, sliding up to max_slide,
     with at least min_support under the carton and under the ceiling; re-draw up to
-    max_redraws times (cell-facts §3.6), then as many times again for each other column count
+    max_redraws times (docs/cell.md §3.6), then as many times again for each other column count
     within 2. A load whose unloading order a camera could not read (a top within tie_clear of
     the tie band's edge at some step, see _edge_clearance) is drawn again too; when no draw
     is readable, the standing draw with the widest clearance is taken. Python's
-    Random(seed), then Random(seed * 1000003 + attempt) for re-draws (§2.2). With `loader_jitter` each carton is off by up to
+    Random(seed), then Random(seed * 1000003 + attempt) for re-draws (docs/levels.md §2.2).
+    With `loader_jitter` each carton is off by up to
     +-loader_pos and +-loader_yaw, reserved for in every footprint.
     """
     p = params or TruckParams()
@@ -375,7 +376,7 @@ class TruckSource:
         loader_jitter: bool = False,
         params: TruckParams | None = None,
     ) -> None:
-        """`draws` by index; `seed` drives the load plan (cell-facts §2.2)."""
+        """`draws` by index; `seed` drives the load plan (docs/levels.md §2.2)."""
         self.p = params or TruckParams()
         self._draws = {d.index: d for d in draws}
         if not self._draws:
