@@ -15,7 +15,7 @@ import threading
 import time
 
 import rclpy
-from palletizer.nodes.qos import LATCHED, MARKERS
+from palletizer.nodes.qos import LATCHED, MARKERS, STATIC_TF
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, PointCloud2
@@ -61,7 +61,7 @@ def main() -> None:
         plan['ns'] = sorted(set(plan.get('ns', [])) | {m.ns for m in live})
 
     node.create_subscription(TFMessage, '/tf', on_tf, QoSProfile(depth=100))
-    node.create_subscription(TFMessage, '/tf_static', on_tf, LATCHED)
+    node.create_subscription(TFMessage, '/tf_static', on_tf, STATIC_TF)
     node.create_subscription(MarkerArray, '/palletizer/markers', on_markers, MARKERS)
     node.create_subscription(MarkerArray, '/palletizer/plan_markers', on_plan, MARKERS)
     # With the QoS the RViz displays ask for (rviz/palletizer.rviz).

@@ -42,15 +42,29 @@ def client(tmp_path, manager):
         yield c
 
 
-def _fake(monkeypatch, script: str) -> None:
-    """Runs start `sh -c script` instead of the launcher (the request is still validated)."""
+def _fake_argv(monkeypatch, argv: list[str]) -> None:
+    """Runs start `argv` instead of the launcher (the request is still validated)."""
     real = runner.panel_argv
 
-    def argv(req):
+    def fake(req):
         real(req)
-        return ['sh', '-c', script]
+        return argv
 
-    monkeypatch.setattr(runner, 'panel_argv', argv)
+    monkeypatch.setattr(runner, 'panel_argv', fake)
+
+
+def _fake(monkeypatch, script: str) -> None:
+    _fake_argv(monkeypatch, ['sh', '-c', script])
+
+
+# A stand-in launcher that, like the real one, handles SIGINT itself and exits 130 (a shell
+# could not: one started where SIGINT is ignored, as a background job, cannot trap it).
+_LAUNCHER = (
+    'import signal, sys, time\n'
+    'signal.signal(signal.SIGINT, lambda *_: sys.exit(130))\n'
+    "print('[launcher] ROS_DOMAIN_ID 42 (join)', flush=True)\n"
+    'time.sleep(60)\n'
+)
 
 
 def _wait(client, state: str, timeout: float = 20.0) -> dict:
@@ -123,7 +137,7 @@ def test_a_bad_run_request_is_refused_with_what_is_allowed(client, body, words):
 
 
 def test_a_second_start_is_refused_and_stop_aborts_the_run(client, monkeypatch):
-    _fake(monkeypatch, 'echo "[launcher] ROS_DOMAIN_ID 42 (join)"; exec sleep 60')
+    _fake_argv(monkeypatch, [sys.executable, '-c', _LAUNCHER])
     r = client.post('/api/runs', json={'level': 11, 'seed': 3})
     assert r.status_code == 201, r.text
     st = _wait(client, 'running')
@@ -134,7 +148,7 @@ def test_a_second_start_is_refused_and_stop_aborts_the_run(client, monkeypatch):
     pid = st['pid']
     assert client.post('/api/runs/stop').status_code == 200
     st = _wait(client, 'aborted')
-    assert st['exit_code'] == -2  # SIGINT, as Ctrl-C
+    assert st['exit_code'] == 130  # 128 + SIGINT, as the launcher exits on Ctrl-C
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert client.post('/api/runs/stop').status_code == 409

@@ -14,7 +14,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointFie
 from tf2_msgs.msg import TFMessage
 
 from palletizer.core.views import CameraView
-from palletizer.nodes.qos import COMMANDS, LATCHED
+from palletizer.nodes.qos import COMMANDS, STATIC_TF
 
 __all__ = ['CameraInputs', 'cloud_msg', 'image_to_array', 'stamp_of', 'transform_to_matrix']
 
@@ -110,7 +110,7 @@ class CameraInputs:
                 callback_group=group,
             )
         node.create_subscription(
-            TFMessage, '/tf_static', self._on_tf, LATCHED, callback_group=group
+            TFMessage, '/tf_static', self._on_tf, STATIC_TF, callback_group=group
         )
         node.create_subscription(
             JointState, 'joint_states', self._on_joints, COMMANDS, callback_group=group

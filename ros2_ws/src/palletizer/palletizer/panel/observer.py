@@ -32,7 +32,7 @@ from palletizer.core.config import load_config
 from palletizer.core.contracts import PalletGeometry
 from palletizer.core.detection import DetectorParams
 from palletizer.nodes.camera_inputs import image_to_array, transform_to_matrix
-from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED
+from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, STATIC_TF
 from palletizer.panel.scene import EpisodeScene
 
 __all__ = ['LiveState', 'Observer', 'draw_detection', 'pick_camera']
@@ -192,7 +192,7 @@ class Observer:
         n.create_subscription(Observation, '/palletizer/detection', self._on_detection, LATCHED)
         n.create_subscription(Image, f'/cameras/{cam}/color/image_raw', self._on_frame, COMMANDS)
         n.create_subscription(CameraInfo, f'/cameras/{cam}/camera_info', self._on_info, COMMANDS)
-        n.create_subscription(TFMessage, '/tf_static', self._on_tf, LATCHED)
+        n.create_subscription(TFMessage, '/tf_static', self._on_tf, STATIC_TF)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, name='panel-observer', daemon=True)
