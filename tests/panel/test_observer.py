@@ -62,3 +62,28 @@ def test_topic_messages_become_telemetry_records():
         'cog_z': 0.3,
         'stability_margin_m': 0.12,
     }
+
+
+def test_the_live_state_follows_episodes_and_forgets_a_finished_run():
+    from palletizer.panel.observer import LiveState
+
+    live = LiveState()
+    pick = {'seed': 1, 'seq': 1, 'ts': 1.0, 'kind': 'pick', 'package_id': 'a-00', 'payload': {}}
+    live.on_event({**pick, 'run_id': 'r1'})
+    live.on_placement(
+        {
+            'seq': 2, 'package_id': 'a-00', 'package_type': 'a', 'dims_m': [0.4, 0.3, 0.2],
+            'layer': 1, 'planned_pose': {'x': 0.0, 'y': 0.0, 'z': 0.1, 'yaw': 0.0},
+            'actual_pose': {'x': 0.0, 'y': 0.0, 'z': 0.1, 'yaw': 0.0}, 'error_xy_m': 0.0,
+            'support_ratio': 1.0, 'placed': True,
+        }
+    )  # fmt: skip
+    live.on_camera(b'png', None)
+    assert len(live.snapshot()['scene']['cartons']) == 1 and live.snapshot()['camera_seq'] == 1
+    live.on_event({**pick, 'seed': 2, 'run_id': 'r1'})  # the next episode starts afresh
+    assert live.snapshot()['scene']['cartons'] == []
+    before = live.version
+    live.reset()
+    snap = live.snapshot()
+    assert live.version > before and live.camera_png is None
+    assert snap['camera_seq'] == 0 and snap['heightmap'] is None and snap['rows'] == []

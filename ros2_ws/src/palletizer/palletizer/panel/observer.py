@@ -119,6 +119,15 @@ class LiveState:
         self.camera_seq = 0
         self.version = 0  # bumped on every change; the server pushes when it moves
 
+    def reset(self) -> None:
+        """Forget the last run's scene, map and frame (a new run starts)."""
+        with self.lock:
+            self.scene = EpisodeScene()
+            self.episode = None
+            self.heightmap = self.detection = self.camera_png = None
+            self.camera_seq = 0
+            self.version += 1
+
     def _episode(self, run_id: str, seed: int) -> None:
         if self.episode != (run_id, seed):
             self.episode = (run_id, seed)

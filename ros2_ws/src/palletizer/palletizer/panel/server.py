@@ -110,7 +110,7 @@ def create_app(cfg: PanelConfig, manager: RunManager | None = None) -> Any:
             live = LiveState()
 
             def observe(domain: int, level: int) -> Observer:
-                live.__init__()  # a new run: forget the last one's scene
+                live.reset()
                 return Observer(domain, level, live)
 
         manager = RunManager(
