@@ -79,3 +79,24 @@ def test_topp_profile_respects_the_joint_limits_it_was_given() -> None:
     assert sd.max() == pytest.approx(0.5)  # 1 rad/s over 2 rad/m
     assert np.all(np.diff(t_knot) > 0)
     assert np.abs(sdd).max() <= 2.0 + 1e-9  # 4 rad/s^2 over 2 rad/m
+
+
+def test_the_kernel_cache_is_cleared_when_any_kernel_source_changes(tmp_path):
+    from palletizer.core.motion.warm import clear_stale_cache, sources_hash
+
+    (tmp_path / 'kinematics.py').write_text('A = 1\n')
+    (tmp_path / 'collision.py').write_text('B = 2\n')
+    cache = tmp_path / '__pycache__'
+    cache.mkdir()
+    index = cache / 'collision.first_hit-10.py311.nbi'
+    index.write_text('index')
+    assert clear_stale_cache(tmp_path)  # no stamp yet: the cache is of unknown sources
+    assert not index.exists()
+    index.write_text('index')
+    assert not clear_stale_cache(tmp_path)  # sources as stamped: the cache stays
+    assert index.exists()
+    before = sources_hash(tmp_path)
+    (tmp_path / 'kinematics.py').write_text('A = 3\n')  # a callee in another file
+    assert sources_hash(tmp_path) != before
+    assert clear_stale_cache(tmp_path)
+    assert not index.exists()

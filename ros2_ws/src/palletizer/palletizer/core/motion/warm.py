@@ -5,13 +5,19 @@ height field, static boxes and a carried carton, and the reach model: every kern
 argument types the planner gives it. `scripts/setup` runs it, so a node's first plan loads
 compiled code instead of compiling it (~15-20 s on 2 cores); when the cache is current it
 takes about a second.
+
+numba checks a cached kernel against its own file only; a kernel that calls one from another
+file of the package would keep the old callee. So the cache of the whole kernel package is
+cleared first whenever any of its sources changed (a hash of them is kept beside the cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,6 +48,37 @@ KERNELS = (
 )
 
 
+_KERNEL_DIR = Path(kern.__file__).parent
+_STAMP = 'palletizer-sources.sha256'
+
+
+def sources_hash(folder: Path = _KERNEL_DIR) -> str:
+    """The sha256 of the kernel package's sources, in name order."""
+    h = hashlib.sha256()
+    for path in sorted(folder.glob('*.py')):
+        h.update(path.name.encode() + b'\0' + path.read_bytes() + b'\0')
+    return h.hexdigest()
+
+
+def clear_stale_cache(folder: Path = _KERNEL_DIR) -> bool:
+    """Remove numba's cache of the kernel package when its sources changed since it was made.
+
+    Returns True when it cleared something. numba writes its index (.nbi) and code (.nbc) files
+    to the package's __pycache__ (NUMBA_CACHE_DIR, when set, moves them: then this is a no-op).
+    """
+    cache = folder / '__pycache__'
+    stamp = cache / _STAMP
+    current = sources_hash(folder)
+    if stamp.is_file() and stamp.read_text().strip() == current:
+        return False
+    stale = [*cache.glob('*.nbi'), *cache.glob('*.nbc')] if cache.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    cache.mkdir(exist_ok=True)
+    stamp.write_text(current + '\n')
+    return bool(stale)
+
+
 def warm() -> float:
     """Plan with every kernel (compiling or loading each); returns the seconds it took."""
     t0 = time.perf_counter()
@@ -70,6 +107,8 @@ def warm() -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog='python -m palletizer.core.motion.warm', description=__doc__)
     ap.parse_args(argv)
+    if clear_stale_cache():
+        print('[warm] kernel sources changed: cleared their compiled cache', file=sys.stderr)
     seconds = warm()
     missing = [k.py_func.__name__ for k in KERNELS if not k.signatures]
     if missing:
