@@ -14,7 +14,8 @@ from palletizer.sim.sources.base import (
     SourceState,
     StepWorld,
 )
-from palletizer.sim.sources.conveyor import ConveyorSource, LineParams, TableTop, conveyor_params
+from palletizer.sim.sources.conveyor import ConveyorSource
+from palletizer.sim.sources.conveyor_layout import LineParams, TableTop, conveyor_params
 from palletizer.sim.sources.table import TableSource, table_params
 from palletizer.sim.sources.truck import (
     TruckParams,

@@ -7,7 +7,8 @@ from typing import Any
 
 from palletizer.sim.cartons import CartonLike
 from palletizer.sim.sources.base import JitterFn
-from palletizer.sim.sources.conveyor import ConveyorSource, LineParams, TableTop
+from palletizer.sim.sources.conveyor import ConveyorSource
+from palletizer.sim.sources.conveyor_layout import LineParams, TableTop
 
 __all__ = ['TableSource', 'table_params']
 
