@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from palletizer.core.errors import PalletizerError, close_match
 __all__ = [
     'EpisodeResult',
     'FailureCause',
+    'floats3',
     'HeightMap',
     'Observation',
     'PackageSpec',
@@ -55,6 +56,12 @@ class FailureCause(str, Enum):
 
 # ---------------------------------------------------------------------------------------------
 # Normalisers shared by the dataclasses below.
+
+
+def floats3(v: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    """The three values of a length-3 vector as Python floats (a ValueError for another length)."""
+    x, y, z = v
+    return float(x), float(y), float(z)
 
 
 def _vec(value: Any, n: int, name: str) -> tuple[float, ...]:
@@ -261,7 +268,8 @@ class HeightMap:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.cells.shape  # type: ignore[return-value]
+        ny, nx = self.cells.shape
+        return ny, nx
 
     @property
     def top(self) -> float:
@@ -301,7 +309,7 @@ class HeightMap:
         return cls(
             np.asarray(d['cells'], dtype=float),
             None if d['observed'] is None else np.asarray(d['observed'], dtype=bool),
-            tuple(d['origin']),  # type: ignore[arg-type]
+            cast(tuple[float, float], tuple(d['origin'])),
             d['cell_size'],
         )
 

@@ -97,7 +97,7 @@ def _rpy(rpy: Sequence[float]) -> np.ndarray:
     Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
     Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
     Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
-    return Rz @ Ry @ Rx
+    return np.asarray(Rz @ Ry @ Rx)
 
 
 def fixed_transforms(tcp_offset: float) -> list[tuple[str, str, np.ndarray]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 import cv2
 import numpy as np
@@ -199,7 +199,7 @@ class _Geometry:
         )
         r = self.R @ d
         t = (z0 - self.c[2]) / r[2]
-        return (self.c[:2, None] + r[:2] * t).T
+        return cast(np.ndarray, (self.c[:2, None] + r[:2] * t).T)
 
     def project(self, xy: np.ndarray, z0: float) -> np.ndarray:
         """Pixels (N, 2) of world points (N, 2) on the plane z = z0."""
@@ -322,7 +322,7 @@ def _chroma_edges(rgb: np.ndarray) -> np.ndarray:
     """
     f = rgb.astype(np.float32) + 1.0
     chroma = np.clip(f / f.sum(axis=2, keepdims=True) * 3 * 85, 0, 255).astype(np.uint8)
-    return cv2.Canny(cv2.GaussianBlur(chroma, (3, 3), 0), 30, 80) > 0
+    return cast(np.ndarray, cv2.Canny(cv2.GaussianBlur(chroma, (3, 3), 0), 30, 80) > 0)
 
 
 def _split_on_edges(mask: np.ndarray, rgb: np.ndarray, min_px: float) -> list[np.ndarray]:
@@ -337,7 +337,11 @@ def _split_on_edges(mask: np.ndarray, rgb: np.ndarray, min_px: float) -> list[np
     if seam.sum() < 20:
         return [mask]
     seam = cv2.dilate(seam.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-    n, lab, stats, _ = cv2.connectedComponentsWithStats((sub & ~seam).astype(np.uint8), 4)
+    # 8-connected: what these pieces have always been measured with (a bare 4 in second place
+    # went to the `labels` output argument and was ignored, so OpenCV's default applied).
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(
+        (sub & ~seam).astype(np.uint8), connectivity=8
+    )
     parts = [lab == k for k in range(1, n) if stats[k, cv2.CC_STAT_AREA] >= min_px]
     if len(parts) <= 1:
         return [mask]
@@ -369,7 +373,7 @@ def _fit_line(pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 def _intersect(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarray) -> np.ndarray:
     A = np.column_stack([d1, -d2])
     t = np.linalg.solve(A, p2 - p1)
-    return p1 + t[0] * d1
+    return cast(np.ndarray, p1 + t[0] * d1)
 
 
 # [px] a lid's colour edge lies this close to its depth step (the 5 x 5 median and a side face
@@ -390,7 +394,7 @@ def _peak_offset(gn: np.ndarray, j: np.ndarray, offs: np.ndarray) -> np.ndarray:
     y0, y1, y2 = gn[r, j - 1], gn[r, j], gn[r, j + 1]
     den = y0 - 2 * y1 + y2
     sub = np.where(np.abs(den) > 1e-6, 0.5 * (y0 - y2) / np.where(den == 0, 1, den), 0.0)
-    return offs[j] + np.clip(sub, -0.5, 0.5) * (offs[1] - offs[0])
+    return cast(np.ndarray, offs[j] + np.clip(sub, -0.5, 0.5) * (offs[1] - offs[0]))
 
 
 def _refine(
@@ -421,7 +425,7 @@ def _refine(
     centre = corners.mean(axis=0)
     uvc = g.project(centre[None, :], z0)[0] - (x0, y0)
     offs = np.arange(-p.edge_search_px, p.edge_search_px + 0.25, 0.5)
-    lines = []
+    lines: list[tuple[np.ndarray, np.ndarray] | None] = []
     found = total = 0
     res2 = []
     for k in range(4):
@@ -484,11 +488,10 @@ def _refine(
         res2.append(((xy[keep] - c1) @ nd) ** 2)
         lines.append((c1, d1))
     completeness = found / max(total, 1)
-    if any(ln is None for ln in lines):
+    sides = [ln for ln in lines if ln is not None]
+    if len(sides) < len(lines):
         return _Rect(corners, math.inf, completeness)
-    out = np.array(
-        [_intersect(*lines[(k - 1) % 4], *lines[k]) for k in range(4)]  # type: ignore[misc]
-    )
+    out = np.array([_intersect(*sides[(k - 1) % 4], *sides[k]) for k in range(4)])
     rms = float(math.sqrt(np.concatenate(res2).mean())) if res2 else math.inf
     return _Rect(out, rms, completeness)
 
@@ -536,7 +539,9 @@ def _colour_agreement(
     xb, yb = min(w, x0 + bw + m), min(h, y0 + bh + m)
     # Float Lab (the 8-bit conversion is ~8x slower), L scaled to the 8-bit range colour_tol
     # was set in.
-    sub = cv2.cvtColor(rgb[ya:yb, xa:xb].astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)
+    sub = cast(
+        np.ndarray, cv2.cvtColor(rgb[ya:yb, xa:xb].astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)
+    )
     sub[..., 0] *= 2.55
     core = cv2.erode(lid[ya:yb, xa:xb].astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
     if core.sum() < 20:
@@ -544,7 +549,7 @@ def _colour_agreement(
     ref = np.median(sub[core], axis=0)
     near = ((sub - ref) ** 2).sum(axis=2) < tol * tol
     same = (near & level[ya:yb, xa:xb]).astype(np.uint8)
-    same = cv2.morphologyEx(same, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    same = cast(np.ndarray, cv2.morphologyEx(same, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(same, connectivity=4)
     if n <= 1:
         return 0.0

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from palletizer.core.contracts import PackageSpec
+from palletizer.core.contracts import PackageSpec, floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion.grasp import plan_grasp
 
@@ -57,7 +58,7 @@ def R_sensor_package(carton_yaw: float, tool_yaw: float) -> np.ndarray:
     yaw [rad]."""
     d = carton_yaw - tool_yaw
     c, s = math.cos(d), math.sin(d)
-    return _TOOL_FLIP @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return np.asarray(_TOOL_FLIP @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]))
 
 
 def tool_tilt(T_base_tool: np.ndarray) -> float:
@@ -130,7 +131,7 @@ def average_wrench(samples: np.ndarray, params: GaugeParams | None = None) -> np
             f'|F| spread {spread:.2f} N between {len(chunks)} chunks of {len(s)} samples exceeds '
             f'{allowed:.2f} N: the payload moved while weighing',
         )
-    return s.mean(axis=0)
+    return np.asarray(s.mean(axis=0))
 
 
 def gauge_errors(measured: PackageSpec, truth: PackageSpec) -> tuple[float, float]:
@@ -148,13 +149,13 @@ def gauge_errors(measured: PackageSpec, truth: PackageSpec) -> tuple[float, floa
 
 
 def weigh(
-    tare: Sequence[float],
-    loaded: Sequence[float],
+    tare: ArrayLike,
+    loaded: ArrayLike,
     *,
     package_id: str,
     type_name: str,
-    dims: Sequence[float],
-    centre_sensor: Sequence[float],
+    dims: Sequence[float] | np.ndarray,
+    centre_sensor: ArrayLike,
     R_sensor_package: np.ndarray,
     params: GaugeParams | None = None,
 ) -> GaugeReading:
@@ -187,7 +188,5 @@ def weigh(
     com = prior + delta
     R = np.asarray(R_sensor_package, dtype=float)
     offset = R.T @ (com - prior)
-    spec = PackageSpec(
-        package_id, type_name, tuple(float(x) for x in dims), mass, tuple(float(x) for x in offset)
-    )
-    return GaugeReading(spec, tuple(float(x) for x in com), 'ok')
+    spec = PackageSpec(package_id, type_name, floats3(dims), mass, floats3(offset))
+    return GaugeReading(spec, floats3(com), 'ok')

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import cv2
 import numpy as np
@@ -389,8 +389,10 @@ def _view_points(
     if params.up_erode_px > 0:
         side = np.zeros(z.shape, dtype=np.uint8)
         side[k:-k, k:-k] = (nz2 < 0.25 * nn) & (nn > 0)
-        side = cv2.morphologyEx(side, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-        side = cv2.dilate(side, np.ones((2 * params.up_erode_px + 1,) * 2, np.uint8))
+        side = cast(np.ndarray, cv2.morphologyEx(side, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)))
+        side = cast(
+            np.ndarray, cv2.dilate(side, np.ones((2 * params.up_erode_px + 1,) * 2, np.uint8))
+        )
         keep &= side == 0
     Wx = dx * zs + t[0]
     Wy = dy * zs + t[1]

@@ -145,7 +145,10 @@ def validate_goal(
     order = [names.index(j) for j in expected]
     n = len(expected)
     t_prev = -math.inf
-    ts, qs, vs, as_ = [], [], [], []
+    ts: list[float] = []
+    qs: list[np.ndarray] = []
+    vs: list[np.ndarray] = []
+    as_: list[np.ndarray] = []
     has_vel = all(len(p.get('velocities', ())) > 0 for p in points)  # type: ignore[arg-type]
     has_acc = has_vel and all(len(p.get('accelerations', ())) > 0 for p in points)  # type: ignore[arg-type]
     for i, p in enumerate(points):
@@ -164,7 +167,7 @@ def validate_goal(
                 f'points[{i}].positions has {pos.size} values; expected {n} finite values',
             )
         for key, store, given in (('velocities', vs, has_vel), ('accelerations', as_, has_acc)):
-            raw = np.asarray(p.get(key, ()), dtype=float)  # type: ignore[arg-type]
+            raw = np.asarray(p.get(key, ()), dtype=float)
             if raw.size and (raw.shape != (n,) or not np.all(np.isfinite(raw))):
                 raise GoalError(
                     INVALID_GOAL,
@@ -207,7 +210,11 @@ def resolve_tolerances(
     """Merge a goal's tolerances over the controller defaults (0 keeps the default, <0 disables)."""
     joints = list(controller_joints)
 
-    def merge(base: tuple[JointTolerance, ...], given, what: str) -> tuple[JointTolerance, ...]:
+    def merge(
+        base: tuple[JointTolerance, ...],
+        given: Sequence[tuple[str, float, float, float]],
+        what: str,
+    ) -> tuple[JointTolerance, ...]:
         out = list(base)
         for name, pos, vel, acc in given:
             if name not in joints:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from palletizer.core.config import Catalogue, Config, Level, load_config
+from palletizer.core.contracts import floats3
 from palletizer.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -49,9 +50,9 @@ class CartonDraw:
         return PackageSpec(
             package_id=self.package_id,
             type_name=self.type_name,
-            dims_m=np.asarray(self.dims, dtype=float),
+            dims_m=self.dims,
             mass_kg=self.mass,
-            cog_offset_m=np.asarray(self.cog_offset, dtype=float),
+            cog_offset_m=self.cog_offset,
         )
 
 
@@ -108,6 +109,7 @@ def draw_carton(
     else:
         t = cat.types[type_name]
         dims, mass, catalogue_cog, rgba = t.dims, t.mass, t.cog_offset, t.rgba
+    cog: tuple[float, ...]
     if level.cog == 'centred':
         cog = (0.0, 0.0, 0.0)
     elif level.cog == 'catalogue':
@@ -122,10 +124,10 @@ def draw_carton(
         index=index,
         package_id=f'{type_name}-{index:02d}',
         type_name=type_name,
-        dims=tuple(float(x) for x in dims),
+        dims=floats3(dims),
         mass=float(mass),
-        cog_offset=tuple(float(x) for x in cog),
-        rgba=tuple(float(x) for x in rgba),
+        cog_offset=floats3(cog),
+        rgba=(float(rgba[0]), float(rgba[1]), float(rgba[2]), float(rgba[3])),
         friction=cat.friction,
     )
 

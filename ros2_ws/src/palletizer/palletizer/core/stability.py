@@ -70,11 +70,11 @@ def box_corners(x: float, y: float, dx: float, dy: float, yaw: float = 0.0) -> n
     """The 4 corners (4, 2) [m] of a dx x dy rectangle centred at (x, y), rotated by yaw [rad]."""
     c, s = math.cos(yaw), math.sin(yaw)
     local = np.array([[-dx, -dy], [dx, -dy], [dx, dy], [-dx, dy]]) / 2.0
-    return local @ np.array([[c, s], [-s, c]]) + np.array([x, y])
+    return np.asarray(local @ np.array([[c, s], [-s, c]]) + np.array([x, y]))
 
 
 def _base_points(base: Iterable[Sequence[float]]) -> np.ndarray:
-    pts = [box_corners(*b[:4], b[4] if len(b) > 4 else 0.0) for b in base]
+    pts = [box_corners(b[0], b[1], b[2], b[3], b[4] if len(b) > 4 else 0.0) for b in base]
     return np.concatenate(pts) if pts else np.zeros((0, 2))
 
 

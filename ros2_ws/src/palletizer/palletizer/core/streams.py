@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ['StampedBuffer', 'rewound']
 
@@ -42,7 +43,7 @@ class StampedBuffer:
         self.newest = -np.inf  # [s] stamp of the newest sample of this epoch
         self.epoch = 0
 
-    def add(self, stamp: float, sample) -> None:
+    def add(self, stamp: float, sample: ArrayLike) -> None:
         row = np.asarray(sample, dtype=float)
         with self._cond:
             if rewound(self.newest, stamp):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import cast
 
 import numpy as np
 import ur_analytic_ik
@@ -98,7 +99,7 @@ class JointLimits:
         q = np.asarray(q, dtype=float)
         lo = np.asarray(self.lower) - tol
         hi = np.asarray(self.upper) + tol
-        return np.all((q >= lo) & (q <= hi), axis=-1)
+        return cast(np.ndarray, np.all((q >= lo) & (q <= hi), axis=-1))
 
 
 def fk_dh(q: np.ndarray) -> np.ndarray:
@@ -214,12 +215,15 @@ def branch_family(q: np.ndarray) -> np.ndarray:
     r_w = DH['a2'] * np.cos(q2) + DH['a3'] * np.cos(q2 + q3)
     elbow_up = np.sin(q3) * r_w < 0.0
     wrist_ok = np.sin(q2 + q3 + q4) * r_w > 0.0
-    return elbow_up & wrist_ok
+    return cast(np.ndarray, elbow_up & wrist_ok)
 
 
 def tool_down(x: float, y: float, z: float, yaw: float) -> np.ndarray:
     """T_world_tcp (4, 4) for a tool pointing straight down: rot_z(yaw) @ diag(1, -1, -1)."""
-    return tool_down_batch(np.array([x]), np.array([y]), np.array([z]), np.array([yaw]))[0]
+    return cast(
+        np.ndarray,
+        tool_down_batch(np.array([x]), np.array([y]), np.array([z]), np.array([yaw]))[0],
+    )
 
 
 def tool_down_batch(x: np.ndarray, y: np.ndarray, z: np.ndarray, yaw: np.ndarray) -> np.ndarray:
@@ -240,7 +244,7 @@ def tool_down_batch(x: np.ndarray, y: np.ndarray, z: np.ndarray, yaw: np.ndarray
 def yaw_of(T: np.ndarray) -> np.ndarray:
     """Yaw [rad] of tool-down pose(s) T (..., 4, 4): the heading of the tool x axis."""
     T = np.asarray(T, dtype=float)
-    return np.arctan2(T[..., 1, 0], T[..., 0, 0])
+    return cast(np.ndarray, np.arctan2(T[..., 1, 0], T[..., 0, 0]))
 
 
 def _translation(x: float, y: float, z: float) -> np.ndarray:
@@ -277,6 +281,13 @@ class UR10eKinematics:
     tcp_offset: float = 0.092
     limits: JointLimits = field(default_factory=JointLimits)
     weights: tuple[float, ...] | None = None
+    # Derived in __post_init__ (not arguments): the cached frame inverses and the arrays the
+    # compiled branch selection takes.
+    _T_base_world: np.ndarray = field(init=False, repr=False, compare=False)
+    _T_tcp_flange: np.ndarray = field(init=False, repr=False, compare=False)
+    _lower: np.ndarray = field(init=False, repr=False, compare=False)
+    _upper: np.ndarray = field(init=False, repr=False, compare=False)
+    _weights: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Cached frame inverses: IK is called per sample, and inverting per call showed up.
@@ -296,7 +307,7 @@ class UR10eKinematics:
     @property
     def T_world_base(self) -> np.ndarray:
         """World <- DH base (4, 4)."""
-        return _translation(*self.base_xyz) @ _rot_z(self.base_yaw)
+        return cast(np.ndarray, _translation(*self.base_xyz) @ _rot_z(self.base_yaw))
 
     @property
     def T_flange_tcp(self) -> np.ndarray:
@@ -312,14 +323,14 @@ class UR10eKinematics:
     def fk(self, q: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:
         """TCP pose for joints q (..., 6) [rad]: T_world_tcp or T_base_tcp (..., 4, 4) [m]."""
         T = fk_dh(q) @ self.T_flange_tcp
-        return self.T_world_base @ T if frame is Frame.WORLD else T
+        return cast(np.ndarray, self.T_world_base @ T if frame is Frame.WORLD else T)
 
     def to_base_flange(self, T_tcp: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:
         """T_base_flange (..., 4, 4) for TCP pose(s) given in `frame`."""
         T = np.asarray(T_tcp, dtype=float)
         if frame is Frame.WORLD:
-            T = self._T_base_world @ T  # type: ignore[attr-defined]
-        return T @ self._T_tcp_flange  # type: ignore[attr-defined]
+            T = self._T_base_world @ T
+        return cast(np.ndarray, T @ self._T_tcp_flange)
 
     # IK ---------------------------------------------------------------------------------------
     def ik_all(self, T_tcp: np.ndarray, frame: Frame = Frame.WORLD) -> np.ndarray:
@@ -333,7 +344,7 @@ class UR10eKinematics:
             return np.zeros((0, 6))
         q = _wrap(np.array(sols))
         q = q[np.all(np.isfinite(q), axis=1)]
-        return q[self.limits.within(q)]
+        return cast(np.ndarray, q[self.limits.within(q)])
 
     def resolve_turns(self, q: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
         """Per joint, the 2 pi equivalent of q (..., 6) nearest q_ref that stays within limits.
@@ -368,9 +379,9 @@ class UR10eKinematics:
         q, found = kern.nearest_in_family(
             np.ascontiguousarray(sols, dtype=float),
             np.ascontiguousarray(q_ref, dtype=float).reshape(6),
-            self._lower,  # type: ignore[attr-defined]
-            self._upper,  # type: ignore[attr-defined]
-            self._weights,  # type: ignore[attr-defined]
+            self._lower,
+            self._upper,
+            self._weights,
             DH['a2'],
             DH['a3'],
         )

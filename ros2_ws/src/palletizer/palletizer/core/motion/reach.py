@@ -15,6 +15,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def _column_ok(
     yaw: np.ndarray,
     max_step: float,
     params: ReachParams | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Per column (n columns of m samples each, arrays (n, m)) and branch: is every sample
     in-family, in limits and branch-continuous? Returns (n, m, 8) 'good so far from the top'
     is not assumed; instead returns good (n, m, 8) and step_ok (n, m - 1, 8)."""
@@ -167,7 +168,7 @@ class AnalyticReach:
             good, step_ok = _column_ok(
                 self.kin, xx[sl], yy[sl], zz[sl], ww[sl], p.max_joint_step, p
             )
-            ok = good.all(axis=1) & step_ok.all(axis=1)
+            ok = cast(np.ndarray, good.all(axis=1) & step_ok.all(axis=1))
             out[sl] = ok.any(axis=1)
         if p.min_radius > 0:
             bx, by = self.kin.base_xyz[:2]
@@ -190,8 +191,10 @@ class ReachTable:
     zs: np.ndarray
     yaws: np.ndarray
     ok: np.ndarray
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
     yaw_tol: float = math.radians(1.0)
+    # Derived in __post_init__: ok for all 8 corners of each grid cell (nyaw, nz-1, ny-1, nx-1).
+    _cell: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         ok = np.asarray(self.ok, dtype=bool)
@@ -226,7 +229,7 @@ class ReachTable:
         ix, inx = self._index(self.xs, x)
         iy, iny = self._index(self.ys, y)
         iz, inz = self._index(self.zs, z)
-        cell = self._cell  # type: ignore[attr-defined]
+        cell = self._cell
         yaws = np.asarray(self.yaws, dtype=float)
         w = np.mod(yaw, TWO_PI)
         d = np.abs(np.angle(np.exp(1j * (w[..., None] - yaws))))
@@ -239,7 +242,7 @@ class ReachTable:
         lo_yaw, hi_yaw = order[(k - 1) % len(yaws)], order[k]
         res = cell[nearest, iz, iy, ix]
         both = cell[lo_yaw, iz, iy, ix] & cell[hi_yaw, iz, iy, ix]
-        return np.where(on_grid, res, both) & inx & iny & inz
+        return cast(np.ndarray, np.where(on_grid, res, both) & inx & iny & inz)
 
     def save(self, path: str | Path) -> None:
         """Write the table and its meta (JSON) to an NPZ file."""
@@ -275,7 +278,7 @@ class ReachTable:
                 f'ReachTable.save: {rebuild}'
             ) from None
 
-    def coverage(self, deck_z: float) -> dict:
+    def coverage(self, deck_z: float) -> dict[str, Any]:
         """Per TCP height above the deck [m]: fraction of grid points reachable for every yaw,
         and the highest heights reached by the whole grid, 98 %, 90 % and any of it."""
         frac = self.ok.all(axis=0).mean(axis=(1, 2))
@@ -341,7 +344,10 @@ def build_reach_table(
     for i in range(0, ncol, chunk):
         sl = slice(i, i + chunk)
         n = gx[sl].size
-        rep = lambda v: np.repeat(v[:, None], m, axis=1)  # noqa: E731
+
+        def rep(v: np.ndarray) -> np.ndarray:
+            return np.repeat(v[:, None], m, axis=1)
+
         good, step_ok = _column_ok(
             kin,
             rep(gx[sl]),

@@ -18,6 +18,7 @@ import hashlib
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,18 +86,19 @@ def warm() -> float:
     heights = np.zeros((80, 120))
     heights[:, :30] = 0.4
     table = AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table')
-    world = CollisionWorld(HeightField(heights), (table,), arm_boxes=(table,))
+    field = HeightField(heights)
+    world = CollisionWorld(field, (table,), arm_boxes=(table,))
     pick = CartonPose(-0.20, -0.80, 0.58 + 0.1, 0.1, (0.4, 0.3, 0.2))
     place = CartonPose(0.85, 0.1, 0.144 + 0.1, np.pi / 2, (0.4, 0.3, 0.2))
     for timing in TIMINGS:
         planner = MotionPlanner(params=MotionParams(timing=timing))
         a = planner.plan_pick(np.array(HOME_Q), pick, world, mass=5.0)
-        if not a.ok:
+        if not a.ok or a.q_end is None or a.grasp is None:
             raise RuntimeError(f'warm-up pick failed ({timing}): {a.cause} {a.message}')
         b = planner.plan_place(a.q_end, place, a.grasp, world)
         if not b.ok:
             raise RuntimeError(f'warm-up place failed ({timing}): {b.cause} {b.message}')
-    world.height_field.max_under(0.5, 0.0, 0.1, 0.1, 0.3)
+    field.max_under(0.5, 0.0, 0.1, 0.1, 0.3)
     # The reach model: every IK branch and the wrist check on a batch.
     from palletizer.core.motion.reach import AnalyticReach
 
@@ -110,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     if clear_stale_cache():
         print('[warm] kernel sources changed: cleared their compiled cache', file=sys.stderr)
     seconds = warm()
-    missing = [k.py_func.__name__ for k in KERNELS if not k.signatures]
+    # KERNELS are numba dispatchers (typed as the functions they compile): what each compiled.
+    dispatchers: list[Any] = list(KERNELS)
+    missing = [k.py_func.__name__ for k in dispatchers if not k.signatures]
     if missing:
         print(f'[warm] kernels not exercised: {", ".join(missing)}', file=sys.stderr)
         return 1

@@ -128,7 +128,7 @@ def box_smooth(
     step: float,
     share: float,
     length: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A profile's path speed averaged over a sliding window (see timing.limit_jerk):
     (knot times, speed and path position at each knot, acceleration per interval) on a uniform
     time step close to `step`, the window the fewest steps that keep max|q_j'| times the path
