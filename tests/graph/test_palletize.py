@@ -78,7 +78,7 @@ def test_level_11_seed_1_interpolated_places_4_of_4():
 
 def _in_process(level: int, seed: int, git_sha: str, configs: Path | None = None) -> dict:
     from palletizer.core.config import load_config
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     local, _ = run_inprocess(
@@ -144,7 +144,7 @@ def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_
     # Level 12 seed 4 with the default set-aside buffer (one place): book_s-04 finds no slot
     # the arm reaches, waits on the auxiliary table, is taken back once the stack has a slot
     # for it, and all six are placed.
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     proc = _palletize('--level', '12', '--seed', '4', '-n', '1', '--speed', '0', cwd=tmp_path)

@@ -72,8 +72,8 @@ def test_plan_markers_show_the_ranked_candidates_the_choice_and_what_the_planner
     from palletizer.core.contracts import HeightMap as Map
     from palletizer.core.contracts import PackageSpec
     from palletizer.core.contracts import Placement as Placed
+    from palletizer.core.planning import build_planner
     from palletizer.nodes.plan_markers import MAX_CANDIDATES, PlanMarkers
-    from palletizer.nodes.planner import build_planner
 
     planner = build_planner('heuristic')
     spec = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2, (0.01, 0.0, 0.0))

@@ -41,7 +41,7 @@ def test_plant_scenery_collides_with_nothing_and_only_level_34_has_it():
 
 
 def test_level_34_gives_the_results_of_level_33_on_the_same_seed():
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     # With oracle perception: the hall's own lighting changes what the cameras see (that is the

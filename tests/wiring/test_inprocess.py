@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from palletizer.core.episode import EVENT_KINDS
-from palletizer.nodes.planner import build_planner
+from palletizer.core.planning import build_planner
 from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
 pytestmark = pytest.mark.sim

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from palletizer.core.planning import build_planner
 from palletizer.nodes.episode_director import graph_oracle_flag
-from palletizer.nodes.planner import build_planner
 from palletizer.wiring.gauge import WristGauge
 from palletizer.wiring.inprocess import oracle_flag, run_inprocess
 from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap

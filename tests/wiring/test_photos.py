@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from palletizer.core.config import load_config
-from palletizer.nodes.planner import build_planner
+from palletizer.core.planning import build_planner
 from palletizer.telemetry import decode_png
 from palletizer.wiring.inprocess import MemorySink, PhotoMemorySink, run_inprocess
 

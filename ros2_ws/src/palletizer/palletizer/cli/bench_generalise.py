@@ -57,7 +57,7 @@ def quasi_static_one(job: tuple[str, None, int, int, str, int]) -> dict:
     """One quasi-static episode (no physics, true specs, exact map) as a summary row."""
     from palletizer.cli.bench_planner import _episode
     from palletizer.core.loads import draw_load
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
 
     planner, _, level, seed, perception, slots = job
     t0 = time.perf_counter()

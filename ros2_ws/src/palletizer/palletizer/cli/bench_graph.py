@@ -421,7 +421,7 @@ def run_graph(
 
 def reference(level: int, seed: int, planner: str, speed: float, sha: str) -> dict[str, Any]:
     """The in-process episode: {'episode', 'placements'} as JSON values, or {'error'}."""
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     try:

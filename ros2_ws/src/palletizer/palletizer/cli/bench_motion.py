@@ -161,7 +161,7 @@ def cycle_level11(seed: int = 1) -> dict[str, Any]:
     """
     # Imported here: the simulator is heavy and the planning figures do not need it. The
     # planner as the graph and the reference protocol build it (configs, reach table).
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     result, sink = run_inprocess(

@@ -100,7 +100,7 @@ def run_one(job: tuple[int, int]) -> dict:
     """One episode in a worker process: every perception figure it produced."""
     from palletizer.core.config import load_config
     from palletizer.core.loads import draw_load
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     level, seed = job

@@ -48,7 +48,7 @@ def run_one(job: tuple) -> dict:
     import dataclasses
 
     from palletizer.core.config import load_config
-    from palletizer.nodes.planner import build_planner
+    from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     planner, speed, level, seed, perception = job[:5]

@@ -10,19 +10,8 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
-from palletizer.core.motion import ReachTable
-from palletizer.core.planning import (
-    BeamParams,
-    BeamPlanner,
-    GridParams,
-    GridPlanner,
-    HeuristicParams,
-    Planner,
-    RecordedPlanner,
-    ScorePlanner,
-)
+from palletizer.core.planning import RecordedPlanner, build_planner
 from palletizer.nodes.convert import (
     heightmap_from_msg,
     pallet_state_from_msg,
@@ -35,36 +24,7 @@ from palletizer.nodes.plan_markers import PlanMarkers
 from palletizer.nodes.qos import MARKERS
 from palletizer.nodes.spin import run_node
 
-__all__ = ['PlannerNode', 'build_planner', 'main']
-
-KINDS = ('heuristic', 'beam', 'grid')
-
-
-def build_planner(kind: str) -> Planner:
-    """A planner of this kind with its parameters from configs/planner.yaml.
-
-    The heuristic gets the UR10e reach table (configs/reach_ur10e.npz, generated from the
-    analytic IK): unreachable windows are rejected, so the stack height limit comes from
-    measured reach rather than a fixed cap.
-    """
-    config = load_config()
-    cfg = config.planner
-    if kind == 'heuristic':
-        reach = ReachTable.load(config.reach_table)
-        return ScorePlanner(
-            HeuristicParams.from_mapping(cfg['heuristic'], 'planner.yaml: heuristic'), reach=reach
-        )
-    if kind == 'beam':
-        cell = config.cell
-        return BeamPlanner(
-            BeamParams.from_mapping(cfg['beam'], 'planner.yaml: beam'),
-            reach=ReachTable.load(config.reach_table),
-            tcp_above_lid=float(cell['gripper']['cup_gap'])
-            + float(cell['motion']['drop_clearance']),
-        )
-    if kind == 'grid':
-        return GridPlanner(GridParams.from_mapping(cfg['grid'], 'planner.yaml: grid'))
-    raise PalletizerError(f'planner kind {kind!r}; expected one of {", ".join(KINDS)}')
+__all__ = ['PlannerNode', 'main']
 
 
 class PlannerNode(Node):

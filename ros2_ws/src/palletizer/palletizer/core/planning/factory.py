@@ -1,6 +1,12 @@
-"""Build a planner by kind from validated parameters (one place for the node and the benches)."""
+"""The one place a placement planner is built: by kind, configured as the cell runs it.
+
+The planner node, the benchmarks, the in-process wiring and the tests all call `build_planner`,
+so a planner measured by a benchmark is the planner the node serves.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from palletizer.core.contracts import PalletGeometry
 from palletizer.core.errors import ConfigError, close_match
@@ -11,11 +17,26 @@ from palletizer.core.planning.heuristic import ScorePlanner
 from palletizer.core.planning.params import BeamParams, GridParams, HeuristicParams
 from palletizer.core.planning.reach import ReachOracle
 
-__all__ = ['build_planner']
+if TYPE_CHECKING:
+    from palletizer.core.config import Config
+
+__all__ = ['build_planner', 'planner_kind']
+
+
+def planner_kind(kind: PlannerKind | str) -> PlannerKind:
+    """The PlannerKind a name stands for; ConfigError naming the allowed kinds otherwise."""
+    names = [k.value for k in PlannerKind]
+    try:
+        return PlannerKind(kind)
+    except ValueError:
+        raise ConfigError(
+            f'planner = {kind!r}; expected one of {", ".join(names)}{close_match(str(kind), names)}'
+        ) from None
 
 
 def build_planner(
     kind: PlannerKind | str,
+    config: Config | None = None,
     *,
     heuristic: HeuristicParams | None = None,
     beam: BeamParams | None = None,
@@ -23,20 +44,33 @@ def build_planner(
     reach: ReachOracle | None = None,
     pallet: PalletGeometry | None = None,
 ) -> Planner:
-    """A fresh planner of `kind` ('heuristic', 'beam' or 'grid').
+    """A fresh planner of `kind` ('heuristic', 'beam' or 'grid') as the cell runs it.
 
-    Only the heuristic uses `reach` (beam search and the grid baseline have no reach model).
-    Raises ConfigError naming the kind and the allowed ones.
+    From `config` (the repository's configs/ when None): the kind's parameters
+    (planner.yaml), the arm's measured reach table (reach_ur10e.npz) for the heuristic and beam
+    search, and beam search's TCP height above a lid at release (cell.yaml: the gripper's
+    cup_gap plus motion.drop_clearance [m]). The grid baseline has no reach model.
+    `heuristic`, `beam`, `grid` and `reach` replace what the config gives; `pallet` replaces
+    the europallet default. Raises ConfigError naming the kind and the allowed ones.
     """
-    names = [k.value for k in PlannerKind]
-    try:
-        k = PlannerKind(kind)
-    except ValueError:
-        raise ConfigError(
-            f'planner = {kind!r}; expected one of {", ".join(names)}{close_match(str(kind), names)}'
-        ) from None
+    k = planner_kind(kind)
+    if config is None:
+        from palletizer.core.config import load_config  # config imports the planners' params
+
+        config = load_config()
+    if k is PlannerKind.grid:
+        params = grid or GridParams.from_mapping(config.planner['grid'], 'planner.yaml: grid')
+        return GridPlanner(params, pallet=pallet)
+    if reach is None:
+        from palletizer.core.motion.reach import ReachTable
+
+        reach = ReachTable.load(config.reach_table)
     if k is PlannerKind.heuristic:
-        return ScorePlanner(heuristic, reach=reach, pallet=pallet)
-    if k is PlannerKind.beam:
-        return BeamPlanner(beam, pallet=pallet)
-    return GridPlanner(grid, pallet=pallet)
+        h = heuristic or HeuristicParams.from_mapping(
+            config.planner['heuristic'], 'planner.yaml: heuristic'
+        )
+        return ScorePlanner(h, reach=reach, pallet=pallet)
+    b = beam or BeamParams.from_mapping(config.planner['beam'], 'planner.yaml: beam')
+    cell = config.cell
+    above = float(cell['gripper']['cup_gap']) + float(cell['motion']['drop_clearance'])
+    return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above)
