@@ -196,7 +196,7 @@ def check_run(run: GraphRun, refs: Mapping[int, Mapping[str, Any]]) -> list[dict
             out.append(_detail(run, seed, 'episode.unexpected', ep, None))
         else:
             by_seed[seed] = ep
-    want_rc = 0
+    want_rc: int | None = 0
     for seed in run.seeds:
         ref = refs.get(seed, {'error': 'no in-process reference'})
         if 'error' in ref:
@@ -549,7 +549,8 @@ def bench_graph(
         print(f'[graph] {i + 1}/{len(jobs)} {tag}: graph ...', file=sys.stderr, flush=True)
         run = run_graph(level, mode, sd, planner, 1 + (base + i) % 101, TIMEOUT_S[mode], keep)
         shas = {e.get('git_sha') for e in run.episodes}
-        run_sha = shas.pop() if len(shas) == 1 else sha
+        one = shas.pop() if len(shas) == 1 else None
+        run_sha = one if isinstance(one, str) else sha
         t0 = time.perf_counter()
         refs = {s: reference(level, s, planner, MODES[mode], run_sha) for s in sd}
         ref_s = time.perf_counter() - t0

@@ -70,13 +70,15 @@ def _plan_all(planner: MotionPlanner, seed: int, repeats: int) -> dict[str, Any]
         world = CollisionWorld(hf, (_PICK_TABLE, _PEDESTAL))
         t0, c0 = time.perf_counter(), time.process_time()
         a = planner.plan_pick(q0, pick, world, mass=5.0)
-        b = planner.plan_place(a.q_end, place, a.grasp, world) if a.ok else None
+        b = None
+        if a.ok and a.q_end is not None and a.grasp is not None:
+            b = planner.plan_place(a.q_end, place, a.grasp, world)
         plan_times.append(time.perf_counter() - t0)
         plan_cpu.append(time.process_time() - c0)
         if b is None or not b.ok:
             failures += 1
             continue
-        parts = (a.trajectory, a.retreat, b.trajectory, b.retreat)
+        parts = [tr for tr in (a.trajectory, a.retreat, b.trajectory, b.retreat) if tr is not None]
         durations.append(sum(tr.duration for tr in parts))
         rate = planner.params.rate_hz
         jerks += [float(np.abs(np.diff(tr.qdd, axis=0)).max()) * rate for tr in parts]

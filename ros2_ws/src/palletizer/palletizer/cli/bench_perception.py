@@ -119,7 +119,9 @@ def run_one(job: tuple[int, int]) -> dict:
                 last['h_mm'] = 1000 * abs(comp.last_held.height - last['true_h'])
         elif kind == 'weigh' and comp is not None and pid in truth:
             t = truth[pid]
-            seen = next((r for r in reversed(rows['detects']) if r['package_id'] == pid), {})
+            seen: dict[str, Any] = next(
+                (r for r in reversed(rows['detects']) if r['package_id'] == pid), {}
+            )
             if t.mass_kg >= MIN_GAUGE_KG:
                 # Compared in the world: a lid's yaw is known modulo pi, and the gauge gives
                 # the CoM in the frame of the yaw the detector reported.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from palletizer.core.motion.collision import (
     AABB,
     CarriedLoad,
@@ -63,6 +65,14 @@ __all__ = [
 ]
 
 _LAZY = {'AnalyticReach', 'ReachParams', 'ReachTable', 'build_reach_table'}
+
+if TYPE_CHECKING:  # what __getattr__ returns, for the type checker
+    from palletizer.core.motion.reach import (
+        AnalyticReach,
+        ReachParams,
+        ReachTable,
+        build_reach_table,
+    )
 
 
 def __getattr__(name: str) -> object:

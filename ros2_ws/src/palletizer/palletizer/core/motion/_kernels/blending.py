@@ -85,7 +85,7 @@ def blend_path(
     angular_speed: float,
     accel: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A polyline of legs with its corners rounded (see MotionPlanner._blended_path):
+    """A polyline of legs with its corners rounded (see core.motion.path._blended):
     (poses (n+1, 4), arc length s (n+1,), leg index (n+1,), speed cap (n+1,)) on a uniform
     arc-length grid of at most path_step [m] and path_step_yaw [rad].
 
