@@ -16,6 +16,8 @@ A graph run that times out, crashes (a Traceback in its output) or exits with an
 its episodes call for (0 when all succeed, else 1) is a mismatch, reported with its last lines.
 Runs go one after another (the graph alone fills two cores). Options:
 `scripts/bench graph --help`.
+
+Why one file of this length: one benchmark, its comparison rules, runner and report together.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Load and validate configs/*.yaml; every error names the file, key path, bad value and what is allowed."""
+"""Load and validate configs/*.yaml; every error names the file, key path, bad value and what is allowed.
+
+Why one file of this length: most of it is the schema, one declarative table per config file
+(what each key is, its type and range), kept next to the validators that read it so a key and
+its rule are found together.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Value types passed between perception, weighing, planning, measurement and telemetry."""
+"""Value types passed between perception, weighing, planning, measurement and telemetry.
+
+Why one file of this length: each type is small (validated fields, to_dict / from_dict), and
+together they are the contract every layer shares, read as one.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,11 @@ source presents and STOPS -> perceive -> pick -> weigh in hand -> plan -> place 
 
 The nodes wire the ports to ROS services and actions; the in-process wiring calls the same
 objects directly. Outcome rules follow docs/levels.md §2.4 and docs/measurement.md §7.
+
+Why one file of this length: `_Loop` is the episode's state machine, its steps in the order
+they run, and the ports and settings it is written against are declared beside it, so the loop
+of ARCHITECTURE §1 reads top to bottom in one place. Its helpers with a life of their own live
+elsewhere (the buffer in core.planning.buffer, the referee's rules in core.measure).
 """
 
 from __future__ import annotations

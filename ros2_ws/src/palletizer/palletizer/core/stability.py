@@ -1,4 +1,8 @@
-"""Support polygons, stability margin, overhang, placement error and quasi-static stack checks."""
+"""Support polygons, stability margin, overhang, placement error and quasi-static stack checks.
+
+Why one file of this length: the planners' margin and the referee's checks must compute support
+the same way, so the polygon arithmetic and the stack model that uses it share this module.
+"""
 
 from __future__ import annotations
 

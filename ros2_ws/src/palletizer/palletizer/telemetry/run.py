@@ -1,4 +1,9 @@
-"""RunWriter: one run directory of JSONL files and PNG snapshots, the source of truth on disk."""
+"""RunWriter: one run directory of JSONL files and PNG snapshots, the source of truth on disk.
+
+Why one file of this length: RunWriter is the one writer of a run folder; its durability rules
+(fsync order, the open episode closed on any exit, the event count check) hold across all its
+methods, so they stay in one class.
+"""
 
 from __future__ import annotations
 
