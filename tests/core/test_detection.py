@@ -14,13 +14,13 @@ from palletizer.core.detection import (
     Detection,
     DetectionError,
     DetectorParams,
-    _truck_choice,
     detect_station,
     detect_truck,
     detection_errors,
     held_height,
     held_segment,
 )
+from palletizer.core.detection.detector import _truck_choice
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.heightmap_fusion import RobotBody
 from palletizer.core.views import CameraView

@@ -1,0 +1,157 @@
+"""The height of the carton held in the cups, measured from cameras that see it from the side
+(measure_held_height, HeldMeasure), for a picked observation (held_height); the lid's height
+from the arm (held_top_z) and the carton's points cut at the first air gap (held_segment).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from palletizer.core.contracts import Observation
+from palletizer.core.detection.lids import _ramp
+from palletizer.core.detection.model import DetectionError, DetectorParams
+from palletizer.core.heightmap_fusion.robot import RobotBody
+from palletizer.core.views import CameraView
+
+__all__ = ['HeldMeasure', 'held_height', 'held_segment', 'held_top_z', 'measure_held_height']
+
+
+@dataclass(frozen=True)
+class HeldMeasure:
+    """The height of a carton in the cups [m] (0 when not measured), confidence in [0, 1], why;
+    bottom: the carton's bottom [m, world z]; points: how many carton points were seen."""
+
+    height: float
+    confidence: float
+    reason: str
+    bottom: float = 0.0
+    points: int = 0
+
+
+def held_top_z(body: RobotBody, q: np.ndarray, cup_gap: float) -> float:
+    """The held lid's height [m]: the TCP (the cup faces, body.gripper[2] along the flange z
+    from the flange) less the cup gap at sealing."""
+    F = body.frames(np.asarray(q, dtype=float))[-1]
+    return float(F[2, 3] + F[2, 2] * body.gripper[2] - cup_gap)
+
+
+def held_segment(z: np.ndarray, gap: float, stray: int = 3) -> np.ndarray:
+    """The carton's points: z [m] sorted from the lid down, cut at the first air gap > gap [m].
+
+    A run of at most `stray` points before a gap is dropped first: flying pixels at the lid's
+    edge (the cups and the arm around them are filtered out) once left a single point above a
+    gap, and the measure read that point as the whole carton (a graph run of level 31 seed 2).
+    """
+    z = np.asarray(z, dtype=float)
+    while True:
+        gaps = np.flatnonzero(-np.diff(z) > gap)
+        if not gaps.size:
+            return z
+        if gaps[0] + 1 > stray:
+            return z[: gaps[0] + 1]
+        z = z[gaps[0] + 1 :]
+
+
+def measure_held_height(
+    views: Sequence[CameraView],
+    params: DetectorParams,
+    body: RobotBody,
+    q: np.ndarray,
+    lid_dims: tuple[float, float],
+    carton_yaw: float,
+    top_z: float,
+    centre_xy: tuple[float, float] | None = None,
+) -> HeldMeasure:
+    """Height of the carton hanging in the cups, from cameras that see it from the side.
+
+    Points inside the vertical prism of the lid (lid_dims L x W [m] at carton_yaw [rad],
+    grown by held_margin, centred on centre_xy [m], default the TCP) and below the lid at top_z
+    [m] are kept, the arm's (body.contains at q) dropped; from the lid down they run to the
+    first air gap of held_gap (the lift leaves the column below at least 0.18 m clear); the
+    bottom is their held_pct low percentile. q (6,) [rad] is the arm at the capture.
+    """
+    if not views:
+        raise DetectionError('measure_held_height: no views; expected at least one camera view')
+    q = np.asarray(q, dtype=float)
+    if centre_xy is None:
+        F = body.frames(q)[-1]
+        tcp = F[:3, 3] + F[:3, 2] * body.gripper[2]
+        centre_xy = (float(tcp[0]), float(tcp[1]))
+    cx, cy = centre_xy
+    c, s = math.cos(carton_yaw), math.sin(carton_yaw)
+    hl = lid_dims[0] / 2 + params.held_margin
+    hw = lid_dims[1] / 2 + params.held_margin
+    deepest = top_z - 1.5 * params.envelope[0]  # no carton is taller than its longest side x 1.5
+    zs = []
+    for view in views:
+        d = np.asarray(view.depth, dtype=np.float32)
+        d = np.where(np.isfinite(d), d, 0.0).astype(np.float32)
+        valid = d > 0
+        K = np.asarray(view.K, dtype=float)
+        T = np.asarray(view.T_world_optical, dtype=float)
+        v, u = np.nonzero(valid)
+        z = d[v, u].astype(float)
+        pc = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=1)
+        P = pc @ T[:3, :3].T + T[:3, 3]
+        dx, dy = P[:, 0] - cx, P[:, 1] - cy
+        inside = (
+            (np.abs(c * dx + s * dy) <= hl)
+            & (np.abs(-s * dx + c * dy) <= hw)
+            & (P[:, 2] < top_z - 0.002)
+            & (P[:, 2] > deepest)
+        )
+        P = P[inside]
+        if len(P):
+            P = P[~body.contains(P, q, None)]
+        zs.append(P[:, 2])
+    z = np.sort(np.concatenate(zs))[::-1] if zs else np.zeros(0)
+    if z.size < 20:
+        return HeldMeasure(0.0, 0.0, f'{z.size} points of the held carton seen; expected 20')
+    # From the lid down to the first air gap.
+    seg = held_segment(z, params.held_gap)
+    if seg.size < 20:
+        return HeldMeasure(0.0, 0.0, f'{seg.size} points below the lid before an air gap')
+    if top_z - seg[0] > 0.08:
+        return HeldMeasure(
+            0.0, 0.0, f'nothing within 80 mm under the lid (first point {top_z - seg[0]:.3f} m)'
+        )
+    bottom = float(np.percentile(seg, params.held_pct))
+    height = top_z - bottom
+    # How densely the lowest 2 cm are seen: a carton whose lower part is hidden reads short.
+    low = int(np.count_nonzero(seg < bottom + 0.02))
+    conf = _ramp(float(low), 5.0, 40.0) * _ramp(float(seg.size), 20.0, 200.0)
+    return HeldMeasure(float(height), float(conf), 'ok', bottom, int(seg.size))
+
+
+def held_height(
+    views: Sequence[CameraView],
+    params: DetectorParams,
+    body: RobotBody,
+    q: np.ndarray,
+    observation: Observation,
+    tcp_offset: float,
+    cup_gap: float,
+) -> HeldMeasure:
+    """measure_held_height for a picked observation: its lid sides and yaw, centred on its
+    x, y (the lift is straight up), the lid at the TCP (tcp_offset [m] past the flange) less
+    cup_gap [m]."""
+    if abs(tcp_offset - body.gripper[2]) > 1e-9:
+        body = RobotBody(
+            body.base_pos, body.base_quat, body.dh, (*body.gripper[:2], tcp_offset), body.margin
+        )
+    L, W, _ = observation.dims_guess
+    x, y, _ = observation.position
+    return measure_held_height(
+        views,
+        params,
+        body,
+        q,
+        (float(L), float(W)),
+        float(observation.yaw),
+        held_top_z(body, q, cup_gap),
+        (float(x), float(y)),
+    )
