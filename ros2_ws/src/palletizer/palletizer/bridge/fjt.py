@@ -148,7 +148,9 @@ class FjtRunner:
         goal_time_tolerance: float = 0.0,
     ) -> PreparedGoal:
         """Validate a goal against the current arm state; raises GoalError with its code."""
-        traj = validate_goal(self.joints, joint_names, points, self.cell.q, self.lower, self.upper)
+        traj = validate_goal(
+            self.joints, joint_names, points, self.cell.q, self.lower.tolist(), self.upper.tolist()
+        )
         tols = resolve_tolerances(
             self.joints,
             self.defaults.tolerance_set(len(self.joints)),

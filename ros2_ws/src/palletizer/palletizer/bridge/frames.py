@@ -9,6 +9,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from palletizer.core.contracts import floats3
 from palletizer.sim.cameras import CameraRig, Intrinsics
 
 __all__ = [
@@ -119,9 +120,9 @@ def carton_records(gt: Any, draws: Mapping[str, Any]) -> list[CartonRecord]:
                 d.type_name if d is not None else '',
                 np.asarray(c.pos, float),
                 np.asarray(c.quat, float),
-                tuple(float(v) for v in c.dims),
+                floats3(c.dims),
                 float(d.mass) if d is not None else 0.0,
-                tuple(float(v) for v in d.cog_offset) if d is not None else (0.0, 0.0, 0.0),
+                floats3(d.cog_offset) if d is not None else (0.0, 0.0, 0.0),
             )
         )
     return out

@@ -6,6 +6,8 @@ first use so the rest imports without the interfaces.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from palletizer.execution.layout import arm_boxes, ready_pose, static_boxes
 from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
 from palletizer.execution.port import SequencerExecutor, motion_outcome, return_request
@@ -27,6 +29,14 @@ from palletizer.execution.wrench import (
     verify_hold,
     verify_release,
 )
+
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below
+    from palletizer.execution.messages import (
+        duration_to_s,
+        exec_result_from_msg,
+        trajectory_from_msg,
+        trajectory_to_msg,
+    )
 
 __all__ = [
     'ArmPort',

@@ -11,6 +11,8 @@ __all__ = ['CurrentMap', 'same_map']
 
 def same_map(a: HeightMap, b: HeightMap) -> bool:
     """Whether two height maps are the same fused map (cells, observed mask and grid)."""
+    # HeightMap.__post_init__ replaces observed=None by an all-True mask.
+    assert a.observed is not None and b.observed is not None, 'HeightMap without a mask'
     return (
         a.origin == b.origin
         and a.cell_size == b.cell_size

@@ -54,8 +54,8 @@ def return_request(observation: Observation) -> tuple[PlacementPlan, PackageSpec
     """The place that returns a held carton to where it was observed: a plan at the observed
     pose on the source's floor (layer 1, slot 'return') and the carton as observed (type
     unknown, 1 kg: the held grasp is kept, so the mass only names a fallback grasp)."""
-    plan = PlacementPlan(tuple(observation.position), observation.yaw, 1, 'return', 0.0, 0.0, {})
-    spec = PackageSpec(observation.package_id, 'unknown', tuple(observation.dims_guess), 1.0)
+    plan = PlacementPlan(observation.position, observation.yaw, 1, 'return', 0.0, 0.0, {})
+    spec = PackageSpec(observation.package_id, 'unknown', observation.dims_guess, 1.0)
     return plan, spec
 
 

@@ -243,7 +243,7 @@ class PickPlaceSequencer:
             return fail
         x, y, z = observation.position
         try:
-            carton = CartonPose(x, y, z, observation.yaw, tuple(observation.dims_guess))
+            carton = CartonPose(x, y, z, observation.yaw, observation.dims_guess)
             plan = self.motion.plan_pick(q, carton, self.world(heightmap))
         except MotionError as exc:
             return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
@@ -275,7 +275,7 @@ class PickPlaceSequencer:
         if not verdict.ok:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
         self.grasp, self.tare = plan.grasp, tare
-        self.held_dims = tuple(float(v) for v in observation.dims_guess)  # type: ignore[assignment]
+        self.held_dims = observation.dims_guess
         ratio = plan.grasp.capacity_ratio
         return ExecResult(
             Outcome.OK,
@@ -302,10 +302,10 @@ class PickPlaceSequencer:
             return fail
         L, W, _ = spec.dims_m
         x, y, z = plan.position
-        self.held_dims = tuple(float(v) for v in spec.dims_m)  # type: ignore[assignment]
+        self.held_dims = spec.dims_m
         try:
             grasp = self.grasp if self.grasp is not None else plan_grasp(L, W, spec.mass_kg)
-            target = CartonPose(x, y, z, plan.yaw, tuple(spec.dims_m))
+            target = CartonPose(x, y, z, plan.yaw, spec.dims_m)
             motion_plan = self.motion.plan_place(q, target, grasp, self.world(heightmap))
         except MotionError as exc:
             return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
@@ -324,7 +324,7 @@ class PickPlaceSequencer:
         io = self.arm.set_vacuum(False)
         if not io.ok:
             return _vacuum_refused(f'vacuum off refused: {io.message}', motion)
-        self.placed.append(placed_box(x, y, z, plan.yaw, tuple(spec.dims_m)))
+        self.placed.append(placed_box(x, y, z, plan.yaw, spec.dims_m))
         fail = self._move(ret, motion_plan.waypoints[n_app:], motion, total, fb)
         if fail is not None:
             return fail
@@ -473,13 +473,14 @@ class PickPlaceSequencer:
         """One controller goal with phase feedback; an ExecResult only when it failed."""
         timeline = arrival_timeline(traj, tuple(waypoints), self.motion.kin)
         fb(timeline[0][1], _frac(done_s, total_s))
-        last = [timeline[0][1], _frac(done_s, total_s)]
+        last_phase, last_frac = timeline[0][1], _frac(done_s, total_s)
 
         def progress(t: float) -> None:
+            nonlocal last_phase, last_frac
             phase, frac = _phase_at(timeline, t), _frac(done_s + min(t, traj.duration), total_s)
             # Forward a phase change at once, progress in steps of 5 %.
-            if phase != last[0] or frac >= last[1] + 0.05:
-                last[:] = [phase, frac]
+            if phase != last_phase or frac >= last_frac + 0.05:
+                last_phase, last_frac = phase, frac
                 fb(phase, frac)
 
         res = self.arm.follow(traj, progress)

@@ -166,19 +166,19 @@ class CellBridgeNode(Node):
         if err:
             raise PalletizerError(f'cell_bridge: level:={level}: {err}')
 
-        ws = {'callback_group': self.world}
-        self.create_service(ResetCell, '~/reset', self.on_reset, **ws)
-        self.create_service(PresentCarton, '~/present', self.on_present, **ws)
-        self.create_service(ReleaseCarton, '~/release', self.on_release, **ws)
-        self.create_service(Settle, '~/settle', self.on_settle, **ws)
-        self.create_service(Capture, '~/capture', self.on_capture, **ws)
-        self.create_service(RunStability, '~/run_stability', self.on_stability, **ws)
-        self.create_service(GroundTruth, '~/ground_truth', self.on_ground_truth, **ws)
-        self.create_service(SetIO, io_srv, self.on_set_io, **ws)
+        ws = self.world
+        self.create_service(ResetCell, '~/reset', self.on_reset, callback_group=ws)
+        self.create_service(PresentCarton, '~/present', self.on_present, callback_group=ws)
+        self.create_service(ReleaseCarton, '~/release', self.on_release, callback_group=ws)
+        self.create_service(Settle, '~/settle', self.on_settle, callback_group=ws)
+        self.create_service(Capture, '~/capture', self.on_capture, callback_group=ws)
+        self.create_service(RunStability, '~/run_stability', self.on_stability, callback_group=ws)
+        self.create_service(GroundTruth, '~/ground_truth', self.on_ground_truth, callback_group=ws)
+        self.create_service(SetIO, io_srv, self.on_set_io, callback_group=ws)
         # A robot driver streams its joint states whether or not anything moves; so does the
         # cell while idle (fast-forward steps only on calls), so a late subscriber such as the
         # trajectory executor gets one before its first goal. Sim time does not advance.
-        self.create_timer(0.2, self._idle_state, **ws)
+        self.create_timer(0.2, self._idle_state, callback_group=ws)
         self.action = ActionServer(
             self,
             FollowJointTrajectory,
@@ -430,6 +430,8 @@ class CellBridgeNode(Node):
             q, _, _ = self.cell.joint_state()
             res.joint_names, res.joint_positions = list(self.joints), q.tolist()
         for n, fr in frames.items():
+            # Cell.capture renders both images unless told otherwise
+            assert fr.depth is not None and fr.rgb is not None, f'capture of {n}: no image'
             depth_pub, color_pub, info_pub = self.image_pubs[n]
             h, w = fr.depth.shape
             hdr = {'stamp': res.stamp, 'frame_id': f'{n}_optical'}

@@ -26,6 +26,7 @@ from palletizer.core.contracts import (
     PalletState,
     Placement,
     PlacementPlan,
+    floats3,
 )
 
 __all__ = [
@@ -84,9 +85,9 @@ def spec_from_msg(m: PackageSpecMsg) -> PackageSpec:
     return PackageSpec(
         m.package_id,
         m.type_name,
-        tuple(float(x) for x in m.dims_m),
+        floats3(m.dims_m),
         m.mass_kg,
-        tuple(float(x) for x in m.cog_offset_m),
+        floats3(m.cog_offset_m),
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import importlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.node import Node
@@ -147,11 +148,7 @@ class FoxgloveBridgeNode(Node):
                 self._unsubscribe(topic)  # a joining client gets the latched sample again
                 channel, msgtype = entry
                 self.subs[topic] = self.create_subscription(
-                    _message_class(msgtype),
-                    topic,
-                    lambda raw, ch=channel: ch.log(bytes(raw), log_time=self._now_ns()),
-                    _qos(topic),
-                    raw=True,
+                    _message_class(msgtype), topic, self._forward(channel), _qos(topic), raw=True
                 )
             else:
                 self.watchers[topic].discard(client)
@@ -165,6 +162,14 @@ class FoxgloveBridgeNode(Node):
 
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
+
+    def _forward(self, channel: foxglove.Channel) -> Callable[[bytes], None]:
+        """The raw subscription callback that logs each message to `channel` unchanged."""
+
+        def log(raw: bytes) -> None:
+            channel.log(bytes(raw), log_time=self._now_ns())
+
+        return log
 
     def destroy_node(self) -> None:
         self.server.stop()

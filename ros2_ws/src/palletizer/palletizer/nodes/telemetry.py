@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -30,6 +31,7 @@ from palletizer.telemetry import (
     TOPICS,
     Recorder,
     RecorderConfig,
+    RunWriter,
     TelemetryMode,
     TelemetryWriteError,
     check_event_count,
@@ -165,7 +167,7 @@ class TelemetryNode(Node):
             self.create_subscription(
                 Image,
                 f'/cameras/{view}/color/image_raw',
-                lambda msg, v=view: self.on_frame(v, msg),
+                functools.partial(self.on_frame, view),
                 COMMANDS,
                 callback_group=self._subs,
             )
@@ -211,8 +213,13 @@ class TelemetryNode(Node):
             self._dropped.add(key)
             self.get_logger().error(line)
 
+    def _recorder_on(self) -> Recorder:
+        """The recorder, for the callbacks: they are subscribed only when telemetry is on."""
+        assert self.rec is not None, 'telemetry off: nothing is subscribed'
+        return self.rec
+
     def _record(self, topic: str, data: bytes) -> None:
-        bag = self.rec.bag
+        bag = self._recorder_on().bag
         if bag is not None and topic in bag.topics:
             try:
                 bag.write(topic, self._stamp(), data)
@@ -221,17 +228,19 @@ class TelemetryNode(Node):
 
     def _replica_check(self) -> None:
         """Log once when rows could not be queued for the replica (the disk has them)."""
-        sink = None if self.rec.run is None else self.rec.run.replica
+        run = self._recorder_on().run
+        sink = None if run is None else run.replica
         if sink is not None and sink.error:
             self._once('outbox', f'replica outbox: {sink.error}; scripts/replicate can backfill')
 
     def _mine(self, run_id: str, what: str) -> bool:
         """False (logged once per run id) for a message of another run than the bound one."""
-        if self.rec.accepts(run_id):
+        rec = self._recorder_on()
+        if rec.accepts(run_id):
             return True
         self._once(
             f'run:{run_id}',
-            f'{what} of run {run_id} dropped: this node serves run {self.rec.run_id} (two runs '
+            f'{what} of run {run_id} dropped: this node serves run {rec.run_id} (two runs '
             'on one ROS domain?); counted in the shutdown line',
         )
         return False
@@ -251,10 +260,10 @@ class TelemetryNode(Node):
             if not self._mine(msg.run_id, 'event'):
                 return
             try:
-                note = self.rec.adopt(msg.seed, msg.run_id)
+                note = self._recorder_on().adopt(msg.seed, msg.run_id)
                 if note:
                     self.get_logger().error(note)
-                row = self.rec.run.event(
+                row = self._run().event(
                     msg.seq, msg.ts, msg.kind, json.loads(msg.payload_json or '{}'),
                     msg.package_id, seed=msg.seed,
                 )  # fmt: skip
@@ -327,13 +336,15 @@ class TelemetryNode(Node):
         """Write every mark whose frames are all here (caller holds the lock)."""
         waiting = []
         for seed, after_seq, views, stamp in self._marks:
-            frames = [self._frames.get((v, stamp)) for v in views]
-            if any(f is None for f in frames):
+            found = [self._frames.get((v, stamp)) for v in views]
+            frames = [f for f in found if f is not None]
+            if len(frames) < len(found):
                 waiting.append((seed, after_seq, views, stamp))
                 continue
             for v in views:
                 self._frames.pop((v, stamp), None)
-            open_seed = None if self.rec.run is None else self.rec.run.open_seed
+            run = self._recorder_on().run
+            open_seed = None if run is None else run.open_seed
             if open_seed != seed:
                 self.get_logger().error(
                     f'snapshot {after_seq} of seed {seed} dropped: episode {open_seed} is open'
@@ -354,10 +365,11 @@ class TelemetryNode(Node):
         self._marks = waiting
         self._lock.notify_all()
 
-    def _run(self):
-        if self.rec.run is None:
-            raise TelemetryWriteError(f'no run folder: {self.rec.error}')
-        return self.rec.run
+    def _run(self) -> RunWriter:
+        rec = self._recorder_on()
+        if rec.run is None:
+            raise TelemetryWriteError(f'no run folder: {rec.error}')
+        return rec.run
 
     def on_begin_episode(self, req: BeginEpisode.Request, res: BeginEpisode.Response):
         if self.rec is None:

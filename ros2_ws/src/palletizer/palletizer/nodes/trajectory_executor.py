@@ -20,7 +20,7 @@ from std_srvs.srv import Trigger
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
-from palletizer.core.contracts import HeightMap
+from palletizer.core.contracts import HeightMap, floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory, MotionParams, MotionPlanner
 from palletizer.core.streams import rewound
@@ -103,7 +103,7 @@ class TrajectoryExecutorNode(Node):
         park = ParkPose()
         xyz = param('park_xyz', [park.x, park.y, park.z], 'photo park TCP position, world [m]')
         self.park_pose = ParkPose(
-            *(float(v) for v in xyz), param('park_yaw', park.yaw, 'photo park tool yaw [rad]')
+            *floats3(xyz), param('park_yaw', park.yaw, 'photo park tool yaw [rad]')
         )
         ready = ready_pose(cfg, cfg.level(level).source) if level in cfg.levels else None
         use_ready = param(
@@ -118,7 +118,10 @@ class TrajectoryExecutorNode(Node):
             raise PalletizerError(
                 f'trajectory_executor: ready_pose:={list(ready_param)}; expected [x, y, z, yaw]'
             )
-        self.ready_pose = tuple(float(v) for v in ready_param) if use_ready else None
+        self.ready_pose: tuple[float, float, float, float] | None = None
+        if use_ready:
+            rx, ry, rz, ryaw = (float(v) for v in ready_param)
+            self.ready_pose = (rx, ry, rz, ryaw)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if level not in cfg.levels:
             raise PalletizerError(
@@ -407,12 +410,11 @@ class TrajectoryExecutorNode(Node):
 
     def on_ready(self, _req: Trigger.Request, res: Trigger.Response):
         """Empty arm to wait above the source (ready_pose); success False names the cause."""
-        if self.ready_pose is None:
+        pose = self.ready_pose
+        if pose is None:
             res.success, res.message = True, 'no ready pose for this source: staying put'
             return res
-        return self._service_move(
-            res, 'ready', lambda: self.seq.hover(self._map.map, self.ready_pose)
-        )
+        return self._service_move(res, 'ready', lambda: self.seq.hover(self._map.map, pose))
 
     def _service_move(self, res: Trigger.Response, what: str, move) -> Trigger.Response:
         """Run a Trigger service's move unless a pick or place holds the arm; log it."""

@@ -89,7 +89,11 @@ class MarkerState:
     def on_event(self, ev: EpisodeEvent) -> None:
         if ev.kind == 'pick':
             dims = json.loads(ev.payload_json or '{}').get('dims_mm')
-            self.held = tuple(float(v) / 1000.0 for v in dims) if dims else None
+            if dims:
+                L, W, H = (float(v) / 1000.0 for v in dims)
+                self.held = (L, W, H)
+            else:
+                self.held = None
         elif ev.kind in ('place', 'fail', 'perceive'):
             self.held = None
 

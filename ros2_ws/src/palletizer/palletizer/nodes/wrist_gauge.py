@@ -219,7 +219,7 @@ class WristGaugeNode(Node):
             res.error_code, res.error_msg = Weigh.Response.NOT_STILL, r
             return res
         obs = observation_from_msg(req.observation)
-        tool_yaw = yaw_of(self.kin.fk(self.q)) if self.q is not None else 0.0
+        tool_yaw = float(yaw_of(self.kin.fk(self.q))) if self.q is not None else 0.0
         try:
             reading = weigh(
                 tare,

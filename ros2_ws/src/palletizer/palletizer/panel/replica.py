@@ -107,8 +107,8 @@ class ReplicaHistory:
                 'WHERE episode_id = %s::uuid ORDER BY seq',
                 eid,
             ):
-                keys = ('seq', 'package_id', 'package_type', 'dims_m', 'layer', 'planned_pose')
-                keys += ('actual_pose', 'error_xy_m', 'support_ratio', 'placed')
+                keys: tuple[str, ...] = ('seq', 'package_id', 'package_type', 'dims_m', 'layer')
+                keys += ('planned_pose', 'actual_pose', 'error_xy_m', 'support_ratio', 'placed')
                 sc.on_placement(dict(zip(keys, row, strict=True)))
             for after, cx, cy, cz, margin in self._query(
                 'SELECT after_seq, cog_x, cog_y, cog_z, stability_margin_m FROM pallet_states '

@@ -100,6 +100,7 @@ class EpisodeScene:
             margin = s.get('stability_margin_m')
             verdict = 'ok' if p.get('placed') else 'out of tolerance'
             if failed is not None and p.get('package_id') == failed:
+                assert self.failed is not None  # a failed id comes from self.failed
                 verdict = f'failed: {self.failed[1]}'
             out.append(
                 {
@@ -299,7 +300,7 @@ def read_run(run_dir: Path, url_prefix: str = '') -> RunRecords:
 
 def list_runs(runs_dir: Path) -> list[dict[str, Any]]:
     """A line per run folder, newest first: level, planner, episodes, successes, cartons."""
-    out = []
+    out: list[dict[str, Any]] = []
     if not runs_dir.is_dir():
         return out
     for d in sorted(runs_dir.iterdir(), key=lambda p: p.name, reverse=True):

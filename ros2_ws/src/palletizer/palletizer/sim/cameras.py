@@ -9,6 +9,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from palletizer.core.contracts import floats3
 from palletizer.core.errors import PalletizerError, close_match
 
 __all__ = [
@@ -45,10 +46,10 @@ def camera_specs(cameras: Mapping[str, Mapping[str, Any]]) -> tuple[CameraSpec, 
     return tuple(
         CameraSpec(
             str(name),
-            tuple(float(v) for v in c['pos']),  # type: ignore[arg-type]
-            tuple(float(v) for v in c['look_at']),  # type: ignore[arg-type]
+            floats3(c['pos']),
+            floats3(c['look_at']),
             float(c['fovy_deg']),
-            tuple(float(v) for v in (c.get('up') or (0.0, 0.0, 1.0))),  # type: ignore[arg-type]
+            floats3(c.get('up') or (0.0, 0.0, 1.0)),
             str(c.get('role', 'pallet')),
         )
         for name, c in cameras.items()

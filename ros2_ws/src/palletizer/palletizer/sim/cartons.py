@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 import mujoco
 import numpy as np
 
+from palletizer.core.contracts import floats3
 from palletizer.core.errors import PalletizerError
 
 __all__ = [
@@ -94,8 +96,8 @@ def yaw_quat(yaw: float) -> tuple[float, float, float, float]:
     return (math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0))
 
 
-def _fmt(values: object) -> str:
-    return ' '.join(f'{float(v):.10g}' for v in values)  # type: ignore[attr-defined]
+def _fmt(values: Iterable[float]) -> str:
+    return ' '.join(f'{float(v):.10g}' for v in values)
 
 
 def carton_default_xml() -> str:
@@ -172,7 +174,7 @@ class CartonHandle:
         joint = ids[mujoco.mjtObj.mjOBJ_JOINT]
         return cls(
             index=index,
-            dims=tuple(float(d) for d in dims),  # type: ignore[arg-type]
+            dims=floats3(dims),
             body=ids[mujoco.mjtObj.mjOBJ_BODY],
             qpos=int(model.jnt_qposadr[joint]),
             dof=int(model.jnt_dofadr[joint]),

@@ -9,6 +9,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from palletizer.core.contracts import floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.sim.cameras import CameraRig, Frame, camera_specs
 from palletizer.sim.depth_noise import DepthNoise, apply_depth_noise, noise_key
@@ -62,7 +63,7 @@ class CellOptions:
             timestep=float(phys.get('timestep', 0.002)),
             integrator=str(phys.get('integrator', 'implicitfast')),
             cone=str(phys.get('cone', 'elliptic')),
-            gravity=tuple(float(v) for v in phys.get('gravity', (0.0, 0.0, -9.81))),
+            gravity=floats3(phys.get('gravity', (0.0, 0.0, -9.81))),
             sleep=sleep,
         )
         aux = cell.get('tables', {}).get('auxiliary')
@@ -126,6 +127,12 @@ def _default_source_factory(level: Any, seed: int) -> Any:
     return make_source(level, seed, cell=load_config().cell)
 
 
+def _box_dims(half_size: np.ndarray) -> tuple[float, float, float]:
+    """Full sizes [m] of a box geom from its MuJoCo half sizes (3,)."""
+    L, W, H = (2.0 * float(v) for v in half_size)
+    return (L, W, H)
+
+
 class Cell:
     """The simulated palletizing cell. It implements StepWorld (model, data, time, step).
 
@@ -182,8 +189,7 @@ class Cell:
                 self._ids.setdefault(draw.index, draw.package_id)
         self._indices = package_indices(xml)
         self._dims = {
-            i: tuple(2.0 * float(v) for v in m.geom_size[m.geom(f'package_geom_{i}').id])
-            for i in self._indices
+            i: _box_dims(m.geom_size[m.geom(f'package_geom_{i}').id]) for i in self._indices
         }
         self.servo = Servo(
             m,

@@ -14,7 +14,7 @@ import math
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import cv2
 import numpy as np
@@ -104,6 +104,10 @@ class DepthNoise:
             kw['grazing_deg'] = (float(lo), float(hi))
         return cls(**kw)
 
+    @overload
+    def sigma(self, z: np.ndarray) -> np.ndarray: ...
+    @overload
+    def sigma(self, z: float) -> float: ...
     def sigma(self, z: np.ndarray | float) -> np.ndarray | float:
         """Axial RMS error [m] at planar depth z [m]."""
         return np.square(z) * (self.subpixel / (self.focal_px * self.baseline_m))

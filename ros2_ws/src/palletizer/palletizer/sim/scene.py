@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import mujoco
 
+from palletizer.core.contracts import floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.sim.cameras import CAMERAS, CameraSpec, cameras_xml
 from palletizer.sim.gripper import GripperParams, gripper_body_xml, gripper_defaults_xml
@@ -78,9 +79,9 @@ class AuxTableParams:
         """From cell.yaml `tables.auxiliary` (centre, half_size, top, friction)."""
         return cls(
             centre=(float(aux['centre'][0]), float(aux['centre'][1])),
-            half_size=tuple(float(v) for v in aux['half_size']),  # type: ignore[arg-type]
+            half_size=floats3(aux['half_size']),
             top=float(aux['top']),
-            friction=tuple(float(v) for v in aux.get('friction', cls.friction)),  # type: ignore[arg-type]
+            friction=floats3(aux.get('friction', cls.friction)),
         )
 
 
@@ -137,14 +138,18 @@ def _fmt(v: Sequence[float]) -> str:
     return ' '.join(f'{float(x):.10g}' for x in v)
 
 
-def _carton_xml(draw: _CartonLike, pos: Sequence[float], quat: Sequence[float]) -> str:
+def _carton_xml(
+    draw: _CartonLike,
+    pos: tuple[float, float, float],
+    quat: tuple[float, float, float, float],
+) -> str:
     """A carton body following the sim layout contract (sim/cartons.py provides the real one)."""
     try:
         from palletizer.sim.cartons import carton_body_xml
     except ImportError:
-        carton_body_xml = None
-    if carton_body_xml is not None:
-        return carton_body_xml(draw, tuple(pos), tuple(quat))
+        pass
+    else:
+        return carton_body_xml(draw, pos, quat)
     i = draw.index
     L, W, H = draw.dims
     m = draw.mass

@@ -11,6 +11,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from palletizer.core.contracts import floats3
+
 __all__ = ['Wrench', 'WrenchNoise', 'WrenchSensor', 'ft_sensors_xml', 'plumb_weigh']
 
 
@@ -88,16 +90,17 @@ class WrenchNoise:
     @classmethod
     def from_config(cls, wrench: Mapping[str, Any]) -> WrenchNoise:
         """From configs/cell.yaml `wrench` (noise_*, offset_*, drift_*, bias_*)."""
+        lo, hi = (float(v) for v in wrench.get('drift_period_s', (300.0, 1800.0)))
         return cls(
             force_sigma=float(wrench.get('noise_force_n', 0.0)),
             torque_sigma=float(wrench.get('noise_torque_nm', 0.0)),
-            force_bias=tuple(float(v) for v in wrench.get('bias_force_n', (0.0, 0.0, 0.0))),
-            torque_bias=tuple(float(v) for v in wrench.get('bias_torque_nm', (0.0, 0.0, 0.0))),
+            force_bias=floats3(wrench.get('bias_force_n', (0.0, 0.0, 0.0))),
+            torque_bias=floats3(wrench.get('bias_torque_nm', (0.0, 0.0, 0.0))),
             offset_force=float(wrench.get('offset_force_n', 0.0)),
             offset_torque=float(wrench.get('offset_torque_nm', 0.0)),
             drift_force=float(wrench.get('drift_force_n', 0.0)),
             drift_torque=float(wrench.get('drift_torque_nm', 0.0)),
-            drift_period_s=tuple(float(v) for v in wrench.get('drift_period_s', (300.0, 1800.0))),
+            drift_period_s=(lo, hi),
             drift_terms=int(wrench.get('drift_terms', 3)),
         )
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from io import BytesIO, StringIO
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from rosbags.interfaces import (
@@ -33,7 +33,7 @@ from palletizer.telemetry.vocab import TelemetryError, TelemetryWriteError
 
 __all__ = ['BAG_VERSION', 'TOPICS', 'BagWriter', 'find_msg_dir', 'load_typestore']
 
-BAG_VERSION = 8  # tooling-notes: version 9 metadata is reported not to load on Humble
+BAG_VERSION: Final = 8  # tooling-notes: version 9 metadata is reported not to load on Humble
 
 # topic -> message type; the relative node topics are remapped to these by the graph.
 TOPICS: Mapping[str, str] = {
@@ -138,7 +138,7 @@ class _CheckpointMcap(McapWriter):
         pending = self.chunk
         self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
         bio = self.bio
-        self.bio = _KeepOpen(bio)  # type: ignore[assignment]
+        self.bio = _KeepOpen(bio)  # type: ignore[assignment]  # rosbags types bio as its BufferedWriter
         try:
             McapWriter.close(self, 0, body)
         finally:

@@ -79,9 +79,9 @@ def _unchunk(rec: bytes) -> bytes:
         raise _Cut('chunk data cut off')
     if compression == 'zstd':
         try:
-            from compression import zstd  # type: ignore[import-not-found]
+            from compression import zstd  # type: ignore[import-not-found]  # stdlib from Python 3.14
         except ImportError:
-            from backports import zstd  # type: ignore[no-redef]
+            from backports import zstd
         try:
             raw = zstd.decompress(data)
         except Exception as exc:  # noqa: BLE001 - any decoder error means a torn chunk

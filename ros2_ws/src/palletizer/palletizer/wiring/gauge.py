@@ -128,7 +128,7 @@ class WristGauge:
         loaded = self._read()
         if loaded is None:
             return None
-        tool_yaw = yaw_of(self.kin.fk(self.cell.q))
+        tool_yaw = float(yaw_of(self.kin.fk(self.cell.q)))
         try:
             reading = weigh(
                 self._tare,

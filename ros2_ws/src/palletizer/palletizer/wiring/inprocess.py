@@ -171,6 +171,7 @@ class PhotoSink:
         for view in self.views:
             w, h = self.cameras[view]['size']
             frame = self.cell.capture([view], int(w), int(h), depth=False)[view]
+            assert frame.rgb is not None, f'capture of {view} has no colour image'
             self.sink.snapshot(after_seq, view, encode_png(frame.rgb))
 
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PalletGeometry
+from palletizer.core.contracts import (
+    HeightMap,
+    Observation,
+    PackageSpec,
+    PalletGeometry,
+    floats3,
+)
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
 from palletizer.core.loads import CartonDraw
 
@@ -31,8 +37,7 @@ class Referee:
     def poses(self, package_ids: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
         truth = self.cell.ground_truth().cartons
         return {
-            pid: (*(float(v) for v in truth[pid].pos), yaw_of_quat(truth[pid].quat))
-            for pid in package_ids
+            pid: (*floats3(truth[pid].pos), yaw_of_quat(truth[pid].quat)) for pid in package_ids
         }
 
 
@@ -50,7 +55,7 @@ class OracleDetector:
             return None
         return Observation(
             package_id,
-            tuple(float(v) for v in truth.pos),
+            floats3(truth.pos),
             yaw_of_quat(truth.quat),
             tuple(truth.dims),
             1.0,

@@ -64,6 +64,7 @@ def camera_views(
     for n in names:
         w, h = cameras[n]['size']
         f = cell.capture([n], int(w), int(h), rgb=rgb, depth=True)[n]
+        assert f.depth is not None, f'capture of {n} with depth=True has no depth'
         out.append(CameraView(n, f.depth, f.rgb, f.intrinsics.K, f.T_world_optical, f.time))
     return out
 

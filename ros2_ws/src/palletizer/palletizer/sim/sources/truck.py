@@ -72,6 +72,7 @@ def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
         return TruckParams()
     t = cell['truck']
     lj = t.get('loader_jitter', {})
+    tx, ty = (float(v) for v in t.get('tie_point', (0.60, -0.72)))
     return TruckParams(
         origin=tuple(t['origin']),
         size=tuple(t['size']),
@@ -85,7 +86,7 @@ def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
         loader_yaw=math.radians(float(lj.get('yaw_deg', 1.5))),
         deck_friction=tuple(t['friction']),
         tie_band=float(t.get('tie_band', 0.030)),
-        tie_point=tuple(float(v) for v in t.get('tie_point', (0.60, -0.72))),  # type: ignore[arg-type]
+        tie_point=(tx, ty),
         tie_clear=float(t.get('tie_clear', 0.0)),
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,9 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _mtime_iso(path: Path) -> str:
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec='milliseconds')
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(
+        timespec='milliseconds'
+    )
 
 
 def backfill(run_dir: Path) -> int:

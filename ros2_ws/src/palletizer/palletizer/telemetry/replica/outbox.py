@@ -188,7 +188,7 @@ class Outbox:
         db = getattr(self, '_db', None)
         if db is not None:
             db.close()
-            self._db = None  # type: ignore[assignment]
+            self._db = None  # type: ignore[assignment]  # closed: no query runs after close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from palletizer.core.errors import PalletizerError
@@ -77,7 +77,7 @@ class Row:
 
 def now_iso() -> str:
     """Wall-clock UTC time as ISO 8601 (the replica's started_at / ended_at columns)."""
-    return datetime.now(UTC).isoformat(timespec='milliseconds')
+    return datetime.now(timezone.utc).isoformat(timespec='milliseconds')
 
 
 def _id(run_uuid: str, *key: object) -> str:

@@ -48,6 +48,7 @@ import httpx
 from postgrest import APIError
 from postgrest.types import ReturnMethod
 from storage3.exceptions import StorageApiError
+from storage3.types import FileOptions
 from supabase import Client, ClientOptions, SupabaseException, create_client
 
 from palletizer.telemetry.replica.base import SCHEMA_VERSION
@@ -70,6 +71,10 @@ _NO_TABLE = ('PGRST205', '42P01', 'PGRST106')
 _NO_COLUMN = ('PGRST204', '42703')
 # Key roles that cannot write past Row-Level Security.
 _READ_ONLY_ROLES = ('anon', 'authenticated', 'publishable')
+# Rows are written without reading them back. ReturnMethod is an enum.StrEnum (Python 3.11+),
+# which mypy at python_version 3.10 does not know: it reads the members as str, the lookup by
+# value (the same member) keeps the enum type.
+_RETURN_MINIMAL = ReturnMethod('minimal')
 
 
 def _key_role(key: str) -> str | None:
@@ -220,13 +225,13 @@ class SupabaseBackend:
                     fields = {k: v for k, v in data.items() if k != 'id'}
                     request = (
                         client.table(table)
-                        .update(fields, returning=ReturnMethod.minimal)
+                        .update(fields, returning=_RETURN_MINIMAL)
                         .eq('id', data['id'])
                     )
                     self._call(table, request.execute)
                 continue
             request = client.table(table).upsert(
-                payload, on_conflict='id', returning=ReturnMethod.minimal
+                payload, on_conflict='id', returning=_RETURN_MINIMAL
             )
             self._call(table, request.execute)
 
@@ -251,7 +256,7 @@ class SupabaseBackend:
         except OSError as exc:
             raise ReplicaRefused(f'{where}: snapshots: PNG unreadable ({exc})') from None
         bucket = client.storage.from_(self.bucket)
-        options = {'content-type': 'image/png', 'upsert': 'true'}
+        options: FileOptions = {'content-type': 'image/png', 'upsert': 'true'}
         self._call('snapshots', lambda: bucket.upload(path, png, options), storage=True)
         data['url'] = bucket.get_public_url(path)
         return data
