@@ -483,7 +483,7 @@ def test_gap_waste_grades_the_leftover():
 
 
 def test_a_finer_map_is_max_pooled_keeping_spikes_and_blind_blocks():
-    from palletizer.core.planning.heuristic import _pool
+    from palletizer.core.planning.heuristic_windows import pool
 
     cells = np.zeros((160, 240))
     cells[101, 33] = 0.3  # one 5 mm spike
@@ -491,7 +491,7 @@ def test_a_finer_map_is_max_pooled_keeping_spikes_and_blind_blocks():
     observed[10:12, 20:22] = False  # a whole pooled cell unseen
     observed[40, 60] = False  # a quarter of one unseen
     cells[41, 61] = 0.05
-    h, obs, cell = _pool(HeightMap(cells, observed, (0.0, -0.4), 0.005), 0.010)
+    h, obs, cell = pool(HeightMap(cells, observed, (0.0, -0.4), 0.005), 0.010)
     assert h.shape == (80, 120) and cell == 0.010
     assert h[50, 16] == 0.3 and h.max() == 0.3
     assert not obs[5, 10] and obs.sum() == 80 * 120 - 1
@@ -499,7 +499,7 @@ def test_a_finer_map_is_max_pooled_keeping_spikes_and_blind_blocks():
 
 
 def test_noisy_maps_group_bases_conservatively(monkeypatch):
-    import palletizer.core.planning.heuristic as heuristic
+    import palletizer.core.planning.heuristic_windows as windows
 
     rng = np.random.default_rng(8)
     cells = np.zeros((80, 120))
@@ -507,9 +507,9 @@ def test_noisy_maps_group_bases_conservatively(monkeypatch):
     cells += rng.normal(0.0, 0.0005, cells.shape)
     spec = PackageSpec('n', 'x', (0.30, 0.22, 0.12), 1.8)
     params = _params(support_tol=0.004, min_support_ratio=0.0)
-    monkeypatch.setattr(heuristic, '_MAX_LEVELS', 10**9)
+    monkeypatch.setattr(windows, 'MAX_LEVELS', 10**9)
     exact = score_candidates(spec, _map(cells), params)
-    monkeypatch.setattr(heuristic, '_MAX_LEVELS', 8)
+    monkeypatch.setattr(windows, 'MAX_LEVELS', 8)
     grouped = score_candidates(spec, _map(cells), params)
 
     def support(c):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -382,7 +383,7 @@ class BeamPlanner:
         yaw = np.array([m.yaw for m in moves])
         a = np.asarray(self.reach.reachable(x, y, z, yaw), dtype=bool)
         b = np.asarray(self.reach.reachable(x, y, z, yaw + math.pi), dtype=bool)
-        return a & b
+        return cast(np.ndarray, a & b)
 
     def _slot(self, m: Move) -> str:
         x, y = round(m.box.x * 1000), round(m.box.y * 1000)
