@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from palletizer.core.vocab import PlannerKind
 from palletizer.version import git_sha
 
 __all__ = ['MAIN_LEVELS', 'HARD_LEVELS', 'bench_reference', 'run_one']
@@ -27,7 +28,7 @@ __all__ = ['MAIN_LEVELS', 'HARD_LEVELS', 'bench_reference', 'run_one']
 MAIN_LEVELS = (11, 12, 13, 21, 22, 23, 31, 32, 33)
 HARD_LEVELS = (14, 15, 16, 17)
 SEEDS = (1, 2, 3)
-PLANNERS = ('heuristic', 'beam', 'grid')
+PLANNERS = PlannerKind.names()
 MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
 PERCEPTION = ('cameras', 'oracle')
 # The reference cell's published figures (interpolated motion, oracles; docs/planners.md §6.10).

@@ -19,6 +19,7 @@ import yaml
 from palletizer.core.errors import ConfigError, close_match
 from palletizer.core.planning.params import BEAM_TERMS as _BEAM_TERMS
 from palletizer.core.planning.params import TERMS as _TERMS
+from palletizer.core.vocab import PlannerKind, SourceKind
 
 __all__ = [
     'COG_MODES',
@@ -34,7 +35,8 @@ __all__ = [
     'read_yaml',
 ]
 
-SOURCES: dict[str, int] = {'table': 1, 'conveyor': 2, 'truck': 3}  # source -> level tens digit
+# source -> level tens digit (table 1x, conveyor 2x, truck 3x)
+SOURCES: dict[str, int] = {kind.value: i for i, kind in enumerate(SourceKind, 1)}
 COG_MODES = ('centred', 'catalogue', 'adversarial')
 DECORS = ('cell', 'plant')
 CONFIG_FILES = (
@@ -329,7 +331,7 @@ BEAM_TERMS = _BEAM_TERMS
 _WEIGHT = _num(0.0, 100.0)
 _PLANNER = {
     'schema': _num(1, 1, integer=True),
-    'default': _one_of('heuristic', 'beam', 'grid'),
+    'default': _one_of(*PlannerKind.names()),
     'heuristic': {
         'cell': _num(0.001, 0.1),
         'clearance': _num(0.0, 0.5),

@@ -15,6 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from palletizer.core.errors import PalletizerError, close_match
+from palletizer.core.vocab import Closed
 
 __all__ = [
     'EpisodeResult',
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class FailureCause(str, Enum):
+class FailureCause(Closed):
     """Closed vocabulary of episode failures (docs/levels.md §2.4, docs/telemetry.md §8.2)."""
 
     no_detection = 'no_detection'
@@ -44,18 +45,12 @@ class FailureCause(str, Enum):
     overhang_violation = 'overhang_violation'
 
     @classmethod
-    def parse(cls, value: str | FailureCause) -> FailureCause:
-        """Return the cause named `value`; raise PalletizerError naming the allowed values."""
-        if isinstance(value, FailureCause):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            names = [c.value for c in cls]
-            raise PalletizerError(
-                f'failure = {value!r}; expected one of {", ".join(names)}'
-                f'{close_match(str(value), names)}'
-            ) from None
+    def noun(cls) -> str:
+        return 'failure'
+
+    @classmethod
+    def error(cls) -> type[PalletizerError]:
+        return PalletizerError
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from palletizer.core.errors import PalletizerError
+from palletizer.core.vocab import SourceKind
 from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import LAUNCH_ARGUMENTS, describe, parse_launch_args
 from palletizer.launcher.process import GraphRunner
@@ -32,9 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = None
     if args and ':=' not in args[0]:
         first = args.pop(0).removesuffix('.launch.py')
-        if first not in ('level', 'table', 'conveyor', 'truck'):
+        if first not in ('level', *SourceKind.names()):
             print(
-                f'error: unknown launch file {first!r}; expected level, table, conveyor or truck',
+                f'error: unknown launch file {first!r}; expected level, '
+                f'{", ".join(SourceKind.names()[:-1])} or {SourceKind.names()[-1]}',
                 file=sys.stderr,
             )
             return 2

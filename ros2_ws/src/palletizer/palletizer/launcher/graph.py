@@ -17,6 +17,7 @@ from typing import Any
 
 from palletizer.core.config import SOURCES, Config, config_dir, load_config, read_yaml
 from palletizer.core.errors import ConfigError, GraphError, PalletizerError, close_match
+from palletizer.core.vocab import PlannerKind
 
 __all__ = [
     'LAUNCH_ARGUMENTS',
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 PACKAGE = 'palletizer'
-PLANNERS = ('heuristic', 'beam', 'grid')
+PLANNERS = PlannerKind.names()
 ROBOTS = ('sim', 'ur')
 TELEMETRY_MODES = ('disk', 'postgres', 'supabase', 'off')
 PERCEPTION_MODES = ('cameras', 'oracle')

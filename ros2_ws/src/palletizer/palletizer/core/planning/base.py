@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from palletizer.core.contracts import (
@@ -15,19 +14,12 @@ from palletizer.core.contracts import (
     Placement,
     PlanResult,
 )
+from palletizer.core.vocab import PlannerKind
 
 __all__ = ['LAYER_TOL', 'LayerBook', 'Planner', 'PlannerKind']
 
 # Recorded bases closer than this belong to one layer (docs/planners.md §6.5: 3 mm grouping).
 LAYER_TOL = 0.003
-
-
-class PlannerKind(str, Enum):
-    """The planners this package provides."""
-
-    heuristic = 'heuristic'
-    beam = 'beam'
-    grid = 'grid'
 
 
 @runtime_checkable

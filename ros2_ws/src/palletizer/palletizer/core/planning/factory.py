@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from palletizer.core.contracts import PalletGeometry
-from palletizer.core.errors import ConfigError, close_match
 from palletizer.core.planning.base import Planner, PlannerKind
 from palletizer.core.planning.beam import BeamPlanner
 from palletizer.core.planning.grid import GridPlanner
@@ -20,18 +19,7 @@ from palletizer.core.planning.reach import ReachOracle
 if TYPE_CHECKING:
     from palletizer.core.config import Config
 
-__all__ = ['build_planner', 'planner_kind']
-
-
-def planner_kind(kind: PlannerKind | str) -> PlannerKind:
-    """The PlannerKind a name stands for; ConfigError naming the allowed kinds otherwise."""
-    names = [k.value for k in PlannerKind]
-    try:
-        return PlannerKind(kind)
-    except ValueError:
-        raise ConfigError(
-            f'planner = {kind!r}; expected one of {", ".join(names)}{close_match(str(kind), names)}'
-        ) from None
+__all__ = ['build_planner']
 
 
 def build_planner(
@@ -53,7 +41,7 @@ def build_planner(
     `heuristic`, `beam`, `grid` and `reach` replace what the config gives; `pallet` replaces
     the europallet default. Raises ConfigError naming the kind and the allowed ones.
     """
-    k = planner_kind(kind)
+    k = PlannerKind.parse(kind)
     if config is None:
         from palletizer.core.config import load_config  # config imports the planners' params
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from palletizer.core.vocab import SourceKind
 from palletizer.sim.sources.base import (
     JitterFn,
     Presented,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from palletizer.core.config import Level
     from palletizer.sim.cartons import CartonLike
 
-SOURCE_KINDS = ('table', 'conveyor', 'truck')
+SOURCE_KINDS = SourceKind.names()
 
 
 def make_source(

@@ -1,0 +1,85 @@
+"""The closed vocabularies: one Enum per closed set, and the one way in from text (`parse`).
+
+A value read from a file, a message or a command line becomes a member through
+`Kind.parse(value, what)`, which names the allowed values (and a close match) on a miss. The
+telemetry vocabularies match the Platform schema's CHECK constraints (docs/telemetry.md §8.2).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TypeVar
+
+from palletizer.core.errors import ConfigError, PalletizerError, close_match
+
+__all__ = ['Closed', 'PlannerKind', 'SourceKind']
+
+_C = TypeVar('_C', bound='Closed')
+
+
+class Closed(str, Enum):
+    """A closed set of names. Subclasses say what a value is called (`noun`) and which error a
+    miss raises (`error`)."""
+
+    @classmethod
+    def noun(cls) -> str:
+        """What a value of this set is called in an error message."""
+        return cls.__name__
+
+    @classmethod
+    def error(cls) -> type[PalletizerError]:
+        """The error a value outside the set raises."""
+        return ConfigError
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every allowed value, in declaration order."""
+        return tuple(m.value for m in cls)
+
+    @classmethod
+    def parse(
+        cls: type[_C],
+        value: object,
+        what: str | None = None,
+        *,
+        error: type[PalletizerError] | None = None,
+    ) -> _C:
+        """The member named `value` (a member passes through).
+
+        Otherwise raises `error` (the set's own by default): "<what> = <value>; expected one of
+        <names> (did you mean <closest>?)", `what` defaulting to the set's noun.
+        """
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            names = cls.names()
+            raise (error or cls.error())(
+                f'{what or cls.noun()} = {value!r}; expected one of {", ".join(names)}'
+                f'{close_match(str(value), names)}'
+            ) from None
+
+
+class PlannerKind(Closed):
+    """The placement planners this package provides (docs/planners.md)."""
+
+    heuristic = 'heuristic'
+    beam = 'beam'
+    grid = 'grid'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'planner'
+
+
+class SourceKind(Closed):
+    """Where a level's cartons come from (levels.yaml `source`)."""
+
+    table = 'table'
+    conveyor = 'conveyor'
+    truck = 'truck'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'source'
