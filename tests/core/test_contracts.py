@@ -151,3 +151,15 @@ def test_unknown_keys_in_from_dict_are_named():
     d['error_xy'] = d.pop('error_xy_m')
     with pytest.raises(PalletizerError, match="unknown key 'error_xy'.*did you mean 'error_xy_m'"):
         Placement.from_dict(d)
+
+
+def test_the_deck_height_default_is_the_cells_pallet():
+    from palletizer.core.config import load_config
+    from palletizer.core.contracts import EUR_DECK_Z, PalletGeometry
+    from palletizer.core.motion.collision import HeightField
+    from palletizer.core.motion.params import MotionParams
+
+    cell = load_config().cell
+    assert cell['pallet']['size'][2] == EUR_DECK_Z
+    assert PalletGeometry().deck_z == MotionParams().deck_z == EUR_DECK_Z
+    assert HeightField(np.zeros((2, 2))).deck_z == EUR_DECK_Z

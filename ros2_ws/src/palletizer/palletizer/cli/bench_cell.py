@@ -10,11 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from palletizer.core.contracts import EUR_DECK_Z
+
 __all__ = ['bench_cell', 'main', 'stacked_placements']
 
 # Observe/rest pose (docs/cell.md §3.1): clear of the pallet, so the arm never touches the stack.
 _REST = np.array([1.0472, -2.0944, 1.5708, -1.5708, -1.5708, 0.0])
-_DECK = 0.144
+_DECK = EUR_DECK_Z
 
 
 def stacked_placements(level_id: int = 16, seed: int = 1, n: int = 20) -> list[Any]:

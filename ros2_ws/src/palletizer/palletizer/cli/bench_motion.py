@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from palletizer.core.config import load_config
+from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion import (
     AABB,
     HOME_Q,
@@ -29,7 +30,7 @@ from palletizer.core.motion.params import TIMINGS
 
 __all__ = ['bench_motion', 'bench_motion_all', 'cycle_level11', 'main']
 
-DECK = 0.144
+DECK = EUR_DECK_Z
 # Pick table top 0.58 around the station (-0.20, -0.80), half-sizes 0.36 x 0.34
 # (docs/cell.md §3.3).
 _PICK_TABLE = AABB((-0.56, -1.14, 0.0), (0.16, -0.46, 0.58), 'pick_table')

@@ -18,6 +18,7 @@ from palletizer.core.errors import PalletizerError, close_match
 from palletizer.core.vocab import Closed
 
 __all__ = [
+    'EUR_DECK_Z',
     'EpisodeResult',
     'FailureCause',
     'floats3',
@@ -119,6 +120,11 @@ def _check_keys(cls: type, d: Mapping[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+# The EUR-1 pallet's deck top above the floor [m] (docs/cell.md §3.2): the default of every
+# deck height in the code; the running value is cell.yaml pallet.size[2] (a test holds them equal).
+EUR_DECK_Z = 0.144
+
+
 @dataclass(frozen=True)
 class PalletGeometry:
     """Pallet placement in the world (docs/cell.md §3.2): EUR-1, deck top 0.144 m above the floor.
@@ -130,7 +136,7 @@ class PalletGeometry:
 
     centre_xy: tuple[float, float] = (0.60, 0.00)
     size_xy: tuple[float, float] = (1.20, 0.80)
-    deck_z: float = 0.144
+    deck_z: float = EUR_DECK_Z
     max_mass_kg: float = 350.0
     max_height_m: float = 1.35
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.errors import MotionError
 
@@ -42,7 +43,7 @@ class HeightField:
     heights: np.ndarray
     origin: tuple[float, float] = (0.0, -0.4)
     cell_size: float = 0.01
-    deck_z: float = 0.144
+    deck_z: float = EUR_DECK_Z
 
     def __post_init__(self) -> None:
         h = np.array(self.heights, dtype=float)
@@ -55,7 +56,7 @@ class HeightField:
 
     @classmethod
     def from_height_map(
-        cls, height_map: Any, deck_z: float = 0.144, margin: float = 0.0
+        cls, height_map: Any, deck_z: float = EUR_DECK_Z, margin: float = 0.0
     ) -> HeightField:
         """From any map with .cells (ny, nx) above deck, .origin and .cell_size (core contract),
         lowered by `margin` [m] (the map's measured error; never below the deck)."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import JointLimits
 
@@ -71,7 +72,7 @@ class MotionParams:
     stack_clearance: float = 0.22
     drop_clearance: float = 0.002  # release height above the support (docs/cell.md §3.11)
     cup_gap: float = 0.0015  # cup face to lid at sealing (docs/cell.md §3.10)
-    deck_z: float = 0.144  # pallet deck top (docs/cell.md §3.2)
+    deck_z: float = EUR_DECK_Z  # pallet deck top (docs/cell.md §3.2)
     path_step: float = 0.005  # [m] Cartesian resolution of the dense IK path
     path_step_yaw: float = math.radians(1.0)  # [rad] yaw resolution of the dense IK path
     # Largest joint change between successive dense samples. 5 mm / 1 deg moves a joint by

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import (
     DH,
@@ -305,7 +306,7 @@ def build_reach_table(
     params: ReachParams | None = None,
     x_range: tuple[float, float, float] = (0.0, 1.2, 0.02),
     y_range: tuple[float, float, float] = (-0.4, 0.4, 0.02),
-    z_range: tuple[float, float, float] = (0.144 + 0.05, 0.144 + 1.40, 0.05),
+    z_range: tuple[float, float, float] = (EUR_DECK_Z + 0.05, EUR_DECK_Z + 1.40, 0.05),
     yaws_deg: tuple[float, ...] = (0.0, 90.0, 180.0, 270.0),
     column_step: float = 0.01,
 ) -> ReachTable:
@@ -402,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('out', help='output .npz path')
     ap.add_argument('--summary', help='also write the summary as YAML to this path')
     ap.add_argument(
-        '--deck-z', type=float, default=0.144, help='deck top z [m] (docs/cell.md §3.2)'
+        '--deck-z', type=float, default=EUR_DECK_Z, help='deck top z [m] (docs/cell.md §3.2)'
     )
     ap.add_argument('--xy-step', type=float, default=0.02, help='grid step over the pallet [m]')
     ap.add_argument('--z-step', type=float, default=0.05, help='grid step in TCP height [m]')

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.collision import AABB, CollisionWorld, HeightField
+from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import HOME_Q
 from palletizer.core.motion.params import TIMINGS, MotionParams
 from palletizer.core.motion.planner import CartonPose, MotionPlanner
@@ -89,15 +91,15 @@ def warm() -> float:
     field = HeightField(heights)
     world = CollisionWorld(field, (table,), arm_boxes=(table,))
     pick = CartonPose(-0.20, -0.80, 0.58 + 0.1, 0.1, (0.4, 0.3, 0.2))
-    place = CartonPose(0.85, 0.1, 0.144 + 0.1, np.pi / 2, (0.4, 0.3, 0.2))
+    place = CartonPose(0.85, 0.1, EUR_DECK_Z + 0.1, np.pi / 2, (0.4, 0.3, 0.2))
     for timing in TIMINGS:
         planner = MotionPlanner(params=MotionParams(timing=timing))
         a = planner.plan_pick(np.array(HOME_Q), pick, world, mass=5.0)
         if not a.ok or a.q_end is None or a.grasp is None:
-            raise RuntimeError(f'warm-up pick failed ({timing}): {a.cause} {a.message}')
+            raise MotionError(f'warm-up pick failed ({timing}): {a.cause} {a.message}')
         b = planner.plan_place(a.q_end, place, a.grasp, world)
         if not b.ok:
-            raise RuntimeError(f'warm-up place failed ({timing}): {b.cause} {b.message}')
+            raise MotionError(f'warm-up place failed ({timing}): {b.cause} {b.message}')
     field.max_under(0.5, 0.0, 0.1, 0.1, 0.3)
     # The reach model: every IK branch and the wrist check on a batch.
     from palletizer.core.motion.reach import AnalyticReach
