@@ -4,6 +4,8 @@ Pins the HTTP contract supabase-py 2.34 speaks for it: the upsert request (URL, 
 headers, Prefer, body), grouping into bulk requests, the snapshot upload and its public URL, the
 schema check on connect, and the mapping of answers to ReplicaDown / ReplicaFatal /
 ReplicaRefused, with the key kept out of every message.
+
+Why one file of this length: one HTTP contract, one mock transport shared by every case.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Tests of checked pick / place plans: continuity, limits, straight lines, refusals."""
+"""Tests of checked pick / place plans: continuity, limits, straight lines, refusals.
+
+Why one file of this length: every case plans through the same planner fixtures and checks
+the same trajectory properties; the path and check modules have their own tests
+(test_path_check.py).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Score heuristic: the reference planner checks and the vectorised terms.
 
-The checks: docs/planners.md §6.9.
+The checks: docs/planners.md §6.9. Why one file of this length: the checks share the stacking
+fixtures (tests/core/planning/_stacking.py) and the map builders here; the reject reasons have
+their own tests (test_heuristic_rejects.py).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Both `ros2 launch palletizer level.launch.py` (through launch/*.launch.py) and the standalone
 launcher (`python -m palletizer.launcher`) build their processes from `describe()`, so the two
 ways to launch cannot drift apart.
+
+Why one file of this length: the launch arguments, their validation and the graph they select
+are one table read together; splitting it would put an argument and its node apart.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Truck source: the whole load stands in the trailer in columns; the highest carton comes first."""
+"""Truck source: the whole load stands in the trailer in columns; the highest carton comes first.
+
+Why one file of this length: the trailer's layout (columns, ties), its MJCF and the unloading
+order are small and share the column model; the conveyor, whose parts grew larger, is split.
+"""
 
 from __future__ import annotations
 
