@@ -5,12 +5,11 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import ur_analytic_ik
-from palletizer.sim.gripper import gripper_body_xml
-from palletizer.sim.robot import ARM_JOINTS, ArmParams, T_world_dhbase, robot_model_xml
+from palletizer.sim.robot import ARM_JOINTS, ArmParams, T_world_dhbase, robot_model
 
 
 def _model() -> mujoco.MjModel:
-    return mujoco.MjModel.from_xml_string(robot_model_xml(gripper_body_xml()))
+    return robot_model()
 
 
 def test_flange_matches_ur_analytic_ik_forward_kinematics():

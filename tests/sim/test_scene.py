@@ -9,9 +9,11 @@ from palletizer.sim.scene import (
     CartonPlacement,
     SceneError,
     SceneOptions,
+    build_scene_spec,
     build_scene_xml,
     compile_scene,
     package_indices,
+    scene_spec,
 )
 from palletizer.sim.sources import make_source
 
@@ -30,7 +32,7 @@ def _collide(m: mujoco.MjModel, g1: int, g2: int) -> bool:
 @pytest.mark.sim
 @pytest.mark.parametrize('sleep', [False, True])
 def test_empty_cell_compiles_and_steps_without_warnings(sleep):
-    m = compile_scene(build_scene_xml(options=SceneOptions(sleep=sleep)), check_steps=200)
+    m = compile_scene(build_scene_spec(options=SceneOptions(sleep=sleep)), check_steps=200)
     assert m.nu == 6
     for name in ('flange', 'tcp', 'cam_top', 'cam_diag_a', 'cam_diag_b', 'cam_station'):
         assert m.site(name).id >= 0
@@ -43,7 +45,7 @@ def test_every_level_scene_compiles_and_steps_without_warnings(level_id):
     cfg = load_config()
     source = make_source(cfg.level(level_id), 1)
     xml = build_scene_xml(source)
-    m = compile_scene(xml, check_steps=100)
+    m = compile_scene(scene_spec(xml), check_steps=100)
     n = cfg.level(level_id).n
     assert len(package_indices(xml)) == n
     assert sum(m.eq(i).name.startswith('suction_') for i in range(m.neq)) == n
@@ -51,6 +53,8 @@ def test_every_level_scene_compiles_and_steps_without_warnings(level_id):
 
 def test_compile_scene_reports_a_broken_model():
     xml = build_scene_xml().replace('<compiler ', '<compiler bogus="1" ')
+    with pytest.raises(SceneError, match='does not compile'):
+        scene_spec(xml)
     with pytest.raises(SceneError, match='does not compile'):
         compile_scene(xml)
 
@@ -62,14 +66,14 @@ def test_compile_scene_fails_on_a_runtime_warning():
         for k in range(3)
     ]
     # Absurd gravity: accelerations blow past MuJoCo's sanity bound on the first step.
-    xml = build_scene_xml(cartons=boxes, options=SceneOptions(gravity=(0.0, 0.0, -1e12)))
+    spec = build_scene_spec(cartons=boxes, options=SceneOptions(gravity=(0.0, 0.0, -1e12)))
     with pytest.raises(SceneError, match='BADQACC'):
-        compile_scene(xml, check_steps=200)
+        compile_scene(spec, check_steps=200)
 
 
 def test_arm_never_touches_cartons_but_cups_furniture_and_pallet_do():
     box = CartonPlacement(Draw(0, 'b-00', (0.3, 0.2, 0.1), 1.0), (0.6, 0.0, 0.3))
-    m = compile_scene(build_scene_xml(cartons=[box]))
+    m = compile_scene(build_scene_spec(cartons=[box]))
     carton = m.geom('package_geom_0').id
     arm = [
         g
@@ -90,7 +94,7 @@ def test_each_carton_gets_one_inactive_suction_weld():
         CartonPlacement(Draw(k, f'b-{k:02d}', (0.3, 0.2, 0.1), 1.0), (0.3 + 0.35 * k, 0.0, 0.2))
         for k in (0, 2, 5)
     ]
-    m = compile_scene(build_scene_xml(cartons=boxes))
+    m = compile_scene(build_scene_spec(cartons=boxes))
     d = mujoco.MjData(m)
     for k in (0, 2, 5):
         eq = m.eq(f'suction_{k}')
@@ -111,7 +115,7 @@ def test_a_carton_set_down_on_the_auxiliary_table_rests_on_its_top():
     box = CartonPlacement(
         Draw(0, 'b-00', (0.24, 0.18, H), 1.7), (cx, cy - 0.2, top + H / 2 + 0.01)
     )
-    m = compile_scene(build_scene_xml(cartons=[box], options=SceneOptions(aux_table=aux)))
+    m = compile_scene(build_scene_spec(cartons=[box], options=SceneOptions(aux_table=aux)))
     d = mujoco.MjData(m)
     mujoco.mj_step(m, d, nstep=int(1.0 / m.opt.timestep))
     z = float(d.body('package_0').xpos[2])

@@ -37,6 +37,8 @@ setup(
     name=PACKAGE,
     version='0.1.0',
     packages=find_packages(include=[PACKAGE, f'{PACKAGE}.*']),
+    # The robot's MJCF files (sim/models/: ur10e.xml, vgp20.xml), read at run time.
+    package_data={f'{PACKAGE}.sim': ['models/*.xml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),

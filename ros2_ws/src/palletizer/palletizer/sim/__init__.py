@@ -19,8 +19,10 @@ from palletizer.sim.scene import (
     CartonPlacement,
     SceneError,
     SceneOptions,
+    build_scene_spec,
     build_scene_xml,
     compile_scene,
+    scene_spec,
 )
 from palletizer.sim.servo import Servo, ServoError, ServoGains, TrackResult, Trajectory
 from palletizer.sim.stability import (
@@ -72,9 +74,11 @@ __all__ = [
     'WrenchNoise',
     'WrenchSensor',
     'block_capacity',
+    'build_scene_spec',
     'build_scene_xml',
     'compile_scene',
     'plan_cup_block',
     'plumb_weigh',
     'run_protocol',
+    'scene_spec',
 ]

@@ -22,6 +22,7 @@ from palletizer.sim.scene import (
     build_scene_xml,
     compile_scene,
     package_indices,
+    scene_spec,
 )
 from palletizer.sim.servo import Servo, ServoGains, TrackResult, Trajectory
 from palletizer.sim.suction import SealResult, SealStatus, Suction
@@ -176,7 +177,8 @@ class Cell:
         decor = getattr(level, 'decor', 'cell') if level is not None else 'cell'
         xml = build_scene_xml(self.source, self._cartons, self.options.scene, decor=decor)
         self.xml = xml
-        self._model = compile_scene(xml)
+        scene = self.options.scene
+        self._model = compile_scene(scene_spec(xml, scene.arm, scene.gripper))
         self._data = mujoco.MjData(self._model)
         mujoco.mj_resetDataKeyframe(self._model, self._data, self._model.key('home').id)
         mujoco.mj_forward(self._model, self._data)

@@ -1,9 +1,18 @@
-"""OnRobot VGP20 16-cup vacuum gripper: MJCF body and the cup coverage and capacity rules."""
+"""OnRobot VGP20 16-cup vacuum gripper: its MJCF (models/vgp20.xml) and the cup rules.
+
+models/vgp20.xml is a standalone MJCF of the gripper body, its sites (`flange`, the F/T frame,
+and `tcp`) and its cups; `gripper_spec` loads it through MuJoCo's MjSpec API and sets every value
+GripperParams (configs/cell.yaml `gripper`) owns, so the config stays authoritative and the file
+holds the config defaults (tests/sim/test_models.py keeps the two equal). sim/robot.py attaches
+it at the arm's flange. The cup coverage and capacity rules of docs/cell.md §3.10 live here too.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+import mujoco
 import numpy as np
 
 __all__ = [
@@ -11,10 +20,13 @@ __all__ = [
     'GripperParams',
     'block_capacity',
     'cup_positions',
-    'gripper_body_xml',
-    'gripper_defaults_xml',
+    'VGP20_XML',
+    'configure_gripper',
+    'gripper_spec',
     'plan_cup_block',
 ]
+
+VGP20_XML = Path(__file__).resolve().parent / 'models' / 'vgp20.xml'
 
 G = 9.81
 
@@ -124,40 +136,45 @@ def block_capacity(
     return capacity, required
 
 
-def gripper_defaults_xml() -> str:
-    """Default class `cup`: touches cartons and furniture, not the arm; contact band 4 mm."""
-    p = GripperParams()
-    return f"""
-    <default class="cup">
-      <!-- margin 0 gap {p.seal_band}: mujoco-notes "Versions" (4.x meaning of margin/gap) -->
-      <geom type="cylinder" contype="1" conaffinity="0" margin="0" gap="{p.seal_band}"
-            group="0" density="0" friction="0.9 0.01 0.001" rgba="0.1 0.1 0.1 1"/>
-    </default>"""
+def _g6(v: float) -> float:
+    """`v` as 6-significant-digit MJCF text, as the cup positions were first written: the
+    cell's reference model (and its benchmark) was compiled from that text."""
+    return float(f'{float(v):.6g}')
 
 
-def gripper_body_xml(params: GripperParams = GripperParams()) -> str:
-    """The gripper body, origin at the flange, z out of the flange (down when working).
+def configure_gripper(spec: mujoco.MjSpec, params: GripperParams = GripperParams()) -> None:
+    """Set every value GripperParams owns on the VGP20 elements of `spec` (names as in
+    vgp20.xml): mass and inertial, body box, tcp site, the cup grid and its contact band.
 
-    Sites: `flange` (F/T frame, at the body origin so force/torque sensors read everything the
-    wrist carries) and `tcp` at the cup faces.
+    A grid of another size than the file's 4 x 4 gets its cups added (class `cup`) or removed.
     """
     p = params
     L, W, H = p.body
     body_h = H - p.cup_height
-    cups = []
-    for k, (x, y) in enumerate(cup_positions(p)):
-        cups.append(
-            f'          <geom name="cup_{k}" class="cup" size="{p.cup_radius} '
-            f'{p.cup_height / 2}" pos="{x:.6g} {y:.6g} {H - p.cup_height / 2:.6g}"/>'
-        )
-    cups_xml = '\n'.join(cups)
-    return f"""
-          <body name="gripper">
-            <inertial pos="0 0 {p.com_z}" mass="{p.mass}" diaginertia="{p.inertia[0]} {p.inertia[1]} {p.inertia[2]}"/>
-            <site name="flange" size="0.01" rgba="1 0 0 1" group="4"/>
-            <site name="tcp" pos="0 0 {H}" size="0.008" rgba="0 1 0 1" group="4"/>
-            <geom name="gripper_body" class="collision" type="box"
-                  size="{L / 2} {W / 2} {body_h / 2}" pos="0 0 {body_h / 2}"
-                  rgba="0.55 0.57 0.6 1"/>
-{cups_xml}
-          </body>"""
+    body = spec.body('gripper')
+    body.mass = p.mass
+    body.ipos = [0.0, 0.0, p.com_z]
+    body.inertia = list(p.inertia)
+    spec.site('tcp').pos = [0.0, 0.0, H]
+    box = spec.geom('gripper_body')
+    box.size = [L / 2, W / 2, body_h / 2]
+    box.pos = [0.0, 0.0, body_h / 2]
+    cups = [g for g in body.geoms if g.name.startswith('cup_')]
+    xy = cup_positions(p)
+    for extra in cups[len(xy) :]:
+        spec.delete(extra)
+    cup_class = spec.find_default('cup')
+    for k, (x, y) in enumerate(xy):
+        cup = cups[k] if k < len(cups) else body.add_geom(cup_class, name=f'cup_{k}')
+        cup.size = [p.cup_radius, p.cup_height / 2, cup.size[2]]
+        cup.pos = [_g6(x), _g6(y), _g6(H - p.cup_height / 2)]
+        # The contact band: gap with margin 0 (class `cup`), mujoco-notes "Versions".
+        cup.gap = p.seal_band
+
+
+def gripper_spec(params: GripperParams = GripperParams()) -> mujoco.MjSpec:
+    """models/vgp20.xml with the values of `params`; body `gripper`, origin at the flange, z out
+    of the flange (down when working)."""
+    spec = mujoco.MjSpec.from_file(str(VGP20_XML))
+    configure_gripper(spec, params)
+    return spec

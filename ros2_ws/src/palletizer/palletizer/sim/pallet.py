@@ -44,16 +44,16 @@ def pallet_xml(params: PalletParams = PalletParams()) -> str:
     fr = ' '.join(str(v) for v in p.friction)
     lock = p.hinge_lock
     boards = []
-    # Seven top deck boards and three runners: looks only (class visual).
+    # Seven top deck boards and three runners: looks only (the scene's class decor).
     for k in range(7):
         y = -W / 2 + 0.05 + k * (W - 0.10) / 6
         boards.append(
-            f'      <geom class="visual" type="box" size="{L / 2} 0.05 0.011" '
+            f'      <geom class="decor" type="box" size="{L / 2} 0.05 0.011" '
             f'pos="0 {y:.4f} {H / 2 - 0.011}" rgba="0.62 0.39 0.18 1"/>'
         )
     for y in (-W / 2 + 0.05, 0.0, W / 2 - 0.05):
         boards.append(
-            f'      <geom class="visual" type="box" size="{L / 2 - 0.001} 0.05 0.061" '
+            f'      <geom class="decor" type="box" size="{L / 2 - 0.001} 0.05 0.061" '
             f'pos="0 {y:.4f} {-0.011}" rgba="0.55 0.34 0.15 1"/>'
         )
     boards_xml = '\n'.join(boards)

@@ -1,20 +1,50 @@
-"""UR10e arm as MJCF: official DH kinematics, UR link masses, capsule collision geometry."""
+"""The UR10e arm: its parameters (configs/cell.yaml `robot`) and its MJCF, models/ur10e.xml.
+
+models/ur10e.xml is a standalone MJCF (official DH kinematics, UR link masses, capsule collision
+geometry, Menagerie-style `visual`/`collision` default classes) that loads alone in MuJoCo. The
+cell never uses its numbers blindly: `configure_arm` sets every value ArmParams owns from
+ArmParams through MuJoCo's MjSpec API, so the config stays authoritative and the file holds the
+config defaults (tests/sim/test_models.py keeps the two equal). `robot_spec` attaches the gripper
+(models/vgp20.xml, sim/gripper.py) at the arm's `tool0` frame; the scene attaches the arm with an
+MJCF `<attach>` and finishes it with `mount_robot` (sim/scene.py).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+import mujoco
 import numpy as np
+
+from palletizer.sim.gripper import GripperParams, gripper_spec
 
 __all__ = [
     'ARM_JOINTS',
+    'ARM_MODEL',
+    'ARM_PREFIX',
+    'MODELS_DIR',
+    'UR10E_XML',
     'ArmParams',
-    'arm_actuators_xml',
-    'arm_body_xml',
-    'arm_defaults_xml',
-    'robot_model_xml',
+    'TOOL_FRAME',
+    'arm_spec',
+    'attach_gripper',
+    'configure_arm',
+    'mount_robot',
+    'robot_model',
+    'robot_spec',
     'T_world_dhbase',
 ]
+
+MODELS_DIR = Path(__file__).resolve().parent / 'models'
+UR10E_XML = MODELS_DIR / 'ur10e.xml'
+# The scene's `<asset><model>` name of models/ur10e.xml and the name prefix of its `<attach>`.
+ARM_MODEL = 'ur10e'
+ARM_PREFIX = 'ur10e/'
+# Name prefix the gripper is attached under before its names are restored (attach_gripper).
+_TOOL_PREFIX = 'vgp20/'
+# The arm's tool flange frame (UR tool0) in models/ur10e.xml, where the gripper goes.
+TOOL_FRAME = 'tool0'
 
 ARM_JOINTS: tuple[str, ...] = (
     'shoulder_pan_joint',
@@ -88,141 +118,172 @@ def _quat_to_mat(q: tuple[float, float, float, float]) -> np.ndarray:
     )
 
 
-def _f(v: float | tuple[float, ...] | list[float]) -> str:
-    if isinstance(v, (tuple, list)):
-        return ' '.join(_f(x) for x in v)
-    return f'{float(v):.10g}'
+def _r(v: float) -> float:
+    """`v` as the 10-significant-digit MJCF text the arm was written with: the cell's reference
+    model (and its benchmark) was compiled from that text, so values derived from ArmParams go
+    through it, bit for bit."""
+    return float(f'{float(v):.10g}')
 
 
-def arm_defaults_xml() -> str:
-    """Default classes of the arm: `visual` (no contacts) and `collision` (primitives).
-
-    Arm collision geoms use contype 2 / conaffinity 0: they touch furniture (conaffinity 2 set in
-    the scene's `solid` class) but never cartons (contype/conaffinity 1) nor each other.
-    """
-    return """
-    <default class="arm">
-      <joint armature="0.1" damping="0" frictionloss="0"/>
-      <default class="visual">
-        <geom contype="0" conaffinity="0" group="2" density="0"/>
-      </default>
-      <default class="collision">
-        <!-- friction 0.8: reference arm friction (docs/cell.md §3.9) -->
-        <geom type="capsule" contype="2" conaffinity="0" group="3" density="0"
-              friction="0.8 0.01 0.001" rgba="0.3 0.5 0.8 0.4"/>
-      </default>
-    </default>"""
+def _rs(v: tuple[float, ...] | list[float] | np.ndarray) -> list[float]:
+    return [_r(x) for x in v]
 
 
-def arm_body_xml(tool_xml: str, params: ArmParams = ArmParams()) -> str:
-    """The pedestal and arm body tree with `tool_xml` (the gripper body) mounted at the flange.
+# Menagerie UR10e inertia tensors [kg m^2] and the masses [kg] they belong to: the arm's tensors
+# are these scaled by UR's published link masses (UR publishes masses and CoMs, not tensors).
+_MENAGERIE_INERTIA: tuple[tuple[tuple[float, float, float], float], ...] = (
+    ((0.0314743, 0.0314743, 0.0218756), 7.778),  # shoulder
+    ((0.421754, 0.421754, 0.0363656), 12.93),  # upper arm
+    ((0.11107, 0.11107, 0.0108844), 3.87),  # forearm
+    ((0.0055125, 0.00510825, 0.00510825), 1.96),  # wrist 1
+    ((0.0055125, 0.00510825, 0.00510825), 1.96),  # wrist 2
+    ((0.000526462, 0.000526462, 0.000568125), 0.202),  # wrist 3
+)
+_LINKS = (
+    'shoulder_link',
+    'upper_arm_link',
+    'forearm_link',
+    'wrist_1_link',
+    'wrist_2_link',
+    'wrist_3_link',
+)
 
-    Frames follow the Menagerie UR10e layout with the official DH lengths, so the flange frame
-    equals UR's `tool0`. Inertials: UR link masses with Menagerie centre-of-mass positions and
-    inertia tensors scaled by the mass ratio (UR publishes masses and CoMs, not tensors).
+
+def _link_inertia(k: int, mass: float) -> list[float]:
+    """Diagonal inertia [kg m^2] of link `k` with `mass` [kg]: Menagerie's tensor scaled."""
+    tensor, m_ref = _MENAGERIE_INERTIA[k]
+    return _rs((np.array(tensor) / m_ref * mass).tolist())
+
+
+def configure_arm(spec: mujoco.MjSpec, params: ArmParams = ArmParams()) -> None:
+    """Set every value ArmParams owns on the UR10e elements of `spec` (names as in ur10e.xml).
+
+    Base pose, pedestal, DH offsets, link masses and inertias, joint limits and armature, motor
+    torque limits. Everything else (geometry, inertial positions, classes) comes from the file.
     """
     p = params
-    m = p.link_masses
-    # Menagerie inertia (per kg) so that tensors scale with UR's masses.
-    shoulder_I = np.array([0.0314743, 0.0314743, 0.0218756]) / 7.778 * m[0]
-    upper_I = np.array([0.421754, 0.421754, 0.0363656]) / 12.93 * m[1]
-    fore_I = np.array([0.11107, 0.11107, 0.0108844]) / 3.87 * m[2]
-    wrist_I = np.array([0.0055125, 0.00510825, 0.00510825]) / 1.96
-    w3_I = np.array([0.000526462, 0.000526462, 0.000568125]) / 0.202 * m[5]
-    lim = p.torque_limits
-    rng = list(zip(p.joint_lower, p.joint_upper, strict=True))
-    ped_h = p.pedestal_height
-    return f"""
-    <body name="robot_base" pos="{_f(p.base_pos)}" quat="{_f(p.base_quat)}" childclass="arm">
-      <!-- pedestal: part of the static base so the shoulder may sit on it (docs/cell.md §3.1) -->
-      <geom name="pedestal" class="collision" type="cylinder"
-            size="{_f(p.pedestal_radius)} {_f(ped_h / 2)}" pos="0 0 {_f(-ped_h / 2)}"
-            contype="3" conaffinity="3" group="0" rgba="0.25 0.25 0.27 1"/>
-      <geom class="visual" type="cylinder" size="0.075 0.02" pos="0 0 0.02"
-            rgba="0.7 0.7 0.7 1"/>
-      <body name="shoulder_link" pos="0 0 {_f(p.d1)}">
-        <inertial pos="0 0 0" mass="{_f(m[0])}" diaginertia="{_f(shoulder_I.tolist())}"/>
-        <joint name="{ARM_JOINTS[0]}" axis="0 0 1" range="{_f(rng[0])}"
-               actuatorfrcrange="{_f((-lim[0], lim[0]))}"/>
-        <!-- capsule radii / half-lengths: mujoco-notes "UR10e" collision table; each sits on
-             its joint housing (along the joint axis) or centred on the link shaft, following
-             the Menagerie UR10e collision layout. Inertial positions: Menagerie UR10e. -->
-        <geom name="shoulder_col" class="collision" size="0.078 0.08" pos="0 0 0"/>
-        <body name="upper_arm_link" pos="0 {_f(p.upper_arm_y)} 0" quat="1 0 1 0">
-          <inertial pos="0 0 0.306" mass="{_f(m[1])}" diaginertia="{_f(upper_I.tolist())}"/>
-          <joint name="{ARM_JOINTS[1]}" axis="0 1 0" range="{_f(rng[1])}"
-                 actuatorfrcrange="{_f((-lim[1], lim[1]))}"/>
-          <geom name="upper_arm_col0" class="collision" size="0.078 0.08" quat="1 1 0 0"/>
-          <geom name="upper_arm_col1" class="collision" size="0.06 0.3" pos="0 0 0.3"/>
-          <body name="forearm_link" pos="0 {_f(p.forearm_y)} {_f(-p.a2)}">
-            <inertial pos="0 0 0.286" mass="{_f(m[2])}" diaginertia="{_f(fore_I.tolist())}"/>
-            <joint name="{ARM_JOINTS[2]}" axis="0 1 0" range="{_f(rng[2])}"
-                   actuatorfrcrange="{_f((-lim[2], lim[2]))}"/>
-            <geom name="forearm_col0" class="collision" size="0.058 0.065" quat="1 1 0 0"/>
-            <geom name="forearm_col1" class="collision" size="0.043 0.28" pos="0 0 0.29"/>
-            <body name="wrist_1_link" pos="0 0 {_f(-p.a3)}" quat="1 0 1 0">
-              <inertial pos="0 0.127 0" mass="{_f(m[3])}"
-                        diaginertia="{_f((wrist_I * m[3]).tolist())}"/>
-              <joint name="{ARM_JOINTS[3]}" axis="0 1 0" range="{_f(rng[3])}"
-                     actuatorfrcrange="{_f((-lim[3], lim[3]))}"/>
-              <geom name="wrist_1_col" class="collision" size="0.05 0.07" pos="0 0.06 0"
-                    quat="1 1 0 0"/>
-              <body name="wrist_2_link" pos="0 {_f(p.wrist_2_y)} 0">
-                <inertial pos="0 0 0.1" mass="{_f(m[4])}"
-                          diaginertia="{_f((wrist_I * m[4]).tolist())}"/>
-                <joint name="{ARM_JOINTS[4]}" axis="0 0 1" range="{_f(rng[4])}"
-                       actuatorfrcrange="{_f((-lim[4], lim[4]))}"/>
-                <geom name="wrist_2_col0" class="collision" size="0.046 0.065" pos="0 0 0.01"/>
-                <geom name="wrist_2_col1" class="collision" size="0.046 0.043"
-                      pos="0 0.02 {_f(p.d5)}" quat="1 1 0 0"/>
-                <body name="wrist_3_link" pos="0 0 {_f(p.d5)}">
-                  <inertial pos="0 0.0771 0" quat="1 0 0 1" mass="{_f(m[5])}"
-                            diaginertia="{_f(w3_I.tolist())}"/>
-                  <joint name="{ARM_JOINTS[5]}" axis="0 1 0" range="{_f(rng[5])}"
-                         actuatorfrcrange="{_f((-lim[5], lim[5]))}"/>
-                  <geom name="wrist_3_col" class="collision" type="cylinder" size="0.046 0.02"
-                        pos="0 {_f(p.d6 - 0.02)} 0" quat="1 1 0 0"/>
-                  <!-- flange = UR tool0: z out of the flange (Menagerie attachment frame) -->
-                  <frame pos="0 {_f(p.d6)} 0" quat="1 -1 0 0">
-{tool_xml}
-                  </frame>
-                </body>
-              </body>
-            </body>
-          </body>
-        </body>
-      </body>
-    </body>"""
+    base = spec.body('robot_base')
+    base.pos = _rs(p.base_pos)
+    base.quat = _rs(p.base_quat)
+    ped = spec.geom('pedestal')
+    h = p.pedestal_height
+    ped.size = [_r(p.pedestal_radius), _r(h / 2), ped.size[2]]
+    ped.pos = [0.0, 0.0, _r(-h / 2)]
+    # Body frames: the Menagerie layout with the official DH lengths (flange = UR tool0).
+    spec.body('shoulder_link').pos = [0.0, 0.0, _r(p.d1)]
+    spec.body('upper_arm_link').pos = [0.0, _r(p.upper_arm_y), 0.0]
+    spec.body('forearm_link').pos = [0.0, _r(p.forearm_y), _r(-p.a2)]
+    spec.body('wrist_1_link').pos = [0.0, 0.0, _r(-p.a3)]
+    spec.body('wrist_2_link').pos = [0.0, _r(p.wrist_2_y), 0.0]
+    spec.body('wrist_3_link').pos = [0.0, 0.0, _r(p.d5)]
+    spec.geom('wrist_2_col1').pos = [0.0, 0.02, _r(p.d5)]
+    spec.geom('wrist_3_col').pos = [0.0, _r(p.d6 - 0.02), 0.0]
+    spec.frame(TOOL_FRAME).pos = [0.0, _r(p.d6), 0.0]
+    for k, (link, joint) in enumerate(zip(_LINKS, ARM_JOINTS, strict=True)):
+        body = spec.body(link)
+        body.mass = _r(p.link_masses[k])
+        body.inertia = _link_inertia(k, p.link_masses[k])
+        lim = p.torque_limits[k]
+        j = spec.joint(joint)
+        j.range = [_r(p.joint_lower[k]), _r(p.joint_upper[k])]
+        j.actfrcrange = [_r(-lim), _r(lim)]
+        j.armature = _r(p.armature)
+        motor = spec.actuator(_motor(joint))
+        motor.ctrlrange = [_r(-lim), _r(lim)]
+        motor.forcerange = [_r(-lim), _r(lim)]
 
 
-def arm_actuators_xml(params: ArmParams = ArmParams()) -> str:
-    """Torque motors, one per joint, saturating at the UR10e torque limits [N m]."""
-    lines = []
-    for name, lim in zip(ARM_JOINTS, params.torque_limits, strict=True):
-        lines.append(
-            f'    <motor name="{name.removesuffix("_joint")}_motor" joint="{name}" gear="1" '
-            f'ctrlrange="{_f(-lim)} {_f(lim)}" forcerange="{_f(-lim)} {_f(lim)}"/>'
-        )
-    return '\n'.join(lines)
+def _motor(joint: str) -> str:
+    return joint.removesuffix('_joint') + '_motor'
 
 
-def robot_model_xml(tool_xml: str, params: ArmParams = ArmParams(), *, sensors: str = '') -> str:
-    """A standalone model of the arm and tool only (inverse dynamics, FK checks)."""
-    from palletizer.sim.gripper import gripper_defaults_xml
+def arm_spec(params: ArmParams = ArmParams()) -> mujoco.MjSpec:
+    """models/ur10e.xml with the values of `params`, its `home` key at params.home; no tool."""
+    spec = mujoco.MjSpec.from_file(str(UR10E_XML))
+    configure_arm(spec, params)
+    spec.key('home').qpos = _rs(params.home)
+    return spec
 
-    return f"""<mujoco model="ur10e_vgp20">
-  <compiler angle="radian" autolimits="true"/>
-  <option timestep="0.002" integrator="implicitfast" cone="elliptic"/>
-  <default>{arm_defaults_xml()}{gripper_defaults_xml()}
-  </default>
-  <worldbody>{arm_body_xml(tool_xml, params)}
-  </worldbody>
-  <actuator>
-{arm_actuators_xml(params)}
-  </actuator>
-  <sensor>{sensors}
-  </sensor>
-  <keyframe>
-    <key name="home" qpos="{_f(params.home)}"/>
-  </keyframe>
-</mujoco>"""
+
+def _strip_prefix(spec: mujoco.MjSpec, prefix: str) -> None:
+    """Drop `prefix` from the names of the elements an attachment brought (and from the joint
+    names their actuators and sensors refer to)."""
+    groups = (
+        spec.bodies,
+        spec.joints,
+        spec.geoms,
+        spec.sites,
+        spec.frames,
+        spec.cameras,
+        spec.lights,
+        spec.actuators,
+        spec.sensors,
+        spec.keys,
+    )
+    for group in groups:
+        for el in group:
+            if el.name.startswith(prefix):
+                el.name = el.name.removeprefix(prefix)
+    for act in spec.actuators:
+        if act.target.startswith(prefix):
+            act.target = act.target.removeprefix(prefix)
+    for sens in spec.sensors:
+        if sens.objname.startswith(prefix):
+            sens.objname = sens.objname.removeprefix(prefix)
+        if sens.refname.startswith(prefix):
+            sens.refname = sens.refname.removeprefix(prefix)
+
+
+def attach_gripper(spec: mujoco.MjSpec, gripper: GripperParams | None = None) -> None:
+    """Attach the VGP20 (models/vgp20.xml with `gripper`'s values) at the arm's tool0 frame.
+
+    MuJoCo warns on an attachment with an empty name prefix, so the gripper goes in under a
+    prefix that is taken off again: the cell refers to `gripper`, `tcp`, `cup_3`...
+    """
+    tool = gripper_spec(gripper or GripperParams())
+    spec.frame(TOOL_FRAME).attach_body(tool.body('gripper'), _TOOL_PREFIX, '')
+    _strip_prefix(spec, _TOOL_PREFIX)
+
+
+def robot_spec(
+    arm: ArmParams = ArmParams(), gripper: GripperParams | None = None
+) -> mujoco.MjSpec:
+    """A standalone model of the arm and tool only (inverse dynamics, FK checks); `gripper`
+    defaults to GripperParams().
+
+    The physics options are the cell's defaults (docs/cell.md §3.9); the model files carry none.
+    """
+    spec = arm_spec(arm)
+    spec.modelname = 'ur10e_vgp20'
+    spec.option.timestep = 0.002
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    attach_gripper(spec, gripper)
+    return spec
+
+
+def robot_model(
+    arm: ArmParams = ArmParams(), gripper: GripperParams | None = None
+) -> mujoco.MjModel:
+    """robot_spec compiled."""
+    return robot_spec(arm, gripper).compile()
+
+
+def mount_robot(
+    spec: mujoco.MjSpec, arm: ArmParams = ArmParams(), gripper: GripperParams | None = None
+) -> None:
+    """Finish the robot a scene attached as `<attach model="ur10e" prefix="ur10e/">`.
+
+    The MJCF attachment keeps the arm where the scene declares it: first in the world body, so
+    its bodies, joints and qpos come first as the `home` key expects (an MjSpec attach would
+    append it after the rest of the world). The prefix is there because MuJoCo warns on an
+    empty one. Here the names lose the prefix, the arm's own `home` key goes (the scene has
+    one), ArmParams set its values and the gripper is attached with GripperParams values.
+    """
+    key = spec.key(ARM_PREFIX + 'home')
+    if key is None or spec.body(ARM_PREFIX + 'robot_base') is None:
+        raise ValueError(f'no UR10e attached with prefix {ARM_PREFIX!r} (see ARM_MODEL)')
+    spec.delete(key)
+    _strip_prefix(spec, ARM_PREFIX)
+    configure_arm(spec, arm)
+    attach_gripper(spec, gripper)

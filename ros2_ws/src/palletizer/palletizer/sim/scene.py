@@ -1,4 +1,10 @@
-"""Scene assembly: floor, robot on its pedestal, gripper, pallet, a source, cartons, lights."""
+"""Scene assembly: floor, robot on its pedestal, gripper, pallet, a source, cartons, lights.
+
+The robot comes from its MJCF files (sim/models/ur10e.xml, sim/models/vgp20.xml): the scene MJCF
+declares the arm as an `<attach>` of ur10e.xml first in its world body, and `scene_spec` finishes
+it through MuJoCo's MjSpec API (sim/robot.py `mount_robot`: ArmParams values, the gripper at the
+flange with GripperParams values). `build_scene_spec` does both; `compile_scene` compiles a spec.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +12,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from xml.sax.saxutils import escape
 
 import mujoco
 
 from palletizer.core.contracts import floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.sim.cameras import CAMERAS, CameraSpec, cameras_xml
-from palletizer.sim.gripper import GripperParams, gripper_body_xml, gripper_defaults_xml
+from palletizer.sim.gripper import GripperParams
 from palletizer.sim.pallet import PalletParams, beam_xml, pallet_equality_xml, pallet_xml
 from palletizer.sim.plant import PLANT_HEADLIGHT, plant_xml
-from palletizer.sim.robot import (
-    ArmParams,
-    arm_actuators_xml,
-    arm_body_xml,
-    arm_defaults_xml,
-)
+from palletizer.sim.robot import ARM_MODEL, ARM_PREFIX, UR10E_XML, ArmParams, mount_robot
 from palletizer.sim.wrench import ft_sensors_xml
 
 __all__ = [
@@ -28,9 +30,11 @@ __all__ = [
     'CartonPlacement',
     'SceneError',
     'SceneOptions',
+    'build_scene_spec',
     'build_scene_xml',
     'compile_scene',
     'package_indices',
+    'scene_spec',
 ]
 
 
@@ -165,8 +169,9 @@ def _carton_xml(
 
 
 def _defaults_xml(opts: SceneOptions) -> str:
-    return f"""
-  <default>{arm_defaults_xml()}{gripper_defaults_xml()}
+    # The arm's and the gripper's classes come with their MJCF files (sim/models/).
+    return """
+  <default>
     <default class="solid">
       <!-- furniture and pallet: touch cartons (1) and the arm (2) -->
       <geom contype="3" conaffinity="3" group="0" friction="0.9 0.01 0.001"/>
@@ -200,7 +205,11 @@ def build_scene_xml(
     options: SceneOptions = SceneOptions(),
     decor: str = 'cell',
 ) -> str:
-    """The full cell MJCF: robot first (so the `home` key covers its joints), then the world.
+    """The cell MJCF: robot first (so the `home` key covers its joints), then the world.
+
+    The arm is an `<attach>` of sim/models/ur10e.xml (names prefixed `ur10e/`) and the gripper
+    is not in the text: compile the scene from `scene_spec(xml, arm, gripper)`, which finishes
+    the robot with the config values (or use build_scene_spec).
 
     `decor` 'plant' (level 34) replaces the cell's lights with the industrial hall's and adds
     its non-colliding scenery; physics is unchanged.
@@ -221,7 +230,6 @@ def build_scene_xml(
         f'solref="{sr}" torquescale="1"/>'
         for i in indices
     )
-    tool = gripper_body_xml(o.gripper)
     if decor not in ('cell', 'plant'):
         raise SceneError(f'decor = {decor!r}; expected one of cell, plant')
     if decor == 'plant':
@@ -245,8 +253,10 @@ def build_scene_xml(
     <texture name="floor_tex" type="2d" builtin="checker" width="512" height="512"
              rgb1="0.42 0.43 0.45" rgb2="0.36 0.37 0.39"/>
     <material name="floor_mat" texture="floor_tex" texrepeat="12 12"/>
+    <model name="{ARM_MODEL}" file="{escape(str(UR10E_XML), {'"': '&quot;'})}"/>
   </asset>{_defaults_xml(o)}
-  <worldbody>{arm_body_xml(tool, o.arm)}
+  <worldbody>
+    <attach model="{ARM_MODEL}" body="robot_base" prefix="{ARM_PREFIX}"/>
     <!-- floor friction 1.0 (docs/cell.md §3.9) -->
     <geom name="floor" class="solid" type="plane" size="6 6 0.05" material="floor_mat"
           friction="1.0 0.01 0.001"/>{lights}{pallet_xml(o.pallet)}{beam_xml(o.pallet)}
@@ -262,9 +272,6 @@ def build_scene_xml(
 {pallet_equality_xml()}
 {welds}
   </equality>
-  <actuator>
-{arm_actuators_xml(o.arm)}
-  </actuator>
   <sensor>{ft_sensors_xml()}
   </sensor>
   <keyframe>
@@ -273,8 +280,37 @@ def build_scene_xml(
 </mujoco>"""
 
 
-def compile_scene(xml: str, *, check_steps: int = 0) -> mujoco.MjModel:
-    """Compile `xml`; raise SceneError on a compile error or on any MuJoCo warning.
+def scene_spec(
+    xml: str, arm: ArmParams | None = None, gripper: GripperParams | None = None
+) -> mujoco.MjSpec:
+    """The spec of a build_scene_xml text with its robot finished: `arm` values on the attached
+    UR10e, the VGP20 with `gripper` values at its flange (sim/robot.py `mount_robot`); each
+    defaults to its config defaults.
+
+    Pass the ArmParams and GripperParams of the SceneOptions the text was built with.
+    """
+    try:
+        spec = mujoco.MjSpec.from_string(xml)
+        mount_robot(spec, arm or ArmParams(), gripper)
+    except ValueError as exc:
+        raise SceneError(f'scene does not compile: {exc}') from exc
+    return spec
+
+
+def build_scene_spec(
+    source: _SceneSource | None = None,
+    cartons: Sequence[CartonPlacement] = (),
+    options: SceneOptions = SceneOptions(),
+    decor: str = 'cell',
+) -> mujoco.MjSpec:
+    """The full cell as a spec, ready for compile_scene: build_scene_xml, then scene_spec."""
+    xml = build_scene_xml(source, cartons, options, decor)
+    return scene_spec(xml, options.arm, options.gripper)
+
+
+def compile_scene(scene: str | mujoco.MjSpec, *, check_steps: int = 0) -> mujoco.MjModel:
+    """Compile `scene` (a spec, or a complete MJCF text); raise SceneError on a compile error or
+    on any MuJoCo warning.
 
     With `check_steps` > 0 the model is also stepped that many times from its `home` key and any
     runtime warning (contact buffer full, bad qacc, ...) is an error too.
@@ -284,7 +320,10 @@ def compile_scene(xml: str, *, check_steps: int = 0) -> mujoco.MjModel:
     mujoco.set_mju_user_warning(warnings.append)
     try:
         try:
-            model = mujoco.MjModel.from_xml_string(xml)
+            if isinstance(scene, str):
+                model = mujoco.MjModel.from_xml_string(scene)
+            else:
+                model = scene.compile()
         except ValueError as exc:
             raise SceneError(f'scene does not compile: {exc}') from exc
         if check_steps > 0:

@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 
 from palletizer.core.errors import PalletizerError
-from palletizer.sim.gripper import GripperParams, gripper_body_xml
-from palletizer.sim.robot import ARM_JOINTS, ArmParams, robot_model_xml
+from palletizer.sim.gripper import GripperParams
+from palletizer.sim.robot import ARM_JOINTS, ArmParams, robot_model
 
 __all__ = ['Servo', 'ServoError', 'ServoGains', 'TrackResult', 'Trajectory']
 
@@ -157,9 +157,7 @@ class Servo:
         self._act = np.array(
             [model.actuator(j.removesuffix('_joint') + '_motor').id for j in ARM_JOINTS]
         )
-        self._id_model = mujoco.MjModel.from_xml_string(
-            robot_model_xml(gripper_body_xml(gripper), arm)
-        )
+        self._id_model = robot_model(arm, gripper)
         self._id_model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
         self._id_data = mujoco.MjData(self._id_model)
         self._ref_data = mujoco.MjData(self._id_model)
