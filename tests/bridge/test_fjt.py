@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from palletizer.bridge import FjtDefaults, FjtRunner, FjtStatus
+from palletizer.core.description import JOINTS
 from palletizer.core.jtc import (
     GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
@@ -17,14 +18,6 @@ from palletizer.sim.cell import Cell
 
 pytestmark = pytest.mark.sim
 
-JOINTS = (
-    'shoulder_pan_joint',
-    'shoulder_lift_joint',
-    'elbow_joint',
-    'wrist_1_joint',
-    'wrist_2_joint',
-    'wrist_3_joint',
-)
 SPEED = np.deg2rad([120, 120, 180, 180, 180, 180])
 
 

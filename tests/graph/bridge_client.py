@@ -11,6 +11,7 @@ from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
+from palletizer.core.description import JOINTS as UR_JOINTS
 from palletizer.launcher.graph import UR_SET_IO_SERVICE, UR_TRAJECTORY_ACTION
 from palletizer.nodes.qos import LATCHED
 from palletizer_msgs.srv import GroundTruth, PresentCarton, ResetCell
@@ -21,14 +22,7 @@ from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectoryPoint
 from ur_msgs.srv import SetIO
 
-JOINTS = [
-    'shoulder_pan_joint',
-    'shoulder_lift_joint',
-    'elbow_joint',
-    'wrist_1_joint',
-    'wrist_2_joint',
-    'wrist_3_joint',
-]
+JOINTS = list(UR_JOINTS)
 
 
 def _dur(t: float) -> Duration:

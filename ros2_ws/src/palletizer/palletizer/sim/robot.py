@@ -17,6 +17,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from palletizer.core.description import JOINTS
 from palletizer.sim.gripper import GripperParams, gripper_spec
 
 __all__ = [
@@ -46,14 +47,8 @@ _TOOL_PREFIX = 'vgp20/'
 # The arm's tool flange frame (UR tool0) in models/ur10e.xml, where the gripper goes.
 TOOL_FRAME = 'tool0'
 
-ARM_JOINTS: tuple[str, ...] = (
-    'shoulder_pan_joint',
-    'shoulder_lift_joint',
-    'elbow_joint',
-    'wrist_1_joint',
-    'wrist_2_joint',
-    'wrist_3_joint',
-)
+# The UR driver's joint names, in chain order (models/ur10e.xml names its joints so).
+ARM_JOINTS: tuple[str, ...] = JOINTS
 
 
 @dataclass(frozen=True)
