@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from palletizer.core.errors import InvalidValue
+
 __all__ = ['StepStream', 'steps_per_sample']
 
 
@@ -18,7 +20,7 @@ class StepStream:
 
     def __init__(self, emit: Callable[[], None], every: int = 10) -> None:
         if every < 1:
-            raise ValueError(f'every = {every}; expected >= 1 physics steps')
+            raise InvalidValue(f'every = {every}; expected >= 1 physics steps')
         self._emit = emit
         self.every = int(every)
         self._count = 0
@@ -39,5 +41,5 @@ class StepStream:
 def steps_per_sample(rate_hz: float, timestep: float) -> int:
     """Physics steps between samples of a stream at `rate_hz` (at least one)."""
     if rate_hz <= 0 or timestep <= 0:
-        raise ValueError(f'rate_hz = {rate_hz!r}, timestep = {timestep!r}; expected both > 0')
+        raise InvalidValue(f'rate_hz = {rate_hz!r}, timestep = {timestep!r}; expected both > 0')
     return max(1, round(1.0 / (rate_hz * timestep)))

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
+from palletizer.core.errors import InvalidValue
 from palletizer.version import git_sha
 
 __all__ = ['bench_generalise', 'parse_options', 'parse_seeds']
@@ -36,7 +37,7 @@ RESERVED_ABOVE = 100
 
 
 def parse_seeds(text: str) -> list[int]:
-    """'1-50', '3', '1-3,7,9-10' -> sorted seeds; ValueError naming what is allowed."""
+    """'1-50', '3', '1-3,7,9-10' -> sorted seeds; InvalidValue (a ValueError) naming what is allowed."""
     seeds: set[int] = set()
     for part in text.split(','):
         a, sep, b = part.strip().partition('-')
@@ -44,11 +45,11 @@ def parse_seeds(text: str) -> list[int]:
             lo = int(a)
             hi = int(b) if sep else lo
         except ValueError:
-            raise ValueError(
+            raise InvalidValue(
                 f'seeds {text!r}: {part!r} is not N or A-B; expected e.g. 1-50 or 1-3,7'
             ) from None
         if lo < 0 or hi < lo:
-            raise ValueError(f'seeds {text!r}: {part!r}; expected 0 <= A <= B')
+            raise InvalidValue(f'seeds {text!r}: {part!r}; expected 0 <= A <= B')
         seeds.update(range(lo, hi + 1))
     return sorted(seeds)
 

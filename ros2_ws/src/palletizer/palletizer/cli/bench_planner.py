@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from palletizer.core.contracts import HeightMap, PackageSpec, PalletGeometry, PlacementPlan
+from palletizer.core.errors import InvalidValue
 from palletizer.core.measure import measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import BeamPlanner, GridPlanner, Planner, ScorePlanner
 from palletizer.core.planning.buffer import Buffer
@@ -232,7 +233,7 @@ def bench_planner_quality(
     levels, seeds, planners = list(levels), list(seeds), list(planners)
     unknown = [p for p in planners if p not in PLANNERS]
     if unknown:
-        raise ValueError(f'planner {unknown[0]!r}; expected one of {", ".join(PLANNERS)}')
+        raise InvalidValue(f'planner {unknown[0]!r}; expected one of {", ".join(PLANNERS)}')
     per_level: dict[str, dict[str, Any]] = {}
     totals = {p: {'placed': 0, 'n': 0, 'complete': 0, 'episodes': 0} for p in planners}
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ from palletizer.core.contracts import (
     Placement,
     PlacementPlan,
 )
+from palletizer.core.errors import PalletizerError
 from palletizer.core.measure import Tolerances, measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import Planner
 from palletizer.core.planning.buffer import Buffer, BufferSlot, BufferTable
@@ -58,8 +59,10 @@ EVENT_KINDS = ('perceive', 'plan', 'pick', 'place', 'settle', 'fail')
 STOP_REASON_ENV = 'PALLETIZER_STOP_REASON_FILE'
 
 
-class EpisodeAborted(Exception):
-    """Raised by a port when the run is being stopped (Ctrl-C, SIGTERM, a crashed node)."""
+class EpisodeAborted(PalletizerError):
+    """Raised by a port when the run is being stopped (Ctrl-C, SIGTERM, a crashed node), or
+    when a node cannot serve a request at all (an invalid request, a failed fusion): the
+    episode closes as aborted, with no failure cause invented."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

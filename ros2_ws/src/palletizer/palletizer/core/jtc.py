@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from palletizer.core.errors import PalletizerError
+
 __all__ = [
     'GoalError',
     'JointTolerance',
@@ -34,7 +36,7 @@ PATH_TOLERANCE_VIOLATED = -4
 GOAL_TOLERANCE_VIOLATED = -5
 
 
-class GoalError(Exception):
+class GoalError(PalletizerError):
     """A goal the controller refuses; `code` is the FollowJointTrajectory error code."""
 
     def __init__(self, code: int, message: str) -> None:

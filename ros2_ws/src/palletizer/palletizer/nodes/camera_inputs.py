@@ -13,6 +13,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
 from tf2_msgs.msg import TFMessage
 
+from palletizer.core.errors import InvalidValue
 from palletizer.core.views import CameraView
 from palletizer.nodes.qos import COMMANDS, STATIC_TF
 
@@ -35,7 +36,7 @@ def image_to_array(msg: Image) -> np.ndarray:
     if msg.encoding in ('rgb8', 'bgr8'):
         img = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(h, w, 3).copy()
         return img if msg.encoding == 'rgb8' else img[..., ::-1].copy()
-    raise ValueError(f'image encoding {msg.encoding!r}; expected 32FC1, 16UC1, rgb8 or bgr8')
+    raise InvalidValue(f'image encoding {msg.encoding!r}; expected 32FC1, 16UC1, rgb8 or bgr8')
 
 
 def transform_to_matrix(tr) -> np.ndarray:

@@ -24,6 +24,7 @@ from rclpy.node import Node
 from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult
 from palletizer.core.episode import EpisodeAborted, EpisodeSettings, run_episode
+from palletizer.core.errors import PalletizerError
 from palletizer.nodes.director_ports import (
     Calls,
     RosCell,
@@ -43,7 +44,7 @@ __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main'
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-class TelemetryRefused(Exception):
+class TelemetryRefused(PalletizerError):
     """Telemetry cannot record the next episode: the run stops before the cell resets."""
 
     def __init__(self, seed: int, reason: str, bad_input: bool) -> None:

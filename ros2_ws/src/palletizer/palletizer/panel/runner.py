@@ -324,9 +324,9 @@ def request_from(body: Mapping[str, Any]) -> RunRequest:
 
     def num(name: str, kind: type, default: Any) -> Any:
         v = body.get(name, default)
+        if isinstance(v, bool):  # JSON true is not a number, though int(True) is 1
+            raise PanelError(f'{name} must be a number, got {v!r}')
         try:
-            if isinstance(v, bool):
-                raise ValueError
             return kind(v)
         except (TypeError, ValueError):
             raise PanelError(f'{name} must be a number, got {v!r}') from None

@@ -12,6 +12,7 @@ import mujoco
 import numpy as np
 
 from palletizer.core.contracts import floats3
+from palletizer.core.errors import InvalidValue
 
 __all__ = ['Wrench', 'WrenchNoise', 'WrenchSensor', 'ft_sensors_xml', 'plumb_weigh']
 
@@ -78,14 +79,14 @@ class WrenchNoise:
         ):
             v = getattr(self, name)
             if not math.isfinite(v) or v < 0:
-                raise ValueError(f'WrenchNoise.{name} = {v!r}; expected a finite value >= 0')
+                raise InvalidValue(f'WrenchNoise.{name} = {v!r}; expected a finite value >= 0')
         lo, hi = self.drift_period_s
         if not 0 < lo <= hi or not math.isfinite(hi):
-            raise ValueError(
+            raise InvalidValue(
                 f'WrenchNoise.drift_period_s = {self.drift_period_s!r}; expected 0 < min <= max'
             )
         if self.drift_terms < 1:
-            raise ValueError(f'WrenchNoise.drift_terms = {self.drift_terms}; expected >= 1')
+            raise InvalidValue(f'WrenchNoise.drift_terms = {self.drift_terms}; expected >= 1')
 
     @classmethod
     def from_config(cls, wrench: Mapping[str, Any]) -> WrenchNoise:

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from palletizer.core.errors import PalletizerError
 from palletizer.telemetry.bag import BagWriter
 from palletizer.telemetry.vocab import TelemetryError
 
@@ -42,8 +43,8 @@ class Salvage:
     stopped: str
 
 
-class _Cut(Exception):
-    pass
+class _Cut(PalletizerError):
+    """A record is cut off or undecodable: the scan of the file stops there."""
 
 
 def _take(buf: memoryview, pos: int, n: int) -> bytes:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from palletizer.bridge.stream import StepStream
+from palletizer.core.errors import InvalidValue
 from palletizer.core.motion import JointTrajectory
 from palletizer.execution import FollowResult, ForceReading
 from palletizer.sim.servo import Trajectory
@@ -42,7 +43,7 @@ class CellArm:
         wrench_every: int = 10,
     ) -> None:
         if speed < 0 or dwell_s < 0:
-            raise ValueError(f'speed = {speed}, dwell_s = {dwell_s}; expected both >= 0')
+            raise InvalidValue(f'speed = {speed}, dwell_s = {dwell_s}; expected both >= 0')
         self.cell = cell
         self.speed = float(speed)
         self.path_tolerance_rad = float(path_tolerance_rad)

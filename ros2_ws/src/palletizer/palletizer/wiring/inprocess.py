@@ -15,6 +15,7 @@ from palletizer.bridge.stream import steps_per_sample
 from palletizer.core.config import Config, load_config
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, Presented, run_episode
+from palletizer.core.errors import InvalidType, InvalidValue
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.motion import MotionParams, MotionPlanner
@@ -53,7 +54,7 @@ def oracle_flag(*components: Any) -> bool:
     """
     for c in components:
         if not isinstance(getattr(c, 'oracle', None), bool):
-            raise TypeError(
+            raise InvalidType(
                 f'{c!r} is not a perception, gauge or planner component (no oracle flag)'
             )
     return any(c.oracle for c in components)
@@ -223,7 +224,7 @@ def run_inprocess(
     map_mode = check_mode('map', map_mode or perception)
     detector_mode = check_mode('detector', detector_mode or perception)
     if gauge not in ('wrench', 'oracle'):
-        raise ValueError(f'gauge = {gauge!r}; expected wrench or oracle')
+        raise InvalidValue(f'gauge = {gauge!r}; expected wrench or oracle')
     cfg = config or load_config()
     lv = cfg.level(level)
     cell = Cell(lv, seed, options=CellOptions.from_config(cfg.cell))

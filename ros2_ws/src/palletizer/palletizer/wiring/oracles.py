@@ -6,7 +6,7 @@ actually constructed (wiring.inprocess.oracle_flag), never set by hand.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from palletizer.core.contracts import (
     HeightMap,
@@ -15,6 +15,7 @@ from palletizer.core.contracts import (
     PalletGeometry,
     floats3,
 )
+from palletizer.core.errors import UnknownKey, close_match
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
 from palletizer.core.loads import CartonDraw
 
@@ -36,6 +37,9 @@ class Referee:
 
     def poses(self, package_ids: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
         truth = self.cell.ground_truth().cartons
+        for pid in package_ids:
+            if pid not in truth:
+                raise _unknown('Referee.poses', pid, truth)
         return {
             pid: (*floats3(truth[pid].pos), yaw_of_quat(truth[pid].quat)) for pid in package_ids
         }
@@ -71,7 +75,10 @@ class OracleGauge:
         self.draws = {d.package_id: d for d in draws}
 
     def weigh(self, observation: Observation) -> PackageSpec:
-        return self.draws[observation.package_id].spec
+        draw = self.draws.get(observation.package_id)
+        if draw is None:
+            raise _unknown('OracleGauge.weigh', observation.package_id, self.draws)
+        return draw.spec
 
     def forecast(self, package_ids: Sequence[str]) -> list[PackageSpec]:
         return [self.draws[p].spec for p in package_ids if p in self.draws]
@@ -96,3 +103,12 @@ class OracleHeightMap:
         gt = self.cell.ground_truth()
         boxes = [(pid, c.pos, c.quat, c.dims) for pid, c in gt.cartons.items()]
         return stamp_heightmap(boxes, gt.held, self.pallet, self.cell_size)
+
+
+def _unknown(where: str, package_id: str, known: Iterable[str]) -> UnknownKey:
+    """The error for a carton id that is not in the load, listing the ids that are."""
+    ids = sorted(known)
+    return UnknownKey(
+        f'{where}: package_id {package_id!r} is not in the load; expected one of '
+        f'{", ".join(ids) or "(none)"}{close_match(package_id, ids)}'
+    )

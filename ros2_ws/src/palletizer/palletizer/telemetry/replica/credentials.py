@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from palletizer.core.config import config_dir
+from palletizer.core.errors import InvalidValue
 from palletizer.telemetry.replica.base import Backend
 
 __all__ = ['DSN_ENV', 'Choice', 'choose_backend', 'read_env_file', 'replica_line']
@@ -104,7 +105,7 @@ def choose_backend(
             url, key, timeout_s=timeout, bucket=str(replica_cfg['supabase']['bucket'])
         )
     else:
-        raise ValueError(f'telemetry mode = {mode!r}; expected disk, postgres, supabase or off')
+        raise InvalidValue(f'telemetry mode = {mode!r}; expected disk, postgres, supabase or off')
     return Choice(backend, f'replica {backend.describe()} · disk first, through the run outbox')
 
 
