@@ -1,4 +1,5 @@
-"""core.motion trajectories survive the trajectory_msgs/JointTrajectory round trip."""
+"""core.motion trajectories survive the trajectory_msgs/JointTrajectory round trip; the
+executor's results survive the Pick / Place / MoveArm round trip."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 pytest.importorskip('trajectory_msgs', reason='interfaces not built: run scripts/setup')
 
+from palletizer.core.episode import EpisodeAborted  # noqa: E402
 from palletizer.core.errors import PalletizerError  # noqa: E402
 from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory, MotionPlanner  # noqa: E402
 from palletizer.execution import (  # noqa: E402
@@ -14,6 +16,7 @@ from palletizer.execution import (  # noqa: E402
     Outcome,
     duration_to_s,
     exec_result_from_msg,
+    exec_result_to_msg,
     motion_outcome,
     trajectory_from_msg,
     trajectory_to_msg,
@@ -102,32 +105,68 @@ def test_wrong_joint_count_and_names_are_refused():
 
 def _as_node_reports(kind, out: ExecResult):
     """The Pick / Place result the trajectory_executor node builds from an ExecResult."""
-    res = kind.Result(error_code=getattr(kind.Result, out.outcome.name))
-    res.cause = out.cause
-    res.error_msg = '' if out.ok else out.message
-    if hasattr(res, 'active_cups'):
-        res.active_cups, res.grip_capacity_ratio = out.active_cups, out.grip_capacity_ratio
-    else:
-        res.failing_waypoint, res.reach_residual_m = out.failing_waypoint, out.reach_residual_m
-    return res
+    return exec_result_to_msg(out, kind.Result())
 
 
 @pytest.mark.parametrize('outcome', list(Outcome))
 def test_action_results_read_back_as_the_exec_result_the_node_reported(outcome):
     from palletizer_msgs.action import Pick, Place
 
-    cause = '' if outcome is Outcome.OK else 'collision'
+    cause = '' if outcome in (Outcome.OK, Outcome.INVALID_REQUEST) else 'collision'
     msg = '' if outcome is Outcome.OK else 'why'
     place = ExecResult(outcome, msg, cause, failing_waypoint=2, reach_residual_m=0.004)
     back = exec_result_from_msg(_as_node_reports(Place, place))
     assert back == place
-    assert motion_outcome(back, placing=True) == motion_outcome(place, placing=True)
+    if outcome is Outcome.INVALID_REQUEST:
+        with pytest.raises(EpisodeAborted, match='the executor refused the place goal: why'):
+            motion_outcome(back, placing=True)
+    else:
+        assert motion_outcome(back, placing=True) == motion_outcome(place, placing=True)
     pick = ExecResult(outcome, msg, cause, active_cups=12, grip_capacity_ratio=3.5)
     assert exec_result_from_msg(_as_node_reports(Pick, pick)) == pick
+
+
+@pytest.mark.parametrize('outcome', [o for o in Outcome if o is not Outcome.INVALID_REQUEST])
+def test_a_move_response_reads_back_as_the_exec_result_of_the_park_or_ready(outcome):
+    from palletizer_msgs.srv import MoveArm
+
+    cause = '' if outcome is Outcome.OK else 'ik_unreachable'
+    out = ExecResult(outcome, '' if outcome is Outcome.OK else 'why', cause, motion_s=2.25)
+    res = exec_result_to_msg(out, MoveArm.Response())
+    assert res.error_code == getattr(MoveArm.Response, outcome.name) and res.motion_s == 2.25
+    assert exec_result_from_msg(res) == out
+
+
+def test_an_outcome_without_a_constant_in_the_message_is_refused_naming_those_it_has():
+    from palletizer_msgs.srv import MoveArm
+
+    with pytest.raises(
+        PalletizerError,
+        match='MoveArm_Response has no result constant for '
+        'outcome INVALID_REQUEST; it has OK, IK_UNREACHABLE',
+    ):
+        exec_result_to_msg(ExecResult(Outcome.INVALID_REQUEST, 'bad'), MoveArm.Response())
+
+
+def test_a_code_means_the_same_outcome_in_pick_place_and_move_arm():
+    from palletizer_msgs.action import Pick, Place
+    from palletizer_msgs.srv import MoveArm
+
+    for o in Outcome:
+        codes = {
+            getattr(k, o.name)
+            for k in (Pick.Result, Place.Result, MoveArm.Response)
+            if hasattr(k, o.name)
+        }
+        assert len(codes) == 1, (o, codes)
+    assert Place.Result.GRASP_SLIP == Pick.Result.GRASP_SLIP == MoveArm.Response.GRASP_SLIP == 302
 
 
 def test_an_unknown_action_error_code_is_refused_with_the_valid_ones():
     from palletizer_msgs.action import Place
 
-    with pytest.raises(PalletizerError, match=r'error_code = 7; expected one of 0 \(OK\), 311'):
+    with pytest.raises(
+        PalletizerError,
+        match=r'error_code = 7; expected one of 0 \(OK\), 301 \(IK_UNREACHABLE\), 302',
+    ):
         exec_result_from_msg(Place.Result(error_code=7))

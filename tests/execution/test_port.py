@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from palletizer.core.contracts import FailureCause, HeightMap
+from palletizer.core.episode import EpisodeAborted
 from palletizer.execution import (
     ExecResult,
     Outcome,
@@ -13,6 +14,7 @@ from palletizer.execution import (
     return_request,
 )
 
+from tests.core.test_episode import World, _run
 from tests.execution.test_sequencer import RecordingArm, _obs, _place_args
 
 
@@ -46,6 +48,24 @@ def test_only_a_place_refused_before_moving_still_holds_the_carton(
     out = motion_outcome(res, placing=placing)
     assert not out.ok and out.cause is FailureCause(cause) and out.reason == 'why'
     assert out.holding is holding and out.details == {'failing_waypoint': 3}
+
+
+@pytest.mark.parametrize('placing', [False, True])
+def test_an_invalid_request_is_not_replanned_but_aborts_the_episode(placing):
+    res = ExecResult(Outcome.INVALID_REQUEST, 'invalid Pick request: dims_guess = (0.3, 0.2)')
+    what = 'place' if placing else 'pick'
+    with pytest.raises(EpisodeAborted, match=f'the executor refused the {what} goal: invalid'):
+        motion_outcome(res, placing=placing)
+
+
+def test_an_episode_whose_place_is_invalid_closes_aborted_after_one_plan():
+    w = World(n=1)
+    invalid = ExecResult(Outcome.INVALID_REQUEST, 'invalid Place request: bad spec')
+    w.place = lambda plan, spec, hm: motion_outcome(invalid, placing=True)
+    r = _run(w)
+    assert not r.success and r.failure is None and r.metrics['aborted'] is True
+    assert 'the executor refused the place goal' in r.metrics['abort_reason']
+    assert [k for _, k, _, _ in w.events].count('plan') == 1  # no slot tried again
 
 
 def test_a_failure_without_a_cause_reads_as_a_grasp_slip():

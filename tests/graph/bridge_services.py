@@ -53,6 +53,8 @@ def main() -> int:
     out['deterministic'] = digests[0] == digests[1]
     neg = node.on_settle(Settle.Request(duration=-1.0), Settle.Response())
     out['settle_neg'] = [neg.error_code, neg.error_msg]
+    none = node.on_stability(RunStability.Request(), RunStability.Response())
+    out['stability_none'] = [none.error_code, none.error_msg]
     t0 = time.perf_counter()
     stab = node.on_stability(
         RunStability.Request(jolts=False, beam=False, eumos=True), RunStability.Response()

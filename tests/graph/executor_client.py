@@ -1,4 +1,5 @@
-"""Client for the executor graph test: present, pick and place one carton through the actions.
+"""Client for the executor graph test: present, pick and place one carton through the actions,
+then the MoveArm services (~/ready, ~/park).
 
 Ground truth is read here only to build the observation and to referee the result.
 """
@@ -14,7 +15,7 @@ import rclpy
 from palletizer.core.contracts import HeightMap
 from palletizer.nodes.convert import heightmap_to_msg
 from palletizer_msgs.action import Pick, Place
-from palletizer_msgs.srv import GroundTruth, PresentCarton, Settle
+from palletizer_msgs.srv import GroundTruth, MoveArm, PresentCarton, Settle
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -107,6 +108,22 @@ def main() -> int:
         'dq': max(abs(a - b) for a, b in zip(q_a, q_b, strict=True)),
     }
 
+    # A malformed goal (a position that is not finite): INVALID_REQUEST with no cause; nothing
+    # moves.
+    bad = Pick.Goal()
+    bad.observation.package_id = carton.package_id
+    bad.observation.position.x = math.nan
+    bad.observation.dims_guess = [L, W, H]
+    res, _, _ = act(pick, bad)
+    t_c, q_c = settle_streams()
+    out['invalid'] = {
+        'code': res.error_code,
+        'cause': res.cause,
+        'msg': res.error_msg,
+        'sim_dt': t_c - t_b,
+        'dq': max(abs(a - b) for a, b in zip(q_b, q_c, strict=True)),
+    }
+
     goal = Pick.Goal()
     o = goal.observation
     o.package_id, o.yaw, o.dims_guess, o.confidence = (
@@ -159,6 +176,18 @@ def main() -> int:
         'cycle_sim_s': t_c - t_b,
         'mass_kg': carton.mass_kg,
     }
+
+    # The empty arm waits above the source, then parks for the photos, as an episode does.
+    for name in ('ready', 'park'):
+        client = node.create_client(MoveArm, f'/trajectory_executor/{name}')
+        assert client.wait_for_service(timeout_sec=30.0), f'{name} never appeared'
+        r = wait(client.call_async(MoveArm.Request()))
+        out[name] = {
+            'code': r.error_code,
+            'cause': r.cause,
+            'msg': r.error_msg,
+            'motion_s': r.motion_s,
+        }
     print('EXECUTOR ' + json.dumps(out), flush=True)
     node.destroy_node()
     rclpy.try_shutdown()

@@ -54,5 +54,8 @@ def test_cell_bridge_captures_settles_runs_trials_and_repeats_itself():
     assert abs(cap['k0'] - 480 / (2 * 0.41421356)) < 0.01  # fy of a 45 deg fovy at 480 px
     assert cap['bad'][0] == 206 and 'station' in cap['bad'][1]
     assert got['settle']['code'] == 0 and got['deterministic']
-    assert got['settle_neg'][0] == 207 and 'expected 0 to 600' in got['settle_neg'][1]
+    assert (
+        got['settle_neg'][0] == 207 and 'expected 0 to 600' in got['settle_neg'][1]
+    )  # INVALID_REQUEST
+    assert got['stability_none'] == [207, 'no trial selected: set jolts, beam or eumos']
     assert got['stability']['code'] == 0 and got['stability']['trials'] == 1

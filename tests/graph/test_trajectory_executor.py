@@ -28,6 +28,9 @@ def test_executor_refuses_unreachable_then_picks_and_places_within_20_mm(speed):
     assert 'failing waypoint 0' in far['msg']
     # Refused before any goal: no simulated time passed and the arm did not move.
     assert far['sim_dt'] == 0.0 and far['dq'] == 0.0
+    bad = got['invalid']  # Pick INVALID_REQUEST: not a cell failure, so no cause; nothing moved
+    assert bad['code'] == 305 and bad['cause'] == '' and bad['sim_dt'] == 0.0 and bad['dq'] == 0.0
+    assert bad['msg'].startswith('invalid Pick request: Observation.position = ')
     pick = got['pick']
     assert pick['code'] == 0 and pick['cause'] == '' and pick['msg'] == ''
     assert pick['held'] == pick['id'] and pick['cups'] > 0 and pick['ratio'] == 0.0
@@ -40,6 +43,10 @@ def test_executor_refuses_unreachable_then_picks_and_places_within_20_mm(speed):
     assert place['phases'][-2:] == ['release', 'retract']
     assert place['err_xy_m'] < 0.020 and abs(place['err_z_m']) < 0.010
     assert abs(place['err_yaw']) < 0.05
+    # MoveArm: the empty arm moves to wait above the source, then parks; typed, OK, no cause.
+    assert got['ready']['code'] == 0 and got['ready']['cause'] == '' and got['ready']['msg'] == ''
+    assert got['ready']['motion_s'] > 0
+    assert got['park']['code'] == 0 and got['park']['cause'] == ''
     print(
         f'speed {speed}: pick {pick["wall_s"]} s, place {place["wall_s"]} s wall; '
         f'{place["cycle_sim_s"]:.2f} s simulated from pick to settled'

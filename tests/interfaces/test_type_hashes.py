@@ -39,6 +39,7 @@ def test_palletizer_msgs_imports_through_the_real_rosidl_build():
     from palletizer_msgs.srv import PlanPlacement
 
     assert PlanPlacement.Response.NO_CANDIDATE == 101
-    assert Pick.Result.IK_UNREACHABLE == 301 and Place.Result.COLLISION == 312
+    assert Pick.Result.IK_UNREACHABLE == Place.Result.IK_UNREACHABLE == 301
+    assert Place.Result.COLLISION == 303 and Place.Result.INVALID_REQUEST == 305
     hm = HeightMap(ny=2, nx=3, cells=[0.0] * 6, observed=[True] * 6)
     assert len(hm.cells) == 6

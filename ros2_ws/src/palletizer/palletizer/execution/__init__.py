@@ -1,7 +1,7 @@
 """palletizer.execution: pick and place over FollowJointTrajectory and SetIO, checked and verified.
 
-ROS-free except `messages` (trajectory_msgs and Pick / Place result conversion), which loads on
-first use so the rest imports without the interfaces.
+ROS-free except `messages` (trajectory_msgs and the Pick / Place / MoveArm result conversion),
+which loads on first use so the rest imports without the interfaces.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # loaded on first use by __getattr__ below
     from palletizer.execution.messages import (
         duration_to_s,
         exec_result_from_msg,
+        exec_result_to_msg,
         trajectory_from_msg,
         trajectory_to_msg,
     )
@@ -55,6 +56,7 @@ __all__ = [
     'controller_cause',
     'duration_to_s',
     'exec_result_from_msg',
+    'exec_result_to_msg',
     'motion_outcome',
     'park_waypoints',
     'arrival_timeline',
@@ -70,7 +72,13 @@ __all__ = [
     'verify_release',
 ]
 
-_LAZY = {'duration_to_s', 'exec_result_from_msg', 'trajectory_from_msg', 'trajectory_to_msg'}
+_LAZY = {
+    'duration_to_s',
+    'exec_result_from_msg',
+    'exec_result_to_msg',
+    'trajectory_from_msg',
+    'trajectory_to_msg',
+}
 
 
 def __getattr__(name: str) -> object:

@@ -1,7 +1,7 @@
-"""Message conversions of the executor: joint trajectories, Pick and Place action results.
+"""Message conversions of the executor: joint trajectories, Pick, Place and MoveArm results.
 
-Message types only, no rclpy: trajectory_msgs/JointTrajectory both ways, and a Pick or Place
-result back to the sequencer's ExecResult.
+Message types only, no rclpy: trajectory_msgs/JointTrajectory both ways, and the sequencer's
+ExecResult to a Pick or Place action result or a MoveArm response and back.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory
 from palletizer.execution.sequencer import ExecResult, Outcome
 
-__all__ = ['duration_to_s', 'exec_result_from_msg', 'trajectory_from_msg', 'trajectory_to_msg']
+__all__ = [
+    'duration_to_s',
+    'exec_result_from_msg',
+    'exec_result_to_msg',
+    'trajectory_from_msg',
+    'trajectory_to_msg',
+]
 
 _NS = 1_000_000_000
 
@@ -103,12 +109,48 @@ def trajectory_from_msg(
     return JointTrajectory(t, q, qd, qdd)
 
 
+# The optional fields of the executor's results, and the ExecResult field each one carries.
+_FIELDS = (
+    ('failing_waypoint', int),
+    ('active_cups', int),
+    ('grip_capacity_ratio', float),
+    ('reach_residual_m', float),
+    ('motion_s', float),
+)
+
+
+def exec_result_to_msg(out: ExecResult, msg: Any) -> Any:
+    """Fill a Pick or Place result or a MoveArm response from `out`; returns `msg`.
+
+    error_code is the message's constant named like the outcome (one numbering in the executor
+    band, docs/interfaces.md §9.2); error_msg is empty when ok; cause is the closed-vocabulary
+    cause; the optional fields the message has (a pick's cups, a place's failing waypoint, a
+    move's motion time) are copied.
+    """
+    kind = type(msg)
+    code = getattr(kind, out.outcome.name, None)
+    if code is None:
+        raise PalletizerError(
+            f'{kind.__name__} has no result constant for outcome {out.outcome.name}; it has '
+            + ', '.join(o.name for o in Outcome if hasattr(kind, o.name))
+        )
+    msg.error_code = code
+    msg.error_msg = '' if out.ok else out.message
+    msg.cause = out.cause
+    for name, cast in _FIELDS:
+        if hasattr(msg, name):
+            setattr(msg, name, cast(getattr(out, name)))
+    return msg
+
+
 def exec_result_from_msg(result: Any) -> ExecResult:
-    """A palletizer_msgs Pick or Place action result back to the ExecResult it reports.
+    """A palletizer_msgs Pick or Place action result, or a MoveArm response, back to the
+    ExecResult it reports.
 
     The outcome is the Outcome whose name is the result constant equal to error_code; fields
-    one action does not carry (a pick's failing waypoint, a place's cups) keep their defaults.
-    With execution.motion_outcome this is the director's view of the trajectory executor.
+    one result does not carry (a pick's failing waypoint, a place's cups, a move's motion time)
+    keep their defaults. With execution.motion_outcome this is the director's view of the
+    trajectory executor.
     """
     kind = type(result)
     by_code = {getattr(kind, o.name): o for o in Outcome if hasattr(kind, o.name)}
@@ -126,4 +168,5 @@ def exec_result_from_msg(result: Any) -> ExecResult:
         active_cups=int(getattr(result, 'active_cups', 0)),
         grip_capacity_ratio=float(getattr(result, 'grip_capacity_ratio', 0.0)),
         reach_residual_m=float(getattr(result, 'reach_residual_m', 0.0)),
+        motion_s=float(getattr(result, 'motion_s', 0.0)),
     )

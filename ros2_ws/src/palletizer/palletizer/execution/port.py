@@ -2,8 +2,8 @@
 
 `motion_outcome` is the one mapping of an executor result (ExecResult) to the episode loop's
 MotionOutcome; the in-process wiring calls it on the sequencer's results, and a Pick or Place
-action result converted back to an ExecResult (nodes.convert.exec_result_from_msg) goes through
-it on the director's side. `return_request` is the place that puts a carton back at the source.
+action result or a MoveArm response converted back to an ExecResult
+(execution.messages.exec_result_from_msg) goes through it on the director's side. `return_request` is the place that puts a carton back at the source.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from palletizer.core.contracts import (
     PackageSpec,
     PlacementPlan,
 )
-from palletizer.core.episode import MotionOutcome
+from palletizer.core.episode import EpisodeAborted, MotionOutcome
 from palletizer.execution.park import ParkPose
 from palletizer.execution.sequencer import ExecResult, Outcome, PickPlaceSequencer
 
@@ -32,7 +32,15 @@ def motion_outcome(result: ExecResult, placing: bool = False) -> MotionOutcome:
     (ik_unreachable or collision outcomes); a controller failure, a slip or a pick leaves
     nothing known to be held. Details: a pick's active cups and grip capacity ratio (when the
     mass was known), a place's reach residual [m], a failure's failing waypoint (-1: none).
+
+    An invalid request (a goal the executor could not read) is not a failure of the cell: no
+    cause of the closed vocabulary fits it and another slot would be sent the same malformed
+    goal, so it is never replanned; it raises EpisodeAborted, as the planner's invalid request
+    does, and the episode closes as aborted.
     """
+    if result.outcome is Outcome.INVALID_REQUEST:
+        what = 'place' if placing else 'pick'
+        raise EpisodeAborted(f'the executor refused the {what} goal: {result.message}')
     if result.ok:
         if placing:
             return MotionOutcome(True, details={'reach_residual_m': result.reach_residual_m})

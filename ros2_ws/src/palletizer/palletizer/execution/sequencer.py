@@ -53,13 +53,17 @@ Feedback = Callable[[str, float], None]
 
 
 class Outcome(Enum):
-    """How an action ended; names match the Pick / Place result constants."""
+    """How an action ended; names match the result constants of Pick, Place and MoveArm (the
+    executor band, docs/interfaces.md §9.2)."""
 
     OK = 'ok'
     IK_UNREACHABLE = 'ik_unreachable'
     COLLISION = 'collision'
     GRASP_SLIP = 'grasp_slip'
     CONTROLLER_FAILED = 'controller_failed'
+    # The goal itself is malformed: the node's message conversion refused it before the
+    # sequencer saw it (the sequencer never returns this).
+    INVALID_REQUEST = 'invalid_request'
 
 
 # Planner refusals in the closed failure vocabulary -> outcome.

@@ -64,9 +64,6 @@ STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # the last 600 wrench samples of a 1.5 s hold at 500 Hz; 1000 keeps 2 s.
 BURST = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-# Settle and RunStability define only OK; this code (next in the cell band 201-206) marks a
-# refused request until the interfaces get their own constant.
-REFUSED = 207
 
 
 def _stamp(t: float) -> Time:
@@ -393,8 +390,8 @@ class CellBridgeNode(Node):
         return res
 
     def on_settle(self, req: Settle.Request, res: Settle.Response):
-        if not (0.0 <= req.duration <= 600.0):
-            res.error_code = REFUSED
+        if not (0.0 <= req.duration <= 600.0):  # NaN fails the comparison too
+            res.error_code = Settle.Response.INVALID_REQUEST
             res.error_msg = f'duration = {req.duration} s; expected 0 to 600 s of sim time'
             res.stamp = _stamp(self.cell.time)
             return res
@@ -451,14 +448,28 @@ class CellBridgeNode(Node):
         return res
 
     def on_stability(self, req: RunStability.Request, res: RunStability.Response):
+        R = RunStability.Response
+        if not (req.jolts or req.beam or req.eumos):
+            res.error_code = R.INVALID_REQUEST
+            res.error_msg = 'no trial selected: set jolts, beam or eumos'
+            return res
         axes = StabilityProtocol().axes if req.jolts else ()
         proto = StabilityProtocol(axes=axes, beam=req.beam, eumos=req.eumos)
         try:
             with self.lock:
-                report = self.cell.stability_trials(proto)
-                self.publish_state()
+                held = self.cell.suction.held
+                if held is None:
+                    report = self.cell.stability_trials(proto)
+                    self.publish_state()
         except PalletizerError as exc:
-            res.error_code, res.error_msg = REFUSED, str(exc)
+            res.error_code, res.error_msg = R.TRIALS_FAILED, str(exc)
+            return res
+        if held is not None:
+            res.error_code = R.CARTON_HELD
+            res.error_msg = (
+                f'carton {self.cell.package_id(held)!r} is on the cups; place or release it '
+                'before the stability trials'
+            )
             return res
         res.held_all = all(t.held for t in report.trials)
         res.summary_json = json.dumps(report.summary, default=float)

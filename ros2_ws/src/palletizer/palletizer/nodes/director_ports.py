@@ -28,6 +28,7 @@ from palletizer_msgs.srv import (
     FuseHeightMap,
     GroundTruth,
     MeasureHeld,
+    MoveArm,
     PlanPlacement,
     PresentCarton,
     ReleaseCarton,
@@ -41,7 +42,6 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from palletizer.core.contracts import (
-    FailureCause,
     HeightMap,
     Observation,
     PackageSpec,
@@ -51,6 +51,7 @@ from palletizer.core.contracts import (
     PlanResult,
 )
 from palletizer.core.episode import STOP_REASON_ENV, EpisodeAborted, MotionOutcome, Presented
+from palletizer.core.errors import PalletizerError, UnknownKey
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
 from palletizer.execution import exec_result_from_msg, motion_outcome, return_request
@@ -130,7 +131,7 @@ def _node_of(name: str) -> str:
     return name.strip('/').split('/')[0] or name
 
 
-class _ServerLost(Exception):
+class _ServerLost(PalletizerError):
     """The server vanished from the graph while a request was in flight."""
 
 
@@ -431,6 +432,8 @@ class RosCell:
             self.calls.t.scaled(seconds),
         )
         self._at(res.stamp)
+        if res.error_code != Settle.Response.OK:  # INVALID_REQUEST: the world did not advance
+            raise EpisodeAborted(f'cell settle of {seconds:g} s refused: {res.error_msg}')
 
     def sim_time(self) -> float:
         return self._now - self._t0
@@ -678,10 +681,9 @@ class RosExecutor:
         self.refresh = refresh
         self.pick_c = OrderedActionClient(node, Pick, f'{prefix}/pick')
         self.place_c = OrderedActionClient(node, Place, f'{prefix}/place')
-        self.park_c = node.create_client(Trigger, f'{prefix}/park')
-        self.ready_c = node.create_client(Trigger, f'{prefix}/ready')
+        self.park_c = node.create_client(MoveArm, f'{prefix}/park')
+        self.ready_c = node.create_client(MoveArm, f'{prefix}/ready')
         self.heightmap: HeightMap | None = None
-        self.last_park = ''
 
     def set_heightmap(self, heightmap: HeightMap | None) -> None:
         """The newest fused map (None at an episode's start): a return's collision world."""
@@ -689,29 +691,23 @@ class RosExecutor:
 
     def park(self) -> MotionOutcome:
         """The photo park (Cartesian, checked); a refusal leaves the arm where it is."""
-        res = self.calls.service(self.park_c, Trigger.Request(), 'park', self.calls.t.motion)
-        if self.refresh is not None:
-            self.refresh()
-        self.last_park = res.message
-        if res.success:
-            return MotionOutcome(True)
-        cause, _, reason = res.message.partition(': ')
-        try:
-            failure = FailureCause(cause)
-        except ValueError:
-            failure, reason = FailureCause.timeout, res.message
-        print(f'  park refused: {res.message}', flush=True)
-        return MotionOutcome(False, failure, reason)
+        return self._move(self.park_c, 'park')
 
     def ready(self) -> MotionOutcome:
         """The empty arm's move to wait above the source; a refusal leaves the arm put."""
-        res = self.calls.service(self.ready_c, Trigger.Request(), 'ready', self.calls.t.motion)
+        return self._move(self.ready_c, 'ready')
+
+    def _move(self, client, what: str) -> MotionOutcome:
+        """A MoveArm call, read as the in-process executor reads the sequencer's move: the
+        cause from the response's field, through the one mapping (execution.motion_outcome)."""
+        res = self.calls.service(client, MoveArm.Request(), what, self.calls.t.motion)
         if self.refresh is not None:
             self.refresh()
-        if res.success:
+        out = exec_result_from_msg(res)
+        if out.ok:
             return MotionOutcome(True)
-        print(f'  ready refused: {res.message}', flush=True)
-        return MotionOutcome(False, FailureCause.ik_unreachable, res.message)
+        print(f'  {what} refused: {out.cause or out.outcome.value}: {out.message}', flush=True)
+        return motion_outcome(out)
 
     def pick(self, observation: Observation) -> MotionOutcome:
         res = self.calls.action(
@@ -776,6 +772,11 @@ class RosReferee:
         by_id = {c.package_id: c.pose for c in res.cartons}
         out = {}
         for pid in package_ids:
+            if pid not in by_id:
+                ids = ', '.join(sorted(by_id)) or '(none)'
+                raise UnknownKey(
+                    f'referee: package_id {pid!r} is not in the ground truth; it has {ids}'
+                )
             p, o = by_id[pid].position, by_id[pid].orientation
             out[pid] = (p.x, p.y, p.z, yaw_of_quat((o.w, o.x, o.y, o.z)))
         return out

@@ -10,13 +10,13 @@ from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.action import Pick, Place
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
+from palletizer_msgs.srv import MoveArm
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
-from std_srvs.srv import Trigger
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
@@ -34,6 +34,7 @@ from palletizer.execution import (
     VerifyParams,
     WrenchWindow,
     controller_cause,
+    exec_result_to_msg,
     trajectory_to_msg,
 )
 from palletizer.execution.layout import arm_boxes, ready_pose, static_boxes
@@ -67,7 +68,8 @@ def _s(stamp) -> float:
 
 
 class TrajectoryExecutorNode(Node):
-    """Serves ~/pick and ~/place; the arm is reached only through the UR driver's interfaces."""
+    """Serves ~/pick and ~/place, and ~/park and ~/ready (MoveArm); the arm is reached only
+    through the UR driver's interfaces."""
 
     def __init__(self) -> None:
         super().__init__('trajectory_executor')
@@ -181,8 +183,8 @@ class TrajectoryExecutorNode(Node):
         ]
         # The busy lock (not the group: rclpy runs action execution outside the groups) keeps
         # a park from running alongside a pick or a place.
-        self.create_service(Trigger, '~/park', self.on_park, callback_group=self.actions)
-        self.create_service(Trigger, '~/ready', self.on_ready, callback_group=self.actions)
+        self.create_service(MoveArm, '~/park', self.on_park, callback_group=self.actions)
+        self.create_service(MoveArm, '~/ready', self.on_ready, callback_group=self.actions)
         self.get_logger().info(
             f'trajectory_executor ready: action {action}, SetIO {io_srv} fun {self.vac_fun} '
             f'pin {self.vac_pin}, wrench {wrench}, speed {self.speed}'
@@ -320,9 +322,7 @@ class TrajectoryExecutorNode(Node):
             else:
                 self._episode_boundary()
                 out = work(feedback)
-        res = kind.Result(error_code=getattr(kind.Result, out.outcome.name))
-        res.cause = out.cause
-        res.error_msg = '' if out.ok else out.message
+        res = exec_result_to_msg(out, kind.Result())
         (handle.succeed if out.ok else handle.abort)()
         self.get_logger().info(
             f'{kind.__name__.lower()}: {out.outcome.value} ({out.message}); '
@@ -367,20 +367,19 @@ class TrajectoryExecutorNode(Node):
             self.get_logger().info('sim time rewound: new episode, held state cleared')
 
     def _invalid(self, handle, kind, exc: Exception):
-        # The actions have no invalid-request code: the request cannot be reached as given.
+        """A goal that does not convert: INVALID_REQUEST, no cause (not a failure of the cell),
+        and nothing moves."""
         handle.abort()
-        res = kind.Result(error_code=kind.Result.IK_UNREACHABLE)
-        res.cause, res.error_msg = 'ik_unreachable', f'invalid {kind.__name__} request: {exc}'
-        return res
+        out = ExecResult(Outcome.INVALID_REQUEST, f'invalid {kind.__name__} request: {exc}')
+        self.get_logger().warning(f'{kind.__name__.lower()}: {out.message}')
+        return exec_result_to_msg(out, kind.Result())
 
     def on_pick(self, handle):
         try:
             obs = observation_from_msg(handle.request.observation)
         except (PalletizerError, ValueError) as exc:
             return self._invalid(handle, Pick, exc)
-        res, out = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._map.map, fb))
-        res.active_cups = out.active_cups
-        res.grip_capacity_ratio = out.grip_capacity_ratio
+        res, _ = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._map.map, fb))
         return res
 
     def on_place(self, handle):
@@ -389,46 +388,44 @@ class TrajectoryExecutorNode(Node):
             plan, spec = plan_from_msg(req.plan), spec_from_msg(req.spec)
             hm = heightmap_from_msg(req.heightmap)
         except (PalletizerError, ValueError) as exc:
-            res = self._invalid(handle, Place, exc)
-            res.failing_waypoint = -1
-            return res
+            return self._invalid(handle, Place, exc)
 
         def place(fb):
             self._adopt(hm)
             return self.seq.place(plan, spec, hm, fb)
 
-        res, out = self._run(handle, Place, place)
-        res.failing_waypoint = out.failing_waypoint
-        res.reach_residual_m = out.reach_residual_m
+        res, _ = self._run(handle, Place, place)
         return res
 
-    def on_park(self, _req: Trigger.Request, res: Trigger.Response):
-        """Tool-down Cartesian move to the photo park pose; success False names the cause."""
+    def on_park(self, _req: MoveArm.Request, res: MoveArm.Response) -> MoveArm.Response:
+        """Tool-down Cartesian move to the photo park pose; a refusal carries code and cause."""
         return self._service_move(
             res, 'park', lambda: self.seq.park(self._map.map, self.park_pose)
         )
 
-    def on_ready(self, _req: Trigger.Request, res: Trigger.Response):
-        """Empty arm to wait above the source (ready_pose); success False names the cause."""
+    def on_ready(self, _req: MoveArm.Request, res: MoveArm.Response) -> MoveArm.Response:
+        """Empty arm to wait above the source (ready_pose); a refusal carries code and cause.
+        OK without moving when this source has no ready pose."""
         pose = self.ready_pose
         if pose is None:
-            res.success, res.message = True, 'no ready pose for this source: staying put'
-            return res
+            return exec_result_to_msg(ExecResult(Outcome.OK), res)
         return self._service_move(res, 'ready', lambda: self.seq.hover(self._map.map, pose))
 
-    def _service_move(self, res: Trigger.Response, what: str, move) -> Trigger.Response:
-        """Run a Trigger service's move unless a pick or place holds the arm; log it."""
+    def _service_move(self, res: MoveArm.Response, what: str, move) -> MoveArm.Response:
+        """Run a MoveArm service's move unless a pick or place holds the arm; log it."""
         t0 = time.monotonic()
         if not self.busy.acquire(blocking=False):
-            res.success, res.message = False, 'controller_failed: a pick or place is running'
-            return res
+            # The arm is not free to take the goal: the controller's part, as in _run.
+            busy = 'a pick or place is running'
+            return exec_result_to_msg(
+                ExecResult(Outcome.CONTROLLER_FAILED, busy, controller_cause(None)), res
+            )
         try:
             self._episode_boundary()
             out = move()
         finally:
             self.busy.release()
-        res.success = out.ok
-        res.message = out.message if out.ok else f'{out.cause}: {out.message}'
+        exec_result_to_msg(out, res)
         self.get_logger().info(
             f'{what}: {out.outcome.value} ({out.message}); {time.monotonic() - t0:.2f} s wall, '
             f'{out.motion_s:.2f} s of motion'
