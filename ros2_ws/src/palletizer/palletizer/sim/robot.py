@@ -18,6 +18,7 @@ import mujoco
 import numpy as np
 
 from palletizer.core.description import JOINTS
+from palletizer.core.errors import InvalidValue
 from palletizer.sim.gripper import GripperParams, gripper_spec
 
 __all__ = [
@@ -277,7 +278,7 @@ def mount_robot(
     """
     key = spec.key(ARM_PREFIX + 'home')
     if key is None or spec.body(ARM_PREFIX + 'robot_base') is None:
-        raise ValueError(f'no UR10e attached with prefix {ARM_PREFIX!r} (see ARM_MODEL)')
+        raise InvalidValue(f'no UR10e attached with prefix {ARM_PREFIX!r} (see ARM_MODEL)')
     spec.delete(key)
     _strip_prefix(spec, ARM_PREFIX)
     configure_arm(spec, arm)
