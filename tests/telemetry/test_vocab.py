@@ -10,8 +10,11 @@ from palletizer.telemetry import (
     SnapshotView,
     TelemetryError,
     TelemetryMode,
-    parse_failure,
 )
+
+
+def parse_failure(value: object, what: str = 'failure') -> FailureCause:
+    return FailureCause.parse(value, what, error=TelemetryError)
 
 
 def test_event_kinds_are_exactly_the_platform_check_values():

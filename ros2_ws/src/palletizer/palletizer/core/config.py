@@ -19,7 +19,7 @@ import yaml
 from palletizer.core.errors import ConfigError, close_match
 from palletizer.core.planning.params import BEAM_TERMS as _BEAM_TERMS
 from palletizer.core.planning.params import TERMS as _TERMS
-from palletizer.core.vocab import PlannerKind, SourceKind
+from palletizer.core.vocab import PlannerKind, SnapshotView, SourceKind, TelemetryMode
 
 __all__ = [
     'COG_MODES',
@@ -457,7 +457,8 @@ _STABILITY = {
 }
 _TELEMETRY = {
     'schema': _num(1, 1, integer=True),
-    'mode': _one_of('disk', 'postgres', 'supabase'),
+    # off is chosen at launch (telemetry:=off, --no-telemetry), not in telemetry.yaml
+    'mode': _one_of(*(m for m in TelemetryMode.names() if m != TelemetryMode.off)),
     'runs_dir': _text,
     'min_free_mb': _Opt(_num(0.0, 1e7), 0.0),
     'bag': {
@@ -467,7 +468,7 @@ _TELEMETRY = {
         'topics': _list_of(_text, 1),
     },
     'snapshots': {
-        'views': _list_of(_one_of('top', 'side', 'iso', 'camera'), 1),
+        'views': _list_of(_one_of(*SnapshotView.names()), 1),
     },
     'replica': {
         'timeout_s': _num(0.1, 120.0),

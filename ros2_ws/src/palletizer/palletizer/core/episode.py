@@ -34,6 +34,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.measure import Tolerances, measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import Planner
 from palletizer.core.planning.buffer import Buffer, BufferSlot, BufferTable
+from palletizer.core.vocab import EventKind
 
 __all__ = [
     'EVENT_KINDS',
@@ -51,7 +52,7 @@ __all__ = [
     'run_episode',
 ]
 
-EVENT_KINDS = ('perceive', 'plan', 'pick', 'place', 'settle', 'fail')
+EVENT_KINDS = EventKind.names()
 
 
 # Names the file where a launcher that stops the graph writes why (a node died, a signal), so

@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    'TelemetryError',
     'ConfigError',
     'GraphError',
     'InvalidType',
@@ -42,6 +43,10 @@ class InvalidType(PalletizerError, TypeError):
 
     Also a TypeError, for the callers and tests that caught the built-in before.
     """
+
+
+class TelemetryError(PalletizerError):
+    """A telemetry row, file or call is invalid; the message names the value and what is allowed."""
 
 
 class UnknownKey(PalletizerError, KeyError):

@@ -10,9 +10,16 @@ from __future__ import annotations
 from enum import Enum
 from typing import TypeVar
 
-from palletizer.core.errors import ConfigError, PalletizerError, close_match
+from palletizer.core.errors import ConfigError, PalletizerError, TelemetryError, close_match
 
-__all__ = ['Closed', 'PlannerKind', 'SourceKind']
+__all__ = [
+    'Closed',
+    'EventKind',
+    'PlannerKind',
+    'SnapshotView',
+    'SourceKind',
+    'TelemetryMode',
+]
 
 _C = TypeVar('_C', bound='Closed')
 
@@ -83,3 +90,52 @@ class SourceKind(Closed):
     @classmethod
     def noun(cls) -> str:
         return 'source'
+
+
+class _Telemetry(Closed):
+    """A telemetry vocabulary: a value outside it is a TelemetryError."""
+
+    @classmethod
+    def error(cls) -> type[PalletizerError]:
+        return TelemetryError
+
+
+class EventKind(_Telemetry):
+    """events.kind: the Platform's CHECK constraint accepts exactly these."""
+
+    perceive = 'perceive'
+    plan = 'plan'
+    pick = 'pick'
+    place = 'place'
+    settle = 'settle'
+    fail = 'fail'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'event kind'
+
+
+class SnapshotView(_Telemetry):
+    """snapshots.view (the predecessor lost photos to `front`, which the CHECK rejects)."""
+
+    top = 'top'
+    side = 'side'
+    iso = 'iso'
+    camera = 'camera'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'snapshot view'
+
+
+class TelemetryMode(_Telemetry):
+    """disk: files only; postgres, supabase: files plus that replica; off: write nothing."""
+
+    disk = 'disk'
+    postgres = 'postgres'
+    supabase = 'supabase'
+    off = 'off'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'telemetry mode'

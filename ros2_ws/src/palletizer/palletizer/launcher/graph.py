@@ -20,7 +20,7 @@ from typing import Any
 
 from palletizer.core.config import SOURCES, Config, config_dir, load_config, read_yaml
 from palletizer.core.errors import ConfigError, GraphError, PalletizerError, close_match
-from palletizer.core.vocab import PlannerKind
+from palletizer.core.vocab import PlannerKind, TelemetryMode
 
 __all__ = [
     'LAUNCH_ARGUMENTS',
@@ -40,7 +40,7 @@ __all__ = [
 PACKAGE = 'palletizer'
 PLANNERS = PlannerKind.names()
 ROBOTS = ('sim', 'ur')
-TELEMETRY_MODES = ('disk', 'postgres', 'supabase', 'off')
+TELEMETRY_MODES = TelemetryMode.names()
 PERCEPTION_MODES = ('cameras', 'oracle')
 VIZ_MODES = ('none', 'foxglove')
 FOXGLOVE_PORT = 8765  # Foxglove's default WebSocket port

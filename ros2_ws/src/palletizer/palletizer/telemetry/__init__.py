@@ -25,7 +25,6 @@ from palletizer.telemetry.vocab import (
     TelemetryError,
     TelemetryMode,
     TelemetryWriteError,
-    parse_failure,
 )
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     'find_msg_dir',
     'json_safe',
     'load_typestore',
-    'parse_failure',
     'parse_run_info',
     'payload_to_display',
     'preflight',

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from palletizer.telemetry.vocab import EventKind, TelemetryError, parse_failure
+from palletizer.core.contracts import FailureCause
+from palletizer.telemetry.vocab import EventKind, TelemetryError
 
 __all__ = [
     'MM_DECIMALS',
@@ -122,5 +123,7 @@ def payload_to_display(kind: EventKind | str, payload: Mapping[str, Any]) -> dic
             f'{", ".join(REQUIRED_PAYLOAD_KEYS[k])}'
         )
     if k is EventKind.fail:
-        out['cause'] = parse_failure(out['cause'], 'fail payload.cause').value
+        out['cause'] = FailureCause.parse(
+            out['cause'], 'fail payload.cause', error=TelemetryError
+        ).value
     return out
