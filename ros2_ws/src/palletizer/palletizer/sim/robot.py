@@ -17,7 +17,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from palletizer.core.description import JOINTS
+from palletizer.core.description import JOINTS, LINKS
 from palletizer.core.errors import InvalidValue
 from palletizer.sim.gripper import GripperParams, gripper_spec
 
@@ -135,14 +135,7 @@ _MENAGERIE_INERTIA: tuple[tuple[tuple[float, float, float], float], ...] = (
     ((0.0055125, 0.00510825, 0.00510825), 1.96),  # wrist 2
     ((0.000526462, 0.000526462, 0.000568125), 0.202),  # wrist 3
 )
-_LINKS = (
-    'shoulder_link',
-    'upper_arm_link',
-    'forearm_link',
-    'wrist_1_link',
-    'wrist_2_link',
-    'wrist_3_link',
-)
+_LINKS = LINKS[1:]  # the moving links, shoulder to wrist 3 (after the base)
 
 
 def _link_inertia(k: int, mass: float) -> list[float]:
