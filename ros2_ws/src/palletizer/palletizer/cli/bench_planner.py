@@ -138,7 +138,7 @@ def _episode(
             if slot is None:
                 outcome = 'no_slot'
                 break
-            buffer.put(spec, slot)  # type: ignore[union-attr]
+            buffer.put(spec, slot)  # type: ignore[union-attr]  # a slot exists only with a buffer
             moves += 1
             continue
         if not put(spec, res.plan) or not drain():

@@ -101,7 +101,7 @@ def _plain(value: Any) -> Any:
 
 
 def _simple_to_dict(obj: object) -> dict[str, Any]:
-    return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}  # type: ignore[arg-type]
+    return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}  # type: ignore[arg-type]  # callers pass dataclasses
 
 
 def _check_keys(cls: type, d: Mapping[str, Any]) -> None:
@@ -298,7 +298,7 @@ class HeightMap:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, HeightMap) and self.key() == other.key()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by content, so unhashable (array data)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -438,7 +438,7 @@ class _Loop:
             if result.plan is None:
                 aside = self.set_aside(spec, heightmap, slot)
                 if aside != 'refused':
-                    return aside  # type: ignore[return-value]
+                    return aside  # type: ignore[return-value]  # not 'refused': a cause or None
                 self.executor.return_to_source(obs)
                 self.emit(
                     'fail',
@@ -480,7 +480,7 @@ class _Loop:
         else:
             aside = self.set_aside(spec, heightmap, slot)
             if aside != 'refused':
-                return aside  # type: ignore[return-value]
+                return aside  # type: ignore[return-value]  # not 'refused': a cause or None
             self.executor.return_to_source(obs)
             self.emit(
                 'fail',
@@ -751,7 +751,7 @@ def run_episode(
                 failure = loop.buffer_left()
                 break
             if outcome is not None:
-                failure = outcome  # type: ignore[assignment]
+                failure = outcome  # type: ignore[assignment]  # not True or None: a cause
                 break
             if progress is not None:
                 progress(loop.last_move)

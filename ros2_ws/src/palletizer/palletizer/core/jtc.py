@@ -151,10 +151,10 @@ def validate_goal(
     qs: list[np.ndarray] = []
     vs: list[np.ndarray] = []
     as_: list[np.ndarray] = []
-    has_vel = all(len(p.get('velocities', ())) > 0 for p in points)  # type: ignore[arg-type]
-    has_acc = has_vel and all(len(p.get('accelerations', ())) > 0 for p in points)  # type: ignore[arg-type]
+    has_vel = all(len(p.get('velocities', ())) > 0 for p in points)  # type: ignore[arg-type]  # a point maps keys to lists or a time
+    has_acc = has_vel and all(len(p.get('accelerations', ())) > 0 for p in points)  # type: ignore[arg-type]  # a point maps keys to lists or a time
     for i, p in enumerate(points):
-        t = float(p['time_from_start'])  # type: ignore[arg-type]
+        t = float(p['time_from_start'])  # type: ignore[arg-type]  # a point maps keys to lists or a time
         if not math.isfinite(t) or t <= t_prev or (i == 0 and t < 0):
             raise GoalError(
                 INVALID_GOAL,

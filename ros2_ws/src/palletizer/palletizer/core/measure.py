@@ -175,8 +175,8 @@ def measure_placement(
         mass_kg=spec.mass_kg,
         dims_m=spec.dims_m,
         layer=layer,
-        planned_pose=tuple(planned_pose),  # type: ignore[arg-type]
-        actual_pose=tuple(actual_pose),  # type: ignore[arg-type]
+        planned_pose=tuple(planned_pose),  # type: ignore[arg-type]  # a 4-pose (x, y, z, yaw)
+        actual_pose=tuple(actual_pose),  # type: ignore[arg-type]  # a 4-pose (x, y, z, yaw)
         error_xy_m=exy,
         error_yaw_rad=eyaw,
         support_ratio=support,

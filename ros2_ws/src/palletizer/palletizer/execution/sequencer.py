@@ -3,6 +3,9 @@
 Talks to the arm only through an ArmPort (a FollowJointTrajectory client, a SetIO client and
 the wrench and joint-state streams in the node), so the same logic drives the simulated cell
 and a real UR driver.
+
+Why one file of this length: a pick and a place are each one ordered sequence of goals and
+checks with shared recovery (release, retreat, verify), read top to bottom.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Each port turns one core call into a service or action call and back. A node that does not
 answer within its timeout aborts the episode with a reason naming it (EpisodeAborted), so an
 open episode is always closed.
+
+Why one file of this length: the seven ports (cell, gauge, perception, planner, executor,
+referee, sink) share one call helper (Calls: timeouts, a lost server, a stop), and each is the
+mirror of one core port in core/episode.py.
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ class FusionParams:
             cameras=tuple(str(c) for c in get('cameras', d.cameras)),
             cell=float(get('cell', d.cell)),
             min_upward_nz=float(get('min_upward_nz', d.min_upward_nz)),
-            depth_range=tuple(float(v) for v in get('depth_range', d.depth_range)),  # type: ignore[arg-type]
-            z_range=tuple(float(v) for v in get('z_range', d.z_range)),  # type: ignore[arg-type]
+            depth_range=tuple(float(v) for v in get('depth_range', d.depth_range)),  # type: ignore[arg-type]  # (low, high) pairs, schema-checked
+            z_range=tuple(float(v) for v in get('z_range', d.z_range)),  # type: ignore[arg-type]  # (low, high) pairs, schema-checked
             normal_px=int(get('normal_px', d.normal_px)),
             edge_px=int(get('edge_px', d.edge_px)),
             edge_jump=float(get('edge_jump', d.edge_jump)),

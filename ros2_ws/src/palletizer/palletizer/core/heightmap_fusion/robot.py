@@ -43,8 +43,8 @@ class RobotBody:
         r, g = cell['robot'], cell['gripper']
         dh = r['dh']
         return cls(
-            base_pos=tuple(float(v) for v in r['base_pos']),  # type: ignore[arg-type]
-            base_quat=tuple(float(v) for v in r['base_quat']),  # type: ignore[arg-type]
+            base_pos=tuple(float(v) for v in r['base_pos']),  # type: ignore[arg-type]  # fixed lengths, schema-checked
+            base_quat=tuple(float(v) for v in r['base_quat']),  # type: ignore[arg-type]  # fixed lengths, schema-checked
             dh=tuple(float(dh[k]) for k in ('d1', 'a2', 'a3', 'd4', 'd5', 'd6')),
             gripper=(float(g['body'][0]), float(g['body'][1]), float(g['tcp_offset'])),
             margin=float(margin),

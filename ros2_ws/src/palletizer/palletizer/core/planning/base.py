@@ -84,7 +84,7 @@ class LayerBook:
         """(mass [kg], CoG (3,) pallet frame [m]) of the recorded stack."""
         if self.mass <= 0.0:
             return 0.0, (0.0, 0.0, 0.0)
-        return self.mass, tuple(v / self.mass for v in self.moment)  # type: ignore[return-value]
+        return self.mass, tuple(v / self.mass for v in self.moment)  # type: ignore[return-value]  # moment has 3 values
 
     def layer(self, base: float) -> int:
         """1 + distinct recorded base levels (3 mm groups) strictly below base - 3 mm."""

@@ -244,7 +244,7 @@ class HeuristicParams:
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any], where: str) -> HeuristicParams:
         """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
-        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]
+        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]  # builds cls itself
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,7 @@ class BeamParams:
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any], where: str) -> BeamParams:
         """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
-        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]
+        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]  # builds cls itself
 
 
 @dataclass(frozen=True)
@@ -331,4 +331,4 @@ class GridParams:
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any], where: str) -> GridParams:
         """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
-        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]
+        return _from_mapping(cls, d, where)  # type: ignore[no-any-return]  # builds cls itself
