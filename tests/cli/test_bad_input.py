@@ -186,6 +186,9 @@ def test_a_valid_params_file_is_accepted(configs):
     assert palletize.build_options([arg]).params_file.endswith('params.yaml')
 
 
+# The line of robot.payload_kg in cell.yaml (1-based): the duplicate goes on the next one.
+_PAYLOAD_LINE = 1 + (CONFIGS / 'cell.yaml').read_text().splitlines().index('  payload_kg: 12.5')
+
 # (case, file, old text, new text, error) on a copy of configs/, through load_config.
 CONFIG_CASES = [
     (
@@ -193,7 +196,8 @@ CONFIG_CASES = [
         'cell.yaml',
         '  payload_kg: 12.5\n',
         '  payload_kg: 12.5\n  payload_kg: 95.0\n',
-        r'cell.yaml: robot.payload_kg: duplicate key at line 20 \(first at line 19\)',
+        rf'cell.yaml: robot.payload_kg: duplicate key at line {_PAYLOAD_LINE + 1} '
+        rf'\(first at line {_PAYLOAD_LINE}\)',
     ),
     (
         'key twice inside a list item',
