@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 from palletizer.core.errors import ConfigError, close_match
@@ -107,8 +108,8 @@ def _reserve(where: str, value: Any) -> tuple[float, float, float]:
     return (L, W, H)
 
 
-def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> dict[str, float]:
-    """All names exactly, each finite and >= 0, at least one > 0."""
+def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> Mapping[str, float]:
+    """All names exactly, each finite and >= 0, at least one > 0; read-only, in `names` order."""
     if not isinstance(value, Mapping):
         raise _err(where, key, value, f'a mapping of the {len(names)} weights {", ".join(names)}')
     for name in value:
@@ -126,7 +127,7 @@ def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> dict[s
     out = {n: _number(where, f'{key}.{n}', value[n], 0.0) for n in names}
     if not any(v > 0.0 for v in out.values()):
         raise _err(where, key, dict(value), 'at least one weight > 0')
-    return out
+    return MappingProxyType(out)
 
 
 def _from_mapping(cls: type, d: Any, where: str) -> Any:
