@@ -51,7 +51,7 @@ def test_a_quasi_static_run_writes_every_episode_and_the_summary(tmp_path):
     # The buffer is the configured one, and its moves are counted per episode and group.
     from palletizer.core.config import load_config
 
-    k = int(load_config().planner['buffer']['slots'])
+    k = load_config().planner.buffer.slots
     assert doc['buffer_slots'] == k and all(e['buffer_slots'] == k for e in eps)
     hard = [e for e in eps if e['level'] == 16]
     assert r['hard']['buffer_moves'] == sum(e['buffer_moves'] for e in hard)
@@ -105,7 +105,7 @@ def test_a_physics_episode_runs_with_the_buffer_size_asked_for(monkeypatch):
     seen = []
 
     def fake(level, seed, planner, *, config=None, **_kw):
-        seen.append(int(config.planner['buffer']['slots']))
+        seen.append(config.planner.buffer.slots)
         raise RuntimeError('stop here')
 
     monkeypatch.setattr(inprocess, 'run_inprocess', fake)

@@ -22,7 +22,7 @@ def test_shipped_configs_load_with_fourteen_levels_and_fifteen_types():
         lv.id // 10 == {'table': 1, 'conveyor': 2, 'truck': 3}[lv.source]
         for lv in cfg.levels.values()
     )
-    assert len(cfg.planner['heuristic']['weights']) == 14
+    assert len(cfg.planner.heuristic.weights) == 14
 
 
 def _broken(tmp_path: Path, name: str, edit) -> Path:

@@ -27,7 +27,7 @@ from palletizer.core.views import CameraView
 from palletizer.sim.cell import Cell, CellOptions
 
 CFG = load_config()
-PARAMS = DetectorParams.from_config(CFG.perception['detector'])
+PARAMS = CFG.perception.detector
 STATION = (-0.20, -0.80)
 SURFACE = 0.58
 

@@ -168,8 +168,8 @@ def test_the_configured_table_only_offers_poses_the_analytic_ik_reaches():
 
     cfg = load_config()
     reach = AnalyticReach()
-    table = BufferTable.from_config(cfg.cell, cfg.planner, reach)
-    assert table.settings.slots == int(cfg.planner['buffer']['slots'])
+    table = BufferTable.from_config(cfg.cell, cfg.planner.buffer, reach)
+    assert table.settings is cfg.planner.buffer
     table = BufferTable(table.centre, table.half_size, table.top, BufferSettings(1), reach)
     buf = Buffer(table)
     for dims in [(0.14, 0.11, 0.08), (0.42, 0.30, 0.18), (0.50, 0.36, 0.22), (0.55, 0.36, 0.26)]:

@@ -217,8 +217,7 @@ def test_the_arm_over_the_pallet_leaves_the_cell_map_unchanged():
     from palletizer.wiring.oracles import OracleHeightMap
 
     cfg = load_config()
-    hm = cfg.perception['heightmap']
-    params = FusionParams.from_config(hm)
+    params = cfg.perception.heightmap.fusion
     body = RobotBody.from_config(cfg.cell, params.robot_margin)
     cams = cfg.cell['cameras']
     cell = Cell(cfg.level(11), 1, options=CellOptions.from_config(cfg.cell))

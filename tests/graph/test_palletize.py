@@ -205,7 +205,7 @@ def test_level_11_writes_a_photo_per_layer_and_a_final_one_as_valid_pngs(tmp_pat
     layers = [(p['seq'], p['layer']) for p in _lines(run / 'placements.jsonl')]
     assert [layer for _, layer in layers] == [1, 1, 1, 2]
     cfg = load_config()
-    views = cfg.telemetry['snapshots']['views']
+    views = [v.value for v in cfg.telemetry.snapshots.views]
     # Before the first layer-2 carton (after the last layer-1 attempt) and at the end.
     after = [layers[2][0], layers[3][0]]
     rows = _lines(run / 'snapshots.jsonl')

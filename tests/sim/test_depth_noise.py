@@ -78,7 +78,7 @@ def test_the_configured_cell_is_noisy_and_the_ideal_one_is_not():
     noisy = Cell(options=CellOptions.from_config(cfg.cell))
     ideal = Cell()
     try:
-        assert set(noisy.options.depth_noise or {}) >= set(cfg.perception['heightmap']['cameras'])
+        assert set(noisy.options.depth_noise or {}) >= set(cfg.perception.heightmap.fusion.cameras)
         a = noisy.capture(['top'], 160, 120, rgb=False)['top'].depth
         b = ideal.capture(['top'], 160, 120, rgb=False)['top'].depth
         ok = a > 0

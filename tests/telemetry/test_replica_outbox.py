@@ -14,7 +14,7 @@ from palletizer.telemetry.replica.postgres import redact_dsn
 from palletizer.telemetry.replica.rows import row_from_disk, run_row
 
 INFO = RunInfo(level=11, task='table', oracle=False, git_sha='abc')
-CFG = load_config().telemetry['replica']
+CFG = load_config().telemetry.replica
 
 
 def test_rows_queue_in_order_from_any_thread_and_survive_reopening(tmp_path):

@@ -18,7 +18,7 @@ def test_level_11_seed_1_photographs_the_first_layer_and_the_end_without_changin
     assert photo.success and photo.to_dict() == plain.to_dict()
     layers = [p.layer for p in sink.placements]
     assert layers == [1, 1, 1, 2]
-    views = cfg.telemetry['snapshots']['views']
+    views = [v.value for v in cfg.telemetry.snapshots.views]
     seqs = (sink.placements[2].seq, sink.placements[3].seq)
     assert [(a, v) for a, v, _ in sink.snapshots] == [(a, v) for a in seqs for v in views]
     for _, view, png in sink.snapshots:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from palletizer.core.config import load_config
+from palletizer.core.config import load_config, read_yaml
 from palletizer.core.errors import ConfigError
 from palletizer.core.motion import ReachTable
 from palletizer.core.planning import (
@@ -24,14 +24,17 @@ def config():
 
 
 def test_each_kind_takes_its_parameters_and_the_reach_table_from_the_config(config):
+    raw = read_yaml(config.root / 'planner.yaml')
     heuristic = build_planner('heuristic', config)
     assert isinstance(heuristic, ScorePlanner)
-    assert heuristic.params == HeuristicParams.from_mapping(config.planner['heuristic'], 'h')
+    assert heuristic.params is config.planner.heuristic
+    assert heuristic.params == HeuristicParams.from_mapping(raw['heuristic'], 'h')
     assert isinstance(heuristic.reach, ReachTable)
 
     beam = build_planner(PlannerKind.beam, config)
     assert isinstance(beam, BeamPlanner)
-    assert beam.params == BeamParams.from_mapping(config.planner['beam'], 'b')
+    assert beam.params is config.planner.beam
+    assert beam.params == BeamParams.from_mapping(raw['beam'], 'b')
     assert isinstance(beam.reach, ReachTable)
     cup_gap = config.cell['gripper']['cup_gap']
     drop = config.cell['motion']['drop_clearance']
@@ -39,7 +42,8 @@ def test_each_kind_takes_its_parameters_and_the_reach_table_from_the_config(conf
 
     grid = build_planner('grid', config)
     assert isinstance(grid, GridPlanner)
-    assert grid.params == GridParams.from_mapping(config.planner['grid'], 'g')
+    assert grid.params is config.planner.grid
+    assert grid.params == GridParams.from_mapping(raw['grid'], 'g')
 
 
 def test_explicit_parameters_and_reach_replace_the_configs(config):

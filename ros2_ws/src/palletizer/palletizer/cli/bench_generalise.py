@@ -97,7 +97,7 @@ def _buffer(slots: int):
     from palletizer.core.planning.buffer import Buffer, BufferTable
 
     cfg = load_config()
-    table = BufferTable.from_config(cfg.cell, cfg.planner, AnalyticReach())
+    table = BufferTable.from_config(cfg.cell, cfg.planner.buffer, AnalyticReach())
     return Buffer(
         dataclasses.replace(table, settings=dataclasses.replace(table.settings, slots=slots))
     )
@@ -126,7 +126,7 @@ def bench_generalise(
     if buffer_slots is None:
         from palletizer.core.config import load_config
 
-        buffer_slots = int(load_config().planner['buffer']['slots'])
+        buffer_slots = load_config().planner.buffer.slots
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log = out / 'generalise.episodes.jsonl'

@@ -56,8 +56,8 @@ def run_one(job: tuple) -> dict:
     slots = job[5] if len(job) > 5 else None
     cfg = load_config()
     if slots is not None:
-        buffer = {**cfg.planner['buffer'], 'slots': int(slots)}
-        cfg = dataclasses.replace(cfg, planner={**cfg.planner, 'buffer': buffer})
+        buffer = dataclasses.replace(cfg.planner.buffer, slots=int(slots))
+        cfg = dataclasses.replace(cfg, planner=dataclasses.replace(cfg.planner, buffer=buffer))
     t0 = time.perf_counter()
     try:
         result, sink = run_inprocess(

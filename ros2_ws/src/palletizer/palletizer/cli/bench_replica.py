@@ -101,8 +101,8 @@ def bench_replica(*, repeats: int = 3, episodes: int = 4, outage_s: float = 30.0
     from palletizer.telemetry.replica.localpg import LocalPostgres
     from palletizer.telemetry.replica.postgres import PostgresBackend
 
-    cfg = load_config().telemetry['replica']
-    backoff = tuple(cfg['backoff_s'])
+    cfg = load_config().telemetry.replica
+    backoff = cfg.backoff_s
     root = Path(tempfile.mkdtemp(prefix='bench-replica-'))
     out: dict = {'episode_cartons': _N, 'outage_s': outage_s, 'backoff_s': list(backoff)}
     with LocalPostgres() as pg:
@@ -118,7 +118,7 @@ def bench_replica(*, repeats: int = 3, episodes: int = 4, outage_s: float = 30.0
             n = sum(_episode(w, s) for s in range(episodes))
             w.close()
             queue.append(n / (time.perf_counter() - t0))
-            rep = Replicator(PostgresBackend(pg.dsn()), _log, batch=int(cfg['batch']))
+            rep = Replicator(PostgresBackend(pg.dsn()), _log, batch=cfg.batch)
             rep.add(w.path)
             t0 = time.perf_counter()
             rep.start()
@@ -139,9 +139,7 @@ def bench_replica(*, repeats: int = 3, episodes: int = 4, outage_s: float = 30.0
         )
         # Live: episodes at a cell's pace (fast-forward level 17 runs ~0.5 s of wall per carton;
         # 0.05 s keeps the bench short) with the replicator running.
-        rep = Replicator(
-            PostgresBackend(pg.dsn()), _log, batch=int(cfg['batch']), backoff_s=backoff
-        )
+        rep = Replicator(PostgresBackend(pg.dsn()), _log, batch=cfg.batch, backoff_s=backoff)
         w = RunWriter(root, '20261201-000001', 'live', outbox=True)
         rep.add(w.path)
         rep.start()

@@ -16,20 +16,38 @@ from typing import Any
 
 import yaml
 
+from palletizer.core.detection.model import DetectionError, DetectorParams
 from palletizer.core.errors import ConfigError, close_match
+from palletizer.core.heightmap_fusion.params import FusionError, FusionParams
+from palletizer.core.planning.buffer import BufferSettings
 from palletizer.core.planning.params import BEAM_TERMS as _BEAM_TERMS
 from palletizer.core.planning.params import TERMS as _TERMS
+from palletizer.core.planning.params import BeamParams, GridParams, HeuristicParams
 from palletizer.core.vocab import PlannerKind, SnapshotView, SourceKind, TelemetryMode
 
 __all__ = [
     'COG_MODES',
     'DECORS',
     'SOURCES',
+    'BagSettings',
+    'BeamTrial',
     'CartonType',
     'Catalogue',
     'Config',
+    'EumosTrial',
+    'GaugeSettings',
+    'HeightmapConfig',
+    'JoltTrials',
     'Level',
+    'PerceptionConfig',
+    'PlannerConfig',
+    'PostgresSettings',
     'RandomSpec',
+    'ReplicaSettings',
+    'SnapshotSettings',
+    'StabilityConfig',
+    'SupabaseSettings',
+    'TelemetryConfig',
     'config_dir',
     'load_config',
     'read_yaml',
@@ -544,6 +562,162 @@ class Level:
 
 
 @dataclass(frozen=True)
+class PlannerConfig:
+    """configs/planner.yaml: the default planner and each planner's parameters, built once.
+
+    default: the planner a run gets when none is named; heuristic, beam, grid: the params the
+    factory (core.planning.build_planner) builds each planner with; buffer: the set-aside
+    buffer on the auxiliary table (core.planning.buffer).
+    """
+
+    default: PlannerKind
+    heuristic: HeuristicParams
+    beam: BeamParams
+    grid: GridParams
+    buffer: BufferSettings
+
+
+@dataclass(frozen=True)
+class HeightmapConfig:
+    """configs/perception.yaml `heightmap`: the fusion's settings (their `cameras` are the pallet
+    cameras fused) and whether the robot's own shape is cut out of the views."""
+
+    fusion: FusionParams
+    exclude_robot: bool
+
+
+@dataclass(frozen=True)
+class GaugeSettings:
+    """configs/perception.yaml `gauge`: the wrist gauge's readings.
+
+    samples: wrench samples averaged per reading; settle_s [s] held before they count;
+    still_speed [rad/s] and still_steps: the arm counts as still below this joint speed for
+    this many consecutive steps; hidden_limit [m]: worst planar leak of the blind axis before a
+    tilted sweep; no_payload_kg: below this the cups hold nothing; tare_offsets [rad]: wrist_1..3
+    offsets from home of the tare poses.
+    """
+
+    samples: int
+    settle_s: float
+    still_speed: float
+    still_steps: int
+    hidden_limit: float
+    no_payload_kg: float
+    tare_offsets: tuple[tuple[float, float, float], ...]
+
+
+@dataclass(frozen=True)
+class PerceptionConfig:
+    """configs/perception.yaml: height-map fusion, carton detection and the wrist gauge."""
+
+    heightmap: HeightmapConfig
+    detector: DetectorParams
+    gauge: GaugeSettings
+
+
+@dataclass(frozen=True)
+class JoltTrials:
+    """configs/stability.yaml `jolts`: lateral jolts of each level [g] along each axis."""
+
+    levels_g: tuple[float, ...]
+    axes: tuple[str, ...]
+    duration: float
+    settle_seconds: float
+    hold_seconds: float
+    rest_seconds: float
+    max_shift_m: float
+
+
+@dataclass(frozen=True)
+class BeamTrial:
+    """configs/stability.yaml `beam`: the stack set down on a narrow beam."""
+
+    width: float
+    height: float
+    settle_seconds: float
+    max_tilt_deg: float
+
+
+@dataclass(frozen=True)
+class EumosTrial:
+    """configs/stability.yaml `eumos`: the EUMOS 40509-style acceleration trial."""
+
+    accel_g: float
+    ramp_s: float
+    hold_s: float
+    max_displacement_m: float
+
+
+@dataclass(frozen=True)
+class StabilityConfig:
+    """configs/stability.yaml: the physical stability protocol."""
+
+    jolts: JoltTrials
+    beam: BeamTrial
+    eumos: EumosTrial
+    transport_accel_g: float
+
+
+@dataclass(frozen=True)
+class BagSettings:
+    """configs/telemetry.yaml `bag`: whether a bag is written, its version, compression, topics."""
+
+    enabled: bool
+    version: int
+    compression: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SnapshotSettings:
+    """configs/telemetry.yaml `snapshots`: the views photographed after each layer."""
+
+    views: tuple[SnapshotView, ...]
+
+
+@dataclass(frozen=True)
+class PostgresSettings:
+    """configs/telemetry.yaml `replica.postgres`: the libpq DSN ('' : from the environment)."""
+
+    dsn: str
+
+
+@dataclass(frozen=True)
+class SupabaseSettings:
+    """configs/telemetry.yaml `replica.supabase`: the Storage bucket of the snapshot PNGs."""
+
+    bucket: str
+
+
+@dataclass(frozen=True)
+class ReplicaSettings:
+    """configs/telemetry.yaml `replica`: timeout_s [s] connect / HTTP timeout; batch: rows per
+    transaction; backoff_s [s]: first and longest wait between retries (the first two of the
+    file's list, all the replicator reads); drain_s [s]: how long
+    the telemetry node waits at shutdown for its outbox to drain."""
+
+    timeout_s: float
+    batch: int
+    backoff_s: tuple[float, float]
+    drain_s: float
+    postgres: PostgresSettings
+    supabase: SupabaseSettings
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    """configs/telemetry.yaml: mode (never off: that is chosen per run), the runs folder, the free
+    space it needs [MB], the bag, the snapshots and the replica."""
+
+    mode: TelemetryMode
+    runs_dir: str
+    min_free_mb: float
+    bag: BagSettings
+    snapshots: SnapshotSettings
+    replica: ReplicaSettings
+
+
+@dataclass(frozen=True)
 class Config:
     """All validated configuration, as loaded from one configs/ folder."""
 
@@ -552,10 +726,10 @@ class Config:
     levels: Mapping[int, Level]
     default_level: int
     cell: Mapping[str, Any]
-    planner: Mapping[str, Any]
-    perception: Mapping[str, Any]
-    stability: Mapping[str, Any]
-    telemetry: Mapping[str, Any]
+    planner: PlannerConfig
+    perception: PerceptionConfig
+    stability: StabilityConfig
+    telemetry: TelemetryConfig
 
     def level(self, level_id: int) -> Level:
         """The level with this id, or a ConfigError listing the valid ids."""
@@ -573,6 +747,85 @@ class Config:
         """Level ids of one source, ascending."""
         _one_of(*SOURCES)(source, 'source')
         return tuple(sorted(i for i, lv in self.levels.items() if lv.source == source))
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed sections, built from the schema-validated mappings (every key is present and checked).
+
+
+def _planner(d: Mapping[str, Any]) -> PlannerConfig:
+    b = d['buffer']
+    return PlannerConfig(
+        default=PlannerKind.parse(d['default'], 'planner.yaml: default'),
+        heuristic=HeuristicParams.from_mapping(d['heuristic'], 'planner.yaml: heuristic'),
+        beam=BeamParams.from_mapping(d['beam'], 'planner.yaml: beam'),
+        grid=GridParams.from_mapping(d['grid'], 'planner.yaml: grid'),
+        buffer=BufferSettings(int(b['slots']), float(b['edge_margin']), float(b['gap'])),
+    )
+
+
+def _perception(d: Mapping[str, Any]) -> PerceptionConfig:
+    hm, g = d['heightmap'], d['gauge']
+    try:
+        fusion = FusionParams.from_config(hm)
+        detector = DetectorParams.from_config(d['detector'])
+    except (FusionError, DetectionError) as exc:
+        raise ConfigError(f'perception.yaml: {exc}') from None
+    return PerceptionConfig(
+        heightmap=HeightmapConfig(fusion=fusion, exclude_robot=bool(hm['exclude_robot'])),
+        detector=detector,
+        gauge=GaugeSettings(
+            samples=int(g['samples']),
+            settle_s=float(g['settle_s']),
+            still_speed=float(g['still_speed']),
+            still_steps=int(g['still_steps']),
+            hidden_limit=float(g['hidden_limit']),
+            no_payload_kg=float(g['no_payload_kg']),
+            tare_offsets=tuple((float(x), float(y), float(z)) for x, y, z in g['tare_offsets']),
+        ),
+    )
+
+
+def _stability(d: Mapping[str, Any]) -> StabilityConfig:
+    j, b, e = d['jolts'], d['beam'], d['eumos']
+    return StabilityConfig(
+        jolts=JoltTrials(
+            levels_g=tuple(j['levels_g']),
+            axes=tuple(j['axes']),
+            duration=j['duration'],
+            settle_seconds=j['settle_seconds'],
+            hold_seconds=j['hold_seconds'],
+            rest_seconds=j['rest_seconds'],
+            max_shift_m=j['max_shift_m'],
+        ),
+        beam=BeamTrial(b['width'], b['height'], b['settle_seconds'], b['max_tilt_deg']),
+        eumos=EumosTrial(e['accel_g'], e['ramp_s'], e['hold_s'], e['max_displacement_m']),
+        transport_accel_g=d['transport_accel_g'],
+    )
+
+
+def _telemetry(d: Mapping[str, Any]) -> TelemetryConfig:
+    bag, r = d['bag'], d['replica']
+    return TelemetryConfig(
+        mode=TelemetryMode.parse(d['mode'], 'telemetry.yaml: mode', error=ConfigError),
+        runs_dir=d['runs_dir'],
+        min_free_mb=float(d['min_free_mb']),
+        bag=BagSettings(bag['enabled'], bag['version'], bag['compression'], tuple(bag['topics'])),
+        snapshots=SnapshotSettings(
+            tuple(
+                SnapshotView.parse(v, f'telemetry.yaml: snapshots.views[{i}]', error=ConfigError)
+                for i, v in enumerate(d['snapshots']['views'])
+            )
+        ),
+        replica=ReplicaSettings(
+            timeout_s=r['timeout_s'],
+            batch=r['batch'],
+            backoff_s=(r['backoff_s'][0], r['backoff_s'][1]),
+            drain_s=r['drain_s'],
+            postgres=PostgresSettings(r['postgres']['dsn']),
+            supabase=SupabaseSettings(r['supabase']['bucket']),
+        ),
+    )
 
 
 def _read_catalogue(doc: Any, where: str) -> Catalogue:
@@ -855,8 +1108,8 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
         levels=levels,
         default_level=default,
         cell=parsed['cell.yaml'],
-        planner=parsed['planner.yaml'],
-        perception=parsed['perception.yaml'],
-        stability=parsed['stability.yaml'],
-        telemetry=parsed['telemetry.yaml'],
+        planner=_planner(parsed['planner.yaml']),
+        perception=_perception(parsed['perception.yaml']),
+        stability=_stability(parsed['stability.yaml']),
+        telemetry=_telemetry(parsed['telemetry.yaml']),
     )

@@ -33,7 +33,7 @@ from palletizer.core.contracts import (
 from palletizer.core.errors import PalletizerError
 from palletizer.core.measure import Tolerances, measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import Planner
-from palletizer.core.planning.buffer import Buffer, BufferSlot, BufferTable
+from palletizer.core.planning.buffer import Buffer, BufferSettings, BufferSlot, BufferTable
 from palletizer.core.vocab import EventKind
 
 __all__ = [
@@ -174,18 +174,18 @@ class EpisodeSettings:
 
     @classmethod
     def from_config(
-        cls, cell: Mapping[str, Any], planner: Mapping[str, Any] | None = None
+        cls, cell: Mapping[str, Any], buffer: BufferSettings | None = None
     ) -> EpisodeSettings:
         """From configs/cell.yaml (Config.cell): the `episode` block and the settle time; with
-        configs/planner.yaml (Config.planner), its set-aside buffer on the auxiliary table,
-        reached where the analytic IK reaches."""
+        the buffer settings of configs/planner.yaml (Config.planner.buffer), the set-aside
+        buffer on the auxiliary table, reached where the analytic IK reaches."""
         ep = cell['episode']
         tol = ep['tolerance']
         table = None
-        if planner is not None and int(planner['buffer']['slots']) > 0:
+        if buffer is not None and buffer.slots > 0:
             from palletizer.core.motion.reach import AnalyticReach
 
-            table = BufferTable.from_config(cell, planner, AnalyticReach())
+            table = BufferTable.from_config(cell, buffer, AnalyticReach())
         return cls(
             buffer=table,
             max_duration_s=float(ep['max_duration_s']),

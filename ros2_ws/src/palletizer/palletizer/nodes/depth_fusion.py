@@ -24,10 +24,9 @@ from sensor_msgs.msg import PointCloud2
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import Observation, PalletGeometry
-from palletizer.core.detection import DetectorParams, detect_station, detect_truck, held_height
+from palletizer.core.detection import detect_station, detect_truck, held_height
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
 from palletizer.core.heightmap_fusion import (
-    FusionParams,
     MapMemory,
     RobotBody,
     fuse_heightmap,
@@ -75,12 +74,12 @@ class DepthFusionNode(Node):
         )
         cfg = load_config()
         self.source = cfg.level(level or cfg.default_level).source
-        hm = cfg.perception['heightmap']
-        self.pallet_cams = tuple(hm['cameras'])
-        self.fusion = FusionParams.from_config(hm)
-        self.body = RobotBody.from_config(cfg.cell) if hm.get('exclude_robot', True) else None
+        hm = cfg.perception.heightmap
+        self.fusion = hm.fusion
+        self.pallet_cams = self.fusion.cameras
+        self.body = RobotBody.from_config(cfg.cell) if hm.exclude_robot else None
         self.joint_names = tuple(cfg.cell['robot']['joint_names'])
-        self.det = DetectorParams.from_config(cfg.perception['detector'])
+        self.det = cfg.perception.detector
         self.pick_cams = (
             tuple(self.det.truck_cameras) if self.source == 'truck' else (self.det.camera,)
         )

@@ -95,16 +95,16 @@ class EpisodeDirectorNode(Node):
         )
         self.telemetry = param('telemetry', 'disk', 'disk | postgres | supabase | off')
         cfg = load_config()
-        gauge = cfg.perception['gauge']
+        gauge = cfg.perception.gauge
         hold = float(
             param(
                 'weigh_hold_s',
-                gauge['samples'] / float(cfg.cell['wrench']['rate_hz']) + gauge['settle_s'],
+                gauge.samples / float(cfg.cell['wrench']['rate_hz']) + gauge.settle_s,
                 'arm held still before a wrist reading [s]: settle + the samples at the '
                 'wrench rate',
             )
         )
-        self.settings = EpisodeSettings.from_config(cfg.cell, cfg.planner)
+        self.settings = EpisodeSettings.from_config(cfg.cell, cfg.planner.buffer)
         self.task = cfg.level(self.level).source
         self.abort = threading.Event()
         self.calls = Calls(self, self.abort, Timeouts(speed=self.speed))
@@ -123,7 +123,11 @@ class EpisodeDirectorNode(Node):
         self.run_id = time.strftime('%Y%m%d-%H%M%S')
         # Photos only when telemetry writes them; the park before each is the executor's and
         # happens either way, so the episode is the same with and without telemetry.
-        views = cfg.telemetry['snapshots']['views'] if self.telemetry != 'off' else ()
+        views = (
+            tuple(v.value for v in cfg.telemetry.snapshots.views)
+            if self.telemetry != 'off'
+            else ()
+        )
         self.sink = RosSink(self, self.run_id, self.say, self.calls, views)
         self.begin_c = self.create_client(BeginEpisode, '/telemetry/begin_episode')
         self.end_c = self.create_client(EndEpisode, '/telemetry/end_episode')

@@ -76,15 +76,13 @@ class TelemetryNode(Node):
             ).value
 
         mode = TelemetryMode.parse(
-            param('mode', cfg['mode'], 'disk | postgres | supabase | off'), 'mode'
+            param('mode', cfg.mode.value, 'disk | postgres | supabase | off'), 'mode'
         )
-        runs_dir = param('runs_dir', cfg['runs_dir'], 'folder of run directories (relative: cwd)')
+        runs_dir = param('runs_dir', cfg.runs_dir, 'folder of run directories (relative: cwd)')
         stamp = param('run_stamp', '', 'YYYYmmdd-HHMMSS of the run; empty = wall clock at start')
         tag = param('tag', 'pallet', 'suffix of the run directory name')
         min_free_mb = float(
-            param(
-                'min_free_mb', float(cfg['min_free_mb']), '[MB] free space the runs folder needs'
-            )
+            param('min_free_mb', cfg.min_free_mb, '[MB] free space the runs folder needs')
         )
         # The wait ends as soon as everything is in; its length matters only under load, when
         # the last photo's two frames (~1 MB each) reached this node more than 2 s after the
@@ -100,7 +98,7 @@ class TelemetryNode(Node):
         self.mode = mode
         self.rec: Recorder | None = None
         self.replicator: Replicator | None = None
-        self.drain_s = float(cfg['replica']['drain_s'])
+        self.drain_s = cfg.replica.drain_s
         self._dropped: set[str] = set()  # what was logged once: foreign run ids, no run folder
         # Subscriptions and the service run on different threads: end_episode waits for events
         # still in flight, which only the subscription thread can deliver.
@@ -117,28 +115,28 @@ class TelemetryNode(Node):
             self.get_logger().info('telemetry off: nothing is written')
             return
         # The run stamp is the one wall-clock read: it names the directory, nothing else.
-        topics = {t: m for t, m in TOPICS.items() if t in cfg['bag']['topics']}
+        topics = {t: m for t, m in TOPICS.items() if t in cfg.bag.topics}
         self.rec = Recorder(
             RecorderConfig(
                 runs_dir=Path(os.path.expanduser(runs_dir)),
                 stamp=stamp or run_stamp(datetime.now()),
                 tag=tag,
                 min_free_bytes=int(min_free_mb * 1e6),
-                bag_topics=topics if cfg['bag']['enabled'] else None,
+                bag_topics=topics if cfg.bag.enabled else None,
                 outbox=mode in (TelemetryMode.postgres, TelemetryMode.supabase),
             )
         )
         if self.rec.open():
             # Stay up: begin_episode answers CANNOT_WRITE, so the director fails at once.
             self.get_logger().error(f'telemetry cannot write: {self.rec.error}')
-        choice = choose_backend(mode.value, cfg['replica'])
+        choice = choose_backend(mode.value, cfg.replica)
         self.replica_line = choice.line
         if choice.backend is not None:
             self.replicator = Replicator(
                 choice.backend,
                 self._log_line,
-                batch=int(cfg['replica']['batch']),
-                backoff_s=tuple(cfg['replica']['backoff_s']),
+                batch=cfg.replica.batch,
+                backoff_s=cfg.replica.backoff_s,
             )
             if self.rec.run is not None:
                 self.replicator.add(self.rec.run.path)
@@ -157,7 +155,7 @@ class TelemetryNode(Node):
         self._raw(TFMessage, '/tf_static', LATCHED, self._recorder('/tf_static'))
         # Snapshots: the director's mark (seed, after_seq, views, stamp) and the cell bridge's
         # colour frames of that sim stamp, paired here whichever arrives first.
-        self.views = tuple(cfg['snapshots']['views'])
+        self.views = tuple(v.value for v in cfg.snapshots.views)
         self._frames: dict[tuple[str, int], Image] = {}
         self._marks: list[tuple[int, int, tuple[str, ...], int]] = []
         self._late: set[tuple[str, int]] = set()  # frames of marks dropped at an episode end

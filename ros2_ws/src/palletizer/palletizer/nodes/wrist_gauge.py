@@ -46,7 +46,7 @@ class WristGaugeNode(Node):
     def __init__(self) -> None:
         super().__init__('wrist_gauge')
         cfg = load_config()
-        g = cfg.perception['gauge']
+        g = cfg.perception.gauge
 
         def param(name, default, text):
             return self.declare_parameter(
@@ -58,11 +58,11 @@ class WristGaugeNode(Node):
             '/force_torque_sensor_broadcaster/wrench',
             'WrenchStamped topic of the flange F/T sensor',
         )
-        self.samples = int(param('samples', g['samples'], 'wrench samples averaged per reading'))
+        self.samples = int(param('samples', g.samples, 'wrench samples averaged per reading'))
         self.still_speed = float(
             param(
                 'still_speed',
-                g['still_speed'],
+                g.still_speed,
                 'joint speed below which the arm counts as still [rad/s]',
             )
         )
@@ -85,7 +85,7 @@ class WristGaugeNode(Node):
         self.tcp_offset = cfg.cell['gripper']['tcp_offset']
         self.cup_gap = cfg.cell['gripper']['cup_gap']
         self.params = GaugeParams(
-            no_payload_kg=g['no_payload_kg'],
+            no_payload_kg=g.no_payload_kg,
             noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
         )
         self.kin = UR10eKinematics()

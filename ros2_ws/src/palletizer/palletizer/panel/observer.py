@@ -30,7 +30,6 @@ from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import PalletGeometry
-from palletizer.core.detection import DetectorParams
 from palletizer.nodes.camera_inputs import image_to_array, transform_to_matrix
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, STATIC_TF
 from palletizer.panel.scene import EpisodeScene
@@ -41,7 +40,7 @@ __all__ = ['LiveState', 'Observer', 'draw_detection', 'pick_camera']
 def pick_camera(level: int) -> str:
     """The camera whose frames the detector reads at this level's pick (the first of them)."""
     cfg = load_config()
-    det = DetectorParams.from_config(cfg.perception['detector'])
+    det = cfg.perception.detector
     if cfg.level(level).source == 'truck':
         return str(det.truck_cameras[0])
     return str(det.camera)

@@ -26,7 +26,7 @@ LIST_LIMIT = 200  # newest runs listed
 
 def replica_dsn() -> str:
     """The replica's DSN: the environment or .env (PALLETIZER_PG_DSN), else telemetry.yaml's."""
-    return lookup(DSN_ENV) or str(load_config().telemetry['replica']['postgres']['dsn'] or '')
+    return lookup(DSN_ENV) or load_config().telemetry.replica.postgres.dsn
 
 
 class ReplicaHistory:

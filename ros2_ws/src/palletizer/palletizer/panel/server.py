@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'panel: error: --port {args.port}; expected 1-65535', file=sys.stderr)
         return 2
     root = Path.cwd()  # runs start here, as from a shell: telemetry's relative runs_dir holds
-    runs_dir = Path(os.path.expanduser(args.runs or load_config().telemetry['runs_dir']))
+    runs_dir = Path(os.path.expanduser(args.runs or load_config().telemetry.runs_dir))
     token = args.token or os.environ.get('PALLETIZER_PANEL_TOKEN') or secrets.token_urlsafe(24)
     dsn = replica_dsn()
     cfg = PanelConfig(token=token, root=root, runs_dir=runs_dir.resolve(), replica_dsn=dsn)

@@ -8,12 +8,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from palletizer.core.errors import close_match
 from palletizer.telemetry.bag import BagWriter
 from palletizer.telemetry.run import RunInfo, RunWriter, check_writable
 from palletizer.telemetry.vocab import TelemetryError, TelemetryWriteError
+
+if TYPE_CHECKING:
+    from palletizer.core.config import TelemetryConfig
 
 __all__ = ['Begin', 'Recorder', 'RecorderConfig', 'parse_run_info', 'preflight']
 
@@ -49,13 +52,13 @@ class RecorderConfig:
     outbox: bool = False  # queue every row for a replica (runs/<run>/outbox.sqlite)
 
 
-def preflight(telemetry: Mapping[str, Any]) -> Path:
+def preflight(telemetry: TelemetryConfig) -> Path:
     """check_writable for configs/telemetry.yaml's runs_dir and min_free_mb [MB] (1 MB = 1e6 B).
 
     What scripts/palletize runs before it starts the graph; returns the runs folder.
     """
-    runs_dir = Path(str(telemetry['runs_dir'])).expanduser()
-    return check_writable(runs_dir, int(float(telemetry.get('min_free_mb', 0.0)) * 1e6))
+    runs_dir = Path(telemetry.runs_dir).expanduser()
+    return check_writable(runs_dir, int(telemetry.min_free_mb * 1e6))
 
 
 def parse_run_info(info_json: str) -> tuple[RunInfo, int | None]:

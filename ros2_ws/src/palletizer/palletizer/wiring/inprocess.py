@@ -232,22 +232,22 @@ def run_inprocess(
         draws = draw_load(level, seed, cfg)
         hmap, detector = build_perception(cell, cfg, lv.source, map_mode, detector_mode)
         oracle_gauge = OracleGauge(draws)
-        g = cfg.perception['gauge']
+        g = cfg.perception.gauge
         weigher = (
             WristGauge(
                 cell,
-                samples=g['samples'],
-                still_speed=g['still_speed'],
+                samples=g.samples,
+                still_speed=g.still_speed,
                 tcp_offset=cfg.cell['gripper']['tcp_offset'],
                 cup_gap=cfg.cell['gripper']['cup_gap'],
                 params=GaugeParams(
-                    no_payload_kg=g['no_payload_kg'],
+                    no_payload_kg=g.no_payload_kg,
                     noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
                 ),
                 every=steps_per_sample(
                     float(cfg.cell['wrench']['rate_hz']), float(cfg.cell['physics']['timestep'])
                 ),
-                settle_s=g['settle_s'],
+                settle_s=g.settle_s,
             )
             if gauge == 'wrench'
             else oracle_gauge
@@ -282,12 +282,12 @@ def run_inprocess(
         )
         if on_start is not None:
             on_start(setup)
-        settings = EpisodeSettings.from_config(cfg.cell, cfg.planner)
+        settings = EpisodeSettings.from_config(cfg.cell, cfg.planner.buffer)
         sink = sink if sink is not None else MemorySink()
         # Photos only for sinks that store them; the park happens either way (the executor).
         port_sink = sink
         if callable(getattr(sink, 'snapshot', None)):
-            views = cfg.telemetry['snapshots']['views']
+            views = tuple(v.value for v in cfg.telemetry.snapshots.views)
             port_sink = PhotoSink(sink, cell, cfg.cell['cameras'], views)
         if lv.source == 'truck' and hasattr(planner, 'set_forecast'):
             # Only the oracle gauge can give specs of cartons not yet weighed.

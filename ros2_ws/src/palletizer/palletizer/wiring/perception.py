@@ -12,7 +12,6 @@ from typing import Any
 from palletizer.core.config import Config
 from palletizer.core.contracts import HeightMap, Observation, PalletGeometry
 from palletizer.core.detection import (
-    DetectorParams,
     DetectResult,
     detect_station,
     detect_truck,
@@ -20,7 +19,6 @@ from palletizer.core.detection import (
 )
 from palletizer.core.errors import ConfigError, close_match
 from palletizer.core.heightmap_fusion import (
-    FusionParams,
     FusionResult,
     MapMemory,
     RobotBody,
@@ -89,10 +87,10 @@ class CameraHeightMap:
     def __init__(self, cell: Cell, cfg: Config, pallet: PalletGeometry | None = None) -> None:
         self.cell = cell
         self.cameras = cfg.cell['cameras']
-        hm = cfg.perception['heightmap']
-        self.names = tuple(hm['cameras'])
-        self.params = FusionParams.from_config(hm)
-        self.body = RobotBody.from_config(cfg.cell) if hm.get('exclude_robot', True) else None
+        hm = cfg.perception.heightmap
+        self.params = hm.fusion
+        self.names = self.params.cameras
+        self.body = RobotBody.from_config(cfg.cell) if hm.exclude_robot else None
         self.pallet = pallet or PalletGeometry()
         self.last: FusionResult | None = None
         self.last_ms = 0.0  # [ms] the last fusion, without the renders
@@ -122,8 +120,7 @@ class CameraDetector:
         self.cell = cell
         self.cfg = cfg
         self.source = source
-        det = cfg.perception['detector']
-        self.params = DetectorParams.from_config(det)
+        self.params = cfg.perception.detector
         self.cameras = cfg.cell['cameras']
         self.last: DetectResult | None = None
         self.last_ms = 0.0  # [ms] the last detection, without the renders

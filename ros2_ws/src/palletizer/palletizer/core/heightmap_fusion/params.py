@@ -94,7 +94,8 @@ class FusionParams:
 
     @classmethod
     def from_config(cls, hm: Mapping[str, Any]) -> FusionParams:
-        """From configs/perception.yaml `heightmap` (Config.perception['heightmap'])."""
+        """From a configs/perception.yaml `heightmap` mapping; core.config builds
+        Config.perception.heightmap.fusion with it."""
         d = cls()
 
         def get(key: str, default: Any) -> Any:

@@ -29,17 +29,12 @@ __all__ = ['Buffer', 'BufferSettings', 'BufferSlot', 'BufferTable']
 @dataclass(frozen=True)
 class BufferSettings:
     """slots: k, the most cartons set aside at once (0: no buffer); edge_margin [m] kept from
-    the table's edges; gap [m] between two cartons set aside (the tool's clearance)."""
+    the table's edges; gap [m] between two cartons set aside (the tool's clearance).
+    configs/planner.yaml `buffer` gives them (Config.planner.buffer)."""
 
     slots: int = 0
     edge_margin: float = 0.01
     gap: float = 0.08
-
-    @classmethod
-    def from_config(cls, planner: Mapping[str, Any]) -> BufferSettings:
-        """From configs/planner.yaml (Config.planner): the `buffer` block."""
-        b = planner['buffer']
-        return cls(int(b['slots']), float(b['edge_margin']), float(b['gap']))
 
 
 @dataclass(frozen=True)
@@ -70,14 +65,16 @@ class BufferTable:
 
     @classmethod
     def from_config(
-        cls, cell: Mapping[str, Any], planner: Mapping[str, Any], reach: ReachOracle | None
+        cls, cell: Mapping[str, Any], settings: BufferSettings, reach: ReachOracle | None
     ) -> BufferTable:
+        """The auxiliary table of configs/cell.yaml (Config.cell) with `settings`
+        (Config.planner.buffer)."""
         aux = cell['tables']['auxiliary']
         return cls(
             (float(aux['centre'][0]), float(aux['centre'][1])),
             (float(aux['half_size'][0]), float(aux['half_size'][1])),
             float(aux['top']),
-            BufferSettings.from_config(planner),
+            settings,
             reach,
         )
 

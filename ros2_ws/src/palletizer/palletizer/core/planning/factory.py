@@ -47,18 +47,16 @@ def build_planner(
 
         config = load_config()
     if k is PlannerKind.grid:
-        params = grid or GridParams.from_mapping(config.planner['grid'], 'planner.yaml: grid')
+        params = grid or config.planner.grid
         return GridPlanner(params, pallet=pallet)
     if reach is None:
         from palletizer.core.motion.reach import ReachTable
 
         reach = ReachTable.load(config.reach_table)
     if k is PlannerKind.heuristic:
-        h = heuristic or HeuristicParams.from_mapping(
-            config.planner['heuristic'], 'planner.yaml: heuristic'
-        )
+        h = heuristic or config.planner.heuristic
         return ScorePlanner(h, reach=reach, pallet=pallet)
-    b = beam or BeamParams.from_mapping(config.planner['beam'], 'planner.yaml: beam')
+    b = beam or config.planner.beam
     cell = config.cell
     above = float(cell['gripper']['cup_gap']) + float(cell['motion']['drop_clearance'])
     return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above)

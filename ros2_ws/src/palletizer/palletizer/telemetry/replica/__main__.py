@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = _parser().parse_args(argv)
-    cfg = load_config().telemetry['replica']
+    cfg = load_config().telemetry.replica
     modes = [opts.telemetry] if opts.telemetry else ['postgres', 'supabase']
     choice = None
     for mode in modes:
@@ -87,8 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep = Replicator(
         choice.backend,
         log,
-        batch=int(cfg['batch']),
-        backoff_s=tuple(cfg['backoff_s']),
+        batch=cfg.batch,
+        backoff_s=cfg.backoff_s,
     )
     for d in dirs:
         rep.add(d)

@@ -13,9 +13,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from palletizer.core.config import config_dir
+from palletizer.core.config import ReplicaSettings, config_dir
 from palletizer.core.errors import InvalidValue
 from palletizer.telemetry.replica.base import Backend
 
@@ -75,16 +74,17 @@ class Choice:
 
 
 def choose_backend(
-    mode: str, replica_cfg: Mapping[str, Any], environ: Mapping[str, str] | None = None
+    mode: str, replica_cfg: ReplicaSettings, environ: Mapping[str, str] | None = None
 ) -> Choice:
-    """The replica for telemetry mode `mode` (disk | postgres | supabase | off)."""
-    timeout = float(replica_cfg['timeout_s'])
+    """The replica for telemetry mode `mode` (disk | postgres | supabase | off), configured by
+    configs/telemetry.yaml `replica` (Config.telemetry.replica)."""
+    timeout = replica_cfg.timeout_s
     if mode == 'off':
         return Choice(None, 'telemetry off · nothing is written')
     if mode == 'disk':
         return Choice(None, 'disk only')
     if mode == 'postgres':
-        dsn = lookup(DSN_ENV, environ) or str(replica_cfg['postgres']['dsn'])
+        dsn = lookup(DSN_ENV, environ) or replica_cfg.postgres.dsn
         if not dsn:
             return Choice(
                 None, f'disk only · no credentials ({DSN_ENV} unset; replica postgres is off)'
@@ -101,9 +101,7 @@ def choose_backend(
             )
         from palletizer.telemetry.replica.supabase import SupabaseBackend
 
-        backend = SupabaseBackend(
-            url, key, timeout_s=timeout, bucket=str(replica_cfg['supabase']['bucket'])
-        )
+        backend = SupabaseBackend(url, key, timeout_s=timeout, bucket=replica_cfg.supabase.bucket)
     else:
         raise InvalidValue(f'telemetry mode = {mode!r}; expected disk, postgres, supabase or off')
     return Choice(backend, f'replica {backend.describe()} · disk first, through the run outbox')
@@ -113,4 +111,4 @@ def replica_line(mode: str) -> str:
     """The startup line for telemetry mode `mode` with this machine's credentials."""
     from palletizer.core.config import load_config
 
-    return choose_backend(mode, load_config().telemetry['replica']).line
+    return choose_backend(mode, load_config().telemetry.replica).line
