@@ -119,3 +119,83 @@ def test_missing_file_and_bad_yaml_are_named(tmp_path):
 def test_unknown_level_lists_the_valid_ones():
     with pytest.raises(ConfigError, match='level 41 does not exist; valid levels: 11, 12'):
         load_config(CONFIGS).level(41)
+
+
+def test_planner_perception_stability_and_telemetry_are_frozen_typed_sections():
+    from dataclasses import FrozenInstanceError, fields, is_dataclass
+    from types import MappingProxyType
+
+    from palletizer.core.detection import DetectorParams
+    from palletizer.core.heightmap_fusion import FusionParams
+    from palletizer.core.planning import BeamParams, GridParams, HeuristicParams
+    from palletizer.core.planning.buffer import BufferSettings
+    from palletizer.core.vocab import PlannerKind, SnapshotView, TelemetryMode
+
+    cfg = load_config(CONFIGS)
+
+    def frozen_all_through(obj, where):
+        """Every dataclass down the tree is frozen; every container is immutable."""
+        if is_dataclass(obj):
+            first = fields(obj)[0].name
+            with pytest.raises(FrozenInstanceError):
+                setattr(obj, first, getattr(obj, first))
+            for f in fields(obj):
+                frozen_all_through(getattr(obj, f.name), f'{where}.{f.name}')
+        elif isinstance(obj, (dict, list, set)):
+            raise AssertionError(f'{where} is a mutable {type(obj).__name__}')
+        elif isinstance(obj, (tuple, MappingProxyType)):
+            for item in obj.values() if isinstance(obj, MappingProxyType) else obj:
+                frozen_all_through(item, where)
+
+    for name in ('planner', 'perception', 'stability', 'telemetry'):
+        section = getattr(cfg, name)
+        assert is_dataclass(section), name
+        frozen_all_through(section, name)
+    with pytest.raises(TypeError):
+        cfg.planner.heuristic.weights['lowness'] = 9.0  # type: ignore[index]  # it is read-only
+    p = cfg.planner
+    assert p.default is PlannerKind.heuristic
+    assert isinstance(p.heuristic, HeuristicParams) and isinstance(p.beam, BeamParams)
+    assert isinstance(p.grid, GridParams) and isinstance(p.buffer, BufferSettings)
+    assert isinstance(cfg.perception.heightmap.fusion, FusionParams)
+    assert isinstance(cfg.perception.detector, DetectorParams)
+    assert cfg.perception.gauge.samples == 600 and len(cfg.perception.gauge.tare_offsets) == 4
+    assert cfg.stability.jolts.axes == ('x', 'y', 'z')
+    assert cfg.telemetry.mode is TelemetryMode.disk
+    assert cfg.telemetry.snapshots.views == (SnapshotView.top, SnapshotView.side)
+
+
+def test_only_core_config_reads_the_typed_sections_by_key():
+    """planner, perception, stability and telemetry are read by attribute everywhere else:
+    no `<x>.planner[...]` nor `<x>.planner.get(...)` (nor the three others) in the package, its
+    tests or scripts."""
+    import ast
+
+    import palletizer
+
+    sections = {'planner', 'perception', 'stability', 'telemetry'}
+    root = Path(palletizer.__file__).resolve().parent
+    repo = Path(__file__).resolve().parents[2]
+    files = [
+        *root.rglob('*.py'),
+        *(repo / 'tests').rglob('*.py'),
+        *(repo / 'scripts').rglob('*.py'),
+    ]
+    found = []
+    for path in files:
+        if path == root / 'core' / 'config.py':
+            continue
+        tree = ast.parse(path.read_text(encoding='utf-8'), str(path))
+        for node in ast.walk(tree):
+            target = None
+            if isinstance(node, ast.Subscript):
+                target = node.value
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ('get', 'items', 'keys', 'values')
+            ):
+                target = node.func.value
+            if isinstance(target, ast.Attribute) and target.attr in sections:
+                found.append(f'{path}:{node.lineno}: {ast.unparse(node)[:80]}')
+    assert found == []
