@@ -1,8 +1,13 @@
 """Load and validate configs/*.yaml; every error names the file, key path, bad value and what is allowed.
 
+The planner, perception, stability and telemetry sections load into frozen dataclasses, built
+once here from the validated files; no other module reads them by key. The cell section is
+still a validated mapping (next to be typed).
+
 Why one file of this length: most of it is the schema, one declarative table per config file
-(what each key is, its type and range), kept next to the validators that read it so a key and
-its rule are found together.
+(what each key is, its type and range), and the typed sections built from it, kept next to the
+validators so a key, its rule and its field are found together. Splitting schema from sections
+is due when the cell section is typed.
 """
 
 from __future__ import annotations
