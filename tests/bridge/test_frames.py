@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from palletizer.bridge import (
@@ -53,11 +55,11 @@ def test_the_published_robot_description_lands_on_the_simulated_tcp():
 
     cell = Cell()
     cfg = load_config()
-    dh = dict(cfg.cell['robot']['dh'])
+    dh = dataclasses.asdict(cfg.cell.robot.dh)
     fixed = {
         child: (parent, T)
         for parent, child, T in static_transforms(
-            UR10eKinematics().T_world_base, cfg.cell['gripper']['tcp_offset']
+            UR10eKinematics().T_world_base, cfg.cell.gripper.tcp_offset
         )
     }
     rng = np.random.default_rng(2)
@@ -82,9 +84,9 @@ def test_camera_optical_frames_look_along_z_at_their_target():
     cfg = load_config()
     cell = Cell()
     for f in camera_frames(cell, ['top', 'station']):
-        cam = cfg.cell['cameras'][f.child.removesuffix('_optical')]
-        look = np.asarray(cam['look_at']) - np.asarray(cam['pos'])
-        np.testing.assert_allclose(f.pos, cam['pos'], atol=1e-6)
+        cam = cfg.cell.cameras[f.child.removesuffix('_optical')]
+        look = np.asarray(cam.look_at) - np.asarray(cam.pos)
+        np.testing.assert_allclose(f.pos, cam.pos, atol=1e-6)
         np.testing.assert_allclose(_rot(f.quat)[:, 2], look / np.linalg.norm(look), atol=1e-6)
 
 

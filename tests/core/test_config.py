@@ -121,10 +121,11 @@ def test_unknown_level_lists_the_valid_ones():
         load_config(CONFIGS).level(41)
 
 
-def test_planner_perception_stability_and_telemetry_are_frozen_typed_sections():
+def test_every_section_is_a_frozen_typed_record():
     from dataclasses import FrozenInstanceError, fields, is_dataclass
     from types import MappingProxyType
 
+    from palletizer.core.config import CameraConfig, CellConfig
     from palletizer.core.detection import DetectorParams
     from palletizer.core.heightmap_fusion import FusionParams
     from palletizer.core.planning import BeamParams, GridParams, HeuristicParams
@@ -147,7 +148,7 @@ def test_planner_perception_stability_and_telemetry_are_frozen_typed_sections():
             for item in obj.values() if isinstance(obj, MappingProxyType) else obj:
                 frozen_all_through(item, where)
 
-    for name in ('planner', 'perception', 'stability', 'telemetry'):
+    for name in ('cell', 'planner', 'perception', 'stability', 'telemetry'):
         section = getattr(cfg, name)
         assert is_dataclass(section), name
         frozen_all_through(section, name)
@@ -163,17 +164,25 @@ def test_planner_perception_stability_and_telemetry_are_frozen_typed_sections():
     assert cfg.stability.jolts.axes == ('x', 'y', 'z')
     assert cfg.telemetry.mode is TelemetryMode.disk
     assert cfg.telemetry.snapshots.views == (SnapshotView.top, SnapshotView.side)
+    cell = cfg.cell
+    assert isinstance(cell, CellConfig) and isinstance(cell.cameras, MappingProxyType)
+    assert all(isinstance(c, CameraConfig) for c in cell.cameras.values())
+    assert list(cell.cameras)[:2] == ['top', 'diag_a']  # file order
+    assert cell.cameras['top'].size == (640, 480) and type(cell.cameras['top'].size[0]) is int
+    assert cell.cameras['side'].depth_noise is None  # optional, absent
+    assert cell.robot.dh.a2 == -0.6127 and cell.pallet.deck_z == 0.144
+    assert type(cell.truck.max_column_items) is int and type(cell.physics.timestep) is float
 
 
-def test_only_core_config_reads_the_typed_sections_by_key():
-    """planner, perception, stability and telemetry are read by attribute everywhere else:
-    no `<x>.planner[...]` nor `<x>.planner.get(...)` (nor the three others) in the package, its
+def test_only_core_config_reads_the_sections_by_key():
+    """cell, planner, perception, stability and telemetry are read by attribute everywhere
+    else: no `<x>.cell[...]` nor `<x>.planner.get(...)` (nor the others) in the package, its
     tests or scripts."""
     import ast
 
     import palletizer
 
-    sections = {'planner', 'perception', 'stability', 'telemetry'}
+    sections = {'cell', 'planner', 'perception', 'stability', 'telemetry'}
     root = Path(palletizer.__file__).resolve().parent
     repo = Path(__file__).resolve().parents[2]
     files = [
@@ -183,7 +192,7 @@ def test_only_core_config_reads_the_typed_sections_by_key():
     ]
     found = []
     for path in files:
-        if path == root / 'core' / 'config.py':
+        if root / 'core' / 'config' in path.parents:
             continue
         tree = ast.parse(path.read_text(encoding='utf-8'), str(path))
         for node in ast.walk(tree):
@@ -199,3 +208,43 @@ def test_only_core_config_reads_the_typed_sections_by_key():
             if isinstance(target, ast.Attribute) and target.attr in sections:
                 found.append(f'{path}:{node.lineno}: {ast.unparse(node)[:80]}')
     assert found == []
+
+
+def test_the_config_package_loads_no_module_above_it():
+    """core/config builds the planners', detector's and fusion's parameter records from
+    core/params, so loading the config loads none of the modules that read it."""
+    import subprocess
+    import sys
+
+    code = (
+        'import sys, palletizer.core.config as c; c.load_config(); '
+        'print(sorted(m for m in sys.modules if m.startswith("palletizer.")))'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = eval(out)  # a printed list of module names
+    assert 'palletizer.core.config' in loaded
+    above = [
+        m
+        for m in loaded
+        if not m.startswith(('palletizer.core.config', 'palletizer.core.params'))
+        and m not in ('palletizer', 'palletizer.core', 'palletizer.core.errors')
+        and m != 'palletizer.core.vocab'
+    ]
+    assert above == []
+
+
+def test_the_cameras_load_alone_and_a_bad_one_is_named(tmp_path):
+    from palletizer.core.config import load_cameras
+
+    assert list(load_cameras(CONFIGS)) == list(load_config(CONFIGS).cell.cameras)
+    shutil.copytree(CONFIGS, tmp_path, dirs_exist_ok=True)
+    text = (tmp_path / 'cell.yaml').read_text()
+    (tmp_path / 'cell.yaml').write_text(text.replace('size: [640, 480]', 'size: [640.5, 480]', 1))
+    with pytest.raises(
+        ConfigError, match=r'cell.yaml: cameras.top.size\[0\] = 640.5; expected an integer'
+    ):
+        load_cameras(tmp_path)
+    with pytest.raises(ConfigError, match=r'cell.yaml: cameras.top.size\[0\] = 640.5'):
+        load_config(tmp_path)

@@ -160,6 +160,6 @@ def test_the_deck_height_default_is_the_cells_pallet():
     from palletizer.core.motion.params import MotionParams
 
     cell = load_config().cell
-    assert cell['pallet']['size'][2] == EUR_DECK_Z
+    assert cell.pallet.size[2] == cell.pallet.deck_z == EUR_DECK_Z
     assert PalletGeometry().deck_z == MotionParams().deck_z == EUR_DECK_Z
     assert HeightField(np.zeros((2, 2))).deck_z == EUR_DECK_Z

@@ -3,6 +3,7 @@ and checked against ur_analytic_ik's forward kinematics."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import xml.etree.ElementTree as ET
 
@@ -21,9 +22,9 @@ from palletizer.core.description import (
 from palletizer.core.motion import UR10eKinematics
 from palletizer.core.motion.kinematics import Frame
 
-ROBOT = load_config().cell['robot']
-DH = dict(ROBOT['dh'])
-TCP = float(load_config().cell['gripper']['tcp_offset'])
+ROBOT = load_config().cell.robot
+DH = dataclasses.asdict(ROBOT.dh)
+TCP = float(load_config().cell.gripper.tcp_offset)
 # The frames ur_description publishes for a UR10e (tf_prefix ''), which a real ur_robot_driver's
 # TF tree has: ours must agree.
 UR_FRAMES = {
@@ -44,10 +45,10 @@ UR_FRAMES = {
 def _published() -> str:
     return urdf(
         DH,
-        ROBOT['joint_lower'],
-        ROBOT['joint_upper'],
-        [np.radians(v) for v in ROBOT['joint_speed_limits_deg_s']],
-        ROBOT['torque_limits_nm'],
+        ROBOT.joint_lower,
+        ROBOT.joint_upper,
+        [np.radians(v) for v in ROBOT.joint_speed_limits_deg_s],
+        ROBOT.torque_limits_nm,
         TCP,
     )
 
@@ -89,9 +90,9 @@ def test_a_urdf_parser_finds_ur_descriptions_frames_joints_and_limits(parsed):
     assert parsed.actuated_joint_names == list(JOINTS)
     for k, name in enumerate(JOINTS):
         lim = parsed.joint_map[name].limit
-        assert (lim.lower, lim.upper) == (ROBOT['joint_lower'][k], ROBOT['joint_upper'][k])
-        assert lim.velocity == pytest.approx(np.radians(ROBOT['joint_speed_limits_deg_s'][k]))
-        assert lim.effort == ROBOT['torque_limits_nm'][k]
+        assert (lim.lower, lim.upper) == (ROBOT.joint_lower[k], ROBOT.joint_upper[k])
+        assert lim.velocity == pytest.approx(np.radians(ROBOT.joint_speed_limits_deg_s[k]))
+        assert lim.effort == ROBOT.torque_limits_nm[k]
 
 
 def test_the_parsed_urdf_agrees_with_ur_analytic_ik_at_random_poses(parsed):

@@ -130,7 +130,7 @@ def test_touching_neighbour_of_other_height_is_split_off():
 def test_truck_highest_carton_is_found():
     cell = _cell(31)
     pid = cell.present().package_id
-    res = detect_truck([_view(cell)], PARAMS, CFG.cell['truck'])
+    res = detect_truck([_view(cell)], PARAMS, CFG.cell.truck)
     cell.close()
     assert res.chosen is not None, res.reason
     e = _errors(cell, res.chosen, pid)
@@ -142,7 +142,7 @@ def test_truck_highest_carton_sides_within_5_mm():
     # near the outline read that lid's edge (13 mm wide).
     cell = _cell(31)
     pid = cell.present().package_id
-    res = detect_truck([_view(cell)], PARAMS, CFG.cell['truck'])
+    res = detect_truck([_view(cell)], PARAMS, CFG.cell.truck)
     cell.close()
     assert res.chosen is not None, res.reason
     assert _errors(cell, res.chosen, pid)['lw_mm'] < 5.0
@@ -160,7 +160,7 @@ def test_truck_tie_rule_chooses_the_carton_the_source_presents():
     ties = 0
     for k in range(4):
         pid = cell.present().package_id
-        res = detect_truck([_truck_view(cell)], PARAMS, CFG.cell['truck'])
+        res = detect_truck([_truck_view(cell)], PARAMS, CFG.cell.truck)
         assert res.chosen is not None, res.reason
         e = _errors(cell, res.chosen, pid)
         assert e['pos_mm'] < 8.0, (k, pid, e)
@@ -213,21 +213,21 @@ def test_held_truck_carton_height_within_5_mm():
         use_wrench=False,
     )
     assert seq.pick(obs).outcome.name == 'OK'
-    w, h = CFG.cell['cameras']['truck_side']['size']
+    w, h = CFG.cell.cameras['truck_side'].size
     f = cell.capture(PARAMS.held_cameras, int(w), int(h), rgb=False)
     views = [
         CameraView(n, v.depth, None, v.intrinsics.K, v.T_world_optical, v.time)
         for n, v in f.items()
     ]
-    g = CFG.cell['gripper']
+    g = CFG.cell.gripper
     got = held_height(
         views,
         PARAMS,
         RobotBody.from_config(CFG.cell),
         cell.q.copy(),
         obs,
-        float(g['tcp_offset']),
-        float(g['cup_gap']),
+        g.tcp_offset,
+        g.cup_gap,
     )
     cell.close()
     assert got.confidence >= 0.5, got

@@ -219,19 +219,17 @@ def test_the_arm_over_the_pallet_leaves_the_cell_map_unchanged():
     cfg = load_config()
     params = cfg.perception.heightmap.fusion
     body = RobotBody.from_config(cfg.cell, params.robot_margin)
-    cams = cfg.cell['cameras']
+    cams = cfg.cell.cameras
     cell = Cell(cfg.level(11), 1, options=CellOptions.from_config(cfg.cell))
     try:
-        arm = cell.model.jnt_qposadr[
-            [cell.model.joint(n).id for n in cfg.cell['robot']['joint_names']]
-        ]
+        arm = cell.model.jnt_qposadr[[cell.model.joint(n).id for n in cfg.cell.robot.joint_names]]
         maps = {}
         for pose in ('rest', 'home'):  # home hangs the arm and gripper over the pallet
-            cell.data.qpos[arm] = cfg.cell['robot'][pose]
+            cell.data.qpos[arm] = getattr(cfg.cell.robot, pose)
             mujoco.mj_forward(cell.model, cell.data)
             views = []
             for n in params.cameras:
-                w, h = cams[n]['size']
+                w, h = cams[n].size
                 f = cell.capture([n], int(w), int(h), rgb=False)[n]
                 views.append(CameraView(n, f.depth, None, f.intrinsics.K, f.T_world_optical, 0.0))
             maps[pose] = fuse_heightmap(views, params, body=body, q=cell.q)

@@ -146,7 +146,7 @@ def test_hover_waits_above_the_station_with_yaw_0_and_is_refused_while_holding()
     pose = ready_pose(cfg, 'table')
     # Beside the station (out of the station camera's view of the lid), at the table top 0.58 +
     # tallest carton 0.30 (random envelope) + place clearance 0.18 + cup gap.
-    dx, dy = cfg.cell['motion']['ready_offset']
+    dx, dy = cfg.cell.motion.ready_offset
     assert math.hypot(dx, dy) > 0.3
     np.testing.assert_allclose(pose, (-0.20 + dx, -0.80 + dy, 1.0615, 0.0), atol=1e-9)
     np.testing.assert_allclose(ready_pose(cfg, 'conveyor')[:2], (-0.20 + dx, -0.80 + dy))

@@ -195,7 +195,7 @@ def test_stability_trials_wake_a_sleeping_stack_and_restore_the_option():
 def test_same_level_and_seed_give_identical_states_through_the_source():
     cfg = load_config()
     opts = CellOptions.from_config(cfg.cell)
-    assert opts.wrench_noise.force_sigma == cfg.cell['wrench']['noise_force_n']
+    assert opts.wrench_noise.force_sigma == cfg.cell.wrench.noise_force_n
     digests, wrenches = [], []
     for _ in range(2):
         cell = Cell(cfg.level(22), seed=5, options=opts)

@@ -4,6 +4,7 @@ reach the compiled model, and the cell built from the files is the reference mod
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import xml.etree.ElementTree as ET
 
@@ -152,41 +153,41 @@ def test_collision_settings_live_in_named_default_classes(path):
 
 
 def test_arm_and_gripper_defaults_are_the_config():
-    robot, p = CELL['robot'], ArmParams()
-    assert p.base_pos == tuple(robot['base_pos'])
-    assert p.base_quat == tuple(robot['base_quat'])
+    robot, p = CELL.robot, ArmParams()
+    assert p.base_pos == tuple(robot.base_pos)
+    assert p.base_quat == tuple(robot.base_quat)
     assert (p.pedestal_radius, p.pedestal_height) == (
-        robot['pedestal']['radius'],
-        robot['pedestal']['height'],
+        robot.pedestal.radius,
+        robot.pedestal.height,
     )
-    assert {k: getattr(p, k) for k in robot['dh']} == dict(robot['dh'])
-    assert p.link_masses == tuple(robot['link_masses_kg'])
-    assert p.torque_limits == tuple(float(v) for v in robot['torque_limits_nm'])
-    assert p.speed_limits == tuple(np.deg2rad(robot['joint_speed_limits_deg_s']).tolist())
+    assert {k: getattr(p, k) for k in dataclasses.asdict(robot.dh)} == dataclasses.asdict(robot.dh)
+    assert p.link_masses == tuple(robot.link_masses_kg)
+    assert p.torque_limits == tuple(float(v) for v in robot.torque_limits_nm)
+    assert p.speed_limits == tuple(np.deg2rad(robot.joint_speed_limits_deg_s).tolist())
     assert (p.joint_lower, p.joint_upper) == (
-        tuple(robot['joint_lower']),
-        tuple(robot['joint_upper']),
+        tuple(robot.joint_lower),
+        tuple(robot.joint_upper),
     )
-    assert p.home == tuple(robot['home'])
-    assert tuple(robot['joint_names']) == ARM_JOINTS
-    grip, g = CELL['gripper'], GripperParams()
-    cups = grip['cups']
-    assert g.mass == grip['mass_kg']
-    assert g.body == tuple(grip['body'])
-    assert g.tcp_offset == grip['tcp_offset']
+    assert p.home == tuple(robot.home)
+    assert tuple(robot.joint_names) == ARM_JOINTS
+    grip, g = CELL.gripper, GripperParams()
+    cups = grip.cups
+    assert g.mass == grip.mass_kg
+    assert g.body == tuple(grip.body)
+    assert g.tcp_offset == grip.tcp_offset
     assert (g.columns, g.rows, g.pitch_x, g.pitch_y, g.cup_radius) == (
-        cups['columns'],
-        cups['rows'],
-        cups['pitch_x'],
-        cups['pitch_y'],
-        cups['radius'],
+        cups.columns,
+        cups.rows,
+        cups.pitch_x,
+        cups.pitch_y,
+        cups.radius,
     )
     assert (g.force_per_cup, g.derating, g.safety_factor) == (
-        grip['force_per_cup_n'],
-        grip['derating'],
-        grip['safety_factor'],
+        grip.force_per_cup_n,
+        grip.derating,
+        grip.safety_factor,
     )
-    assert (g.cup_gap, g.seal_band) == (grip['cup_gap'], grip['seal_band'])
+    assert (g.cup_gap, g.seal_band) == (grip.cup_gap, grip.seal_band)
 
 
 def test_model_files_hold_the_config_defaults():

@@ -110,7 +110,7 @@ def test_a_carton_set_down_on_the_auxiliary_table_rests_on_its_top():
     # down there fell to the floor and the take-back found nothing to seal on.
     from palletizer.sim.scene import AuxTableParams
 
-    aux = AuxTableParams.from_config(load_config().cell['tables']['auxiliary'])
+    aux = AuxTableParams.from_config(load_config().cell.tables.auxiliary)
     (cx, cy), top, H = aux.centre, aux.top, 0.1
     box = CartonPlacement(
         Draw(0, 'b-00', (0.24, 0.18, H), 1.7), (cx, cy - 0.2, top + H / 2 + 0.01)

@@ -101,3 +101,21 @@ def test_trials_refuse_to_run_while_a_carton_is_held():
     assert cell.set_vacuum(True).sealed
     with pytest.raises(StabilityError, match='still held'):
         cell.stability_trials()
+
+
+def test_the_protocol_comes_from_stability_yaml_and_its_defaults_equal_the_file():
+    from dataclasses import replace
+
+    from palletizer.core.config import load_config
+    from palletizer.sim.pallet import PalletParams
+
+    cfg = load_config().stability
+    assert StabilityProtocol.from_config(cfg) == StabilityProtocol()
+    # the compiled beam is the configured one
+    assert (PalletParams().beam_width, PalletParams().beam_height) == (
+        cfg.beam.width,
+        cfg.beam.height,
+    )
+    slow = replace(cfg, jolts=replace(cfg.jolts, duration=0.8))
+    p = StabilityProtocol.from_config(slow, jolts=False, eumos=False)
+    assert (p.duration, p.axes, p.beam, p.eumos) == (0.8, (), True, False)

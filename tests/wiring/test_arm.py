@@ -32,7 +32,7 @@ def _setup(speed: float, **arm_kw):
         arm,
         planner=MotionPlanner(params=MotionParams.from_config(CFG.cell)),
         static_boxes=static_boxes(CFG, 'table'),
-        verify=VerifyParams(noise_force_n=float(CFG.cell['wrench']['noise_force_n'])),
+        verify=VerifyParams(noise_force_n=float(CFG.cell.wrench.noise_force_n)),
         use_wrench=speed > 0,
     )
     shown = cell.present()
@@ -55,9 +55,7 @@ def test_fast_forward_jumps_each_goal_and_the_vacuum_sensor_judges_the_hold():
 
 
 def test_servo_tracked_goals_hold_a_still_dwell_and_the_wrench_weighs_the_carton():
-    every = steps_per_sample(
-        float(CFG.cell['wrench']['rate_hz']), float(CFG.cell['physics']['timestep'])
-    )
+    every = steps_per_sample(float(CFG.cell.wrench.rate_hz), float(CFG.cell.physics.timestep))
     cell, arm, seq, obs = _setup(1.0, dwell_s=0.1, wrench_every=every)
     try:
         res = seq.pick(obs)

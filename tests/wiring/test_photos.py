@@ -22,7 +22,7 @@ def test_level_11_seed_1_photographs_the_first_layer_and_the_end_without_changin
     seqs = (sink.placements[2].seq, sink.placements[3].seq)
     assert [(a, v) for a, v, _ in sink.snapshots] == [(a, v) for a in seqs for v in views]
     for _, view, png in sink.snapshots:
-        w, h = cfg.cell['cameras'][view]['size']
+        w, h = cfg.cell.cameras[view].size
         img = decode_png(png)
         assert img.shape == (h, w, 3)
         assert img.std() > 10  # a rendered scene, not a blank frame

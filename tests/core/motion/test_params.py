@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,16 +25,18 @@ def test_the_shipped_config_gives_the_default_parameters():
 
 
 def test_a_config_value_and_an_override_reach_the_parameters():
-    cell = copy.deepcopy(dict(load_config().cell))
-    cell['motion'] = {**cell['motion'], 'approach_speed': 0.2, 'joint_accel_limits': [3.0] * 6}
+    cell = load_config().cell
+    cell = replace(
+        cell, motion=replace(cell.motion, approach_speed=0.2, joint_accel_limits=(3.0,) * 6)
+    )
     got = MotionParams.from_config(cell, rate_hz=125.0)
     assert got.approach_speed == 0.2 and got.rate_hz == 125.0
     assert got.limits.acceleration == (3.0,) * 6
 
 
 def test_a_bad_config_value_is_refused_by_name():
-    cell = copy.deepcopy(dict(load_config().cell))
-    cell['motion'] = {**cell['motion'], 'cartesian_accel': 0.0}
+    cell = load_config().cell
+    cell = replace(cell, motion=replace(cell.motion, cartesian_accel=0.0))
     with pytest.raises(MotionError, match=r'MotionParams.cartesian_accel = 0.0; expected > 0'):
         MotionParams.from_config(cell)
 
@@ -42,6 +44,6 @@ def test_a_bad_config_value_is_refused_by_name():
 def test_an_unknown_timing_is_refused_with_the_allowed_ones():
     with pytest.raises(MotionError, match=r"timing = 'topp'; expected one of jerk_limited, "):
         MotionParams(timing='topp')
-    cell = copy.deepcopy(dict(load_config().cell))
-    cell['motion'] = {**cell['motion'], 'timing': 'ruckig'}
+    cell = load_config().cell
+    cell = replace(cell, motion=replace(cell.motion, timing='ruckig'))
     assert MotionParams.from_config(cell).timing == 'ruckig'

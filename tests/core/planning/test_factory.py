@@ -36,8 +36,8 @@ def test_each_kind_takes_its_parameters_and_the_reach_table_from_the_config(conf
     assert beam.params is config.planner.beam
     assert beam.params == BeamParams.from_mapping(raw['beam'], 'b')
     assert isinstance(beam.reach, ReachTable)
-    cup_gap = config.cell['gripper']['cup_gap']
-    drop = config.cell['motion']['drop_clearance']
+    cup_gap = config.cell.gripper.cup_gap
+    drop = config.cell.motion.drop_clearance
     assert beam.tcp_above_lid == pytest.approx(cup_gap + drop) and beam.tcp_above_lid > 0
 
     grid = build_planner('grid', config)

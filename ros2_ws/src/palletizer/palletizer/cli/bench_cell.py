@@ -69,7 +69,7 @@ def bench_cell(*, physics_seconds: float = 10.0, depth_repeats: int = 5) -> dict
     sleeping on); physics_rtf_20_awake is the same stack with sleeping off, for comparison."""
     from palletizer.core.config import load_config
 
-    configured = bool(load_config().cell['physics'].get('sleep', False))
+    configured = load_config().cell.physics.sleep
     rtf = _rtf(_stacked_cell(sleep=configured), physics_seconds)
     cell = _stacked_cell()
     rtf_awake = _rtf(cell, physics_seconds)

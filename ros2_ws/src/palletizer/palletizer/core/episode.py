@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.core.contracts import (
     EpisodeResult,
     FailureCause,
@@ -174,26 +175,33 @@ class EpisodeSettings:
 
     @classmethod
     def from_config(
-        cls, cell: Mapping[str, Any], buffer: BufferSettings | None = None
+        cls, cell: CellConfig, buffer: BufferSettings | None = None
     ) -> EpisodeSettings:
         """From configs/cell.yaml (Config.cell): the `episode` block and the settle time; with
         the buffer settings of configs/planner.yaml (Config.planner.buffer), the set-aside
         buffer on the auxiliary table, reached where the analytic IK reaches."""
-        ep = cell['episode']
-        tol = ep['tolerance']
+        ep, tol = cell.episode, cell.episode.tolerance
         table = None
         if buffer is not None and buffer.slots > 0:
             from palletizer.core.motion.reach import AnalyticReach
 
             table = BufferTable.from_config(cell, buffer, AnalyticReach())
+        pallet = cell.pallet
         return cls(
             buffer=table,
-            max_duration_s=float(ep['max_duration_s']),
-            settle_s=float(cell['physics']['settle_after_release_s']),
-            place_retries=int(ep['place_retries']),
-            tolerances=Tolerances(tol['xy'], tol['yaw'], tol['overhang']),
-            detect_retries=int(ep.get('detect_retries', 2)),
-            detect_retry_wait_s=float(ep.get('detect_retry_wait_s', 0.2)),
+            pallet=PalletGeometry(
+                centre_xy=pallet.centre,
+                size_xy=(pallet.size[0], pallet.size[1]),
+                deck_z=pallet.deck_z,
+                max_mass_kg=pallet.max_load_kg,
+                max_height_m=pallet.max_height,
+            ),
+            max_duration_s=ep.max_duration_s,
+            settle_s=cell.physics.settle_after_release_s,
+            place_retries=ep.place_retries,
+            tolerances=Tolerances(tol.xy, tol.yaw, tol.overhang),
+            detect_retries=ep.detect_retries,
+            detect_retry_wait_s=ep.detect_retry_wait_s,
         )
 
 

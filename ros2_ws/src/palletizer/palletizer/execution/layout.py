@@ -20,36 +20,34 @@ def ready_pose(config: Config, source: str) -> tuple[float, float, float, float]
     anywhere in the bay."""
     cell = config.cell
     if source == 'table':
-        (x, y), top = cell['tables']['pick']['centre'], cell['tables']['pick']['top']
+        (x, y), top = cell.tables.pick.centre, cell.tables.pick.top
     elif source == 'conveyor':
-        (x, y), top = cell['conveyor']['station'], cell['conveyor']['top']
+        (x, y), top = cell.conveyor.station, cell.conveyor.top
     else:
         return None
     cat = config.catalogue
     tallest = max([t.dims[2] for t in cat.types.values()] + [cat.random.height[1]])
-    clearance = cell['motion']['place_clearance'] + cell['gripper']['cup_gap']
+    clearance = cell.motion.place_clearance + cell.gripper.cup_gap
     # Beside the station rather than over it: the station camera looks straight down and the
     # waiting gripper would hide the next carton's lid.
-    dx, dy = (float(v) for v in cell['motion'].get('ready_offset', (0.0, 0.0)))
-    return (float(x) + dx, float(y) + dy, float(top + tallest + clearance), 0.0)
+    dx, dy = cell.motion.ready_offset
+    return (x + dx, y + dy, top + tallest + clearance, 0.0)
 
 
 def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
     """The fixed furniture the carried carton must not sweep, as axis-aligned boxes."""
     cell = config.cell
     boxes = []
-    r = cell['robot']
-    px, py, _ = r['base_pos']
-    rad, h = r['pedestal']['radius'], r['pedestal']['height']
+    px, py, _ = cell.robot.base_pos
+    rad, h = cell.robot.pedestal.radius, cell.robot.pedestal.height
     boxes.append(AABB((px - rad, py - rad, 0.0), (px + rad, py + rad, h), 'pedestal'))
-    aux = cell['tables']['auxiliary']
-    (cx, cy), (hx, hy, _), top = aux['centre'], aux['half_size'], aux['top']
+    aux = cell.tables.auxiliary
+    (cx, cy), (hx, hy, _), top = aux.centre, aux.half_size, aux.top
     boxes.append(AABB((cx - hx, cy - hy, 0.0), (cx + hx, cy + hy, top), 'auxiliary_table'))
     if source == 'truck':
         # The trailer's solid walls: the far wall along x = origin_x and the bulkhead along
         # y = origin_y (the robot side is open, docs/cell.md §3.5); 1.30 m high, 5 cm thick.
-        t = cell['truck']
-        (ox, oy), (sx, sy), wall = t['origin'], t['size'], 0.05
+        (ox, oy), (sx, sy), wall = cell.truck.origin, cell.truck.size, 0.05
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox, oy + sy, 1.30), 'truck_far_wall'))
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox + sx, oy, 1.30), 'truck_bulkhead'))
     return tuple(boxes)
@@ -62,12 +60,12 @@ def arm_boxes(config: Config, source: str) -> tuple[AABB, ...]:
     cell = config.cell
     boxes = list(static_boxes(config, source))
     if source == 'table':
-        t = cell['tables']['pick']
-        (cx, cy), (hx, hy, _), top = t['centre'], t['half_size'], t['top']
+        t = cell.tables.pick
+        (cx, cy), (hx, hy, _), top = t.centre, t.half_size, t.top
         boxes.append(AABB((cx - hx, cy - hy, 0.0), (cx + hx, cy + hy, top), 'pick_table'))
     elif source == 'conveyor':
-        c = cell['conveyor']
-        (cx, cy), (sx, sy), top = c['centre'], c['size'], c['top']
+        c = cell.conveyor
+        (cx, cy), (sx, sy), top = c.centre, c.size, c.top
         boxes.append(
             AABB((cx - sx / 2, cy - sy / 2, 0.0), (cx + sx / 2, cy + sy / 2, top), 'conveyor')
         )

@@ -92,7 +92,7 @@ class CellBridgeNode(Node):
         super().__init__('cell_bridge')
         self.cfg = load_config()
         cell_cfg = self.cfg.cell
-        vac = cell_cfg['gripper']['vacuum_io']
+        vac = cell_cfg.gripper.vacuum_io
 
         def param(name, default, text):
             return self.declare_parameter(
@@ -105,8 +105,8 @@ class CellBridgeNode(Node):
         action = param('trajectory_action', 'follow_joint_trajectory', 'FJT action name')
         io_srv = param('set_io_service', 'set_io', 'ur_msgs/SetIO service name')
         wrench = param('wrench_topic', 'wrench', 'WrenchStamped topic, flange frame [N, N m]')
-        self.vac_fun = param('vacuum_fun', int(vac['fun']), 'SetIO fun that switches the vacuum')
-        self.vac_pin = param('vacuum_pin', int(vac['pin']), 'SetIO pin that switches the vacuum')
+        self.vac_fun = param('vacuum_fun', vac.fun, 'SetIO fun that switches the vacuum')
+        self.vac_pin = param('vacuum_pin', vac.pin, 'SetIO pin that switches the vacuum')
         d = FjtDefaults()
         self.defaults = FjtDefaults(
             param('path_tolerance', d.path_position, 'default path tolerance [rad]'),
@@ -117,15 +117,15 @@ class CellBridgeNode(Node):
         self.truth = param('publish_truth', True, 'truth/<id> carton TFs (visualisation only)')
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
-        robot = cell_cfg['robot']
-        self.joints = tuple(robot['joint_names'])
-        self.limits = (robot['joint_lower'], robot['joint_upper'])
-        self.speed_limits = np.deg2rad(robot['joint_speed_limits_deg_s'])
-        cams = cell_cfg['cameras']
+        robot = cell_cfg.robot
+        self.joints = robot.joint_names
+        self.limits = (robot.joint_lower, robot.joint_upper)
+        self.speed_limits = [float(v) for v in np.deg2rad(robot.joint_speed_limits_deg_s)]
+        cams = cell_cfg.cameras
         # 'photo' cameras (the side view) render only on request, for the per-layer snapshots.
         roles = ('pallet', 'pick', 'photo')
-        self.cameras = {n: c for n, c in cams.items() if c.get('role') in roles}
-        self.pallet_cams = [n for n, c in self.cameras.items() if c.get('role') == 'pallet']
+        self.cameras = {n: c for n, c in cams.items() if c.role in roles}
+        self.pallet_cams = [n for n, c in self.cameras.items() if c.role == 'pallet']
         self.options = CellOptions.from_config(cell_cfg)
 
         # Every world-touching callback is in one mutually exclusive group so two never
@@ -156,7 +156,7 @@ class CellBridgeNode(Node):
         self.wrench_stream = StepStream(
             self._publish_wrench,
             every=steps_per_sample(
-                float(cell_cfg['wrench']['rate_hz']), float(cell_cfg['physics']['timestep'])
+                float(cell_cfg.wrench.rate_hz), float(cell_cfg.physics.timestep)
             ),
         )
 
@@ -427,8 +427,8 @@ class CellBridgeNode(Node):
             self._publish_kinematics()
             frames = {}
             for n in names:
-                w, h = self.cameras[n]['size']
-                frames.update(self._gl.submit(self.cell.capture, [n], int(w), int(h)).result())
+                w, h = self.cameras[n].size
+                frames.update(self._gl.submit(self.cell.capture, [n], w, h).result())
             res.stamp = _stamp(self.cell.time)
             q, _, _ = self.cell.joint_state()
             res.joint_names, res.joint_positions = list(self.joints), q.tolist()
@@ -459,8 +459,9 @@ class CellBridgeNode(Node):
             res.error_code = R.INVALID_REQUEST
             res.error_msg = 'no trial selected: set jolts, beam or eumos'
             return res
-        axes = StabilityProtocol().axes if req.jolts else ()
-        proto = StabilityProtocol(axes=axes, beam=req.beam, eumos=req.eumos)
+        proto = StabilityProtocol.from_config(
+            self.cfg.stability, jolts=req.jolts, beam=req.beam, eumos=req.eumos
+        )
         try:
             with self.lock:
                 held = self.cell.suction.held

@@ -78,22 +78,22 @@ class DepthFusionNode(Node):
         self.fusion = hm.fusion
         self.pallet_cams = self.fusion.cameras
         self.body = RobotBody.from_config(cfg.cell) if hm.exclude_robot else None
-        self.joint_names = tuple(cfg.cell['robot']['joint_names'])
+        self.joint_names = cfg.cell.robot.joint_names
         self.det = cfg.perception.detector
         self.pick_cams = (
             tuple(self.det.truck_cameras) if self.source == 'truck' else (self.det.camera,)
         )
         held_cams = tuple(self.det.held_cameras) if self.source == 'truck' else ()
         if self.source == 'table':
-            t = cfg.cell['tables']['pick']
-            self.station, self.surface_z = tuple(t['centre']), float(t['top'])
+            t = cfg.cell.tables.pick
+            self.station, self.surface_z = t.centre, t.top
         else:
-            c = cfg.cell['conveyor']
-            self.station, self.surface_z = tuple(c['station']), float(c['top'])
-        self.truck = cfg.cell['truck']
+            c = cfg.cell.conveyor
+            self.station, self.surface_z = c.station, c.top
+        self.truck = cfg.cell.truck
         self.held_body = RobotBody.from_config(cfg.cell)
-        self.tcp_offset = float(cfg.cell['gripper']['tcp_offset'])
-        self.cup_gap = float(cfg.cell['gripper']['cup_gap'])
+        self.tcp_offset = cfg.cell.gripper.tcp_offset
+        self.cup_gap = cfg.cell.gripper.cup_gap
         self.pallet = PalletGeometry()
         # Service callbacks wait on the cell's services and on camera topics: they run in their
         # own group while responses and frames arrive on the executor's other threads.

@@ -99,7 +99,7 @@ class EpisodeDirectorNode(Node):
         hold = float(
             param(
                 'weigh_hold_s',
-                gauge.samples / float(cfg.cell['wrench']['rate_hz']) + gauge.settle_s,
+                gauge.samples / cfg.cell.wrench.rate_hz + gauge.settle_s,
                 'arm held still before a wrist reading [s]: settle + the samples at the '
                 'wrench rate',
             )

@@ -6,6 +6,8 @@ real one can take its place with the same URDF.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -25,22 +27,22 @@ __all__ = ['StatePublisherNode', 'main']
 class StatePublisherNode(Node):
     def __init__(self) -> None:
         super().__init__('state_publisher')
-        robot = load_config().cell['robot']
-        gripper = load_config().cell['gripper']
-        self.dh = dict(robot['dh'])
+        robot = load_config().cell.robot
+        gripper = load_config().cell.gripper
+        self.dh = dataclasses.asdict(robot.dh)
         text = urdf(
             self.dh,
-            robot['joint_lower'],
-            robot['joint_upper'],
-            [np.radians(v) for v in robot['joint_speed_limits_deg_s']],
-            robot['torque_limits_nm'],
-            gripper['tcp_offset'],
+            robot.joint_lower,
+            robot.joint_upper,
+            [np.radians(v) for v in robot.joint_speed_limits_deg_s],
+            robot.torque_limits_nm,
+            gripper.tcp_offset,
         )
         self.create_publisher(String, '/robot_description', LATCHED).publish(String(data=text))
         self.tf = self.create_publisher(TFMessage, '/tf', 10)
         static = self.create_publisher(TFMessage, '/tf_static', LATCHED)
         stamp = self.get_clock().now().to_msg()
-        fixed = static_transforms(UR10eKinematics().T_world_base, gripper['tcp_offset'])
+        fixed = static_transforms(UR10eKinematics().T_world_base, gripper.tcp_offset)
         static.publish(TFMessage(transforms=[transform_msg(stamp, *f) for f in fixed]))
         self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
 

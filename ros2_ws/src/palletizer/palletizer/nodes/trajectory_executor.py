@@ -88,14 +88,14 @@ class TrajectoryExecutorNode(Node):
         vac_topic = param(
             'vacuum_sensor_topic', '/cell_bridge/vacuum_sealed', 'latched Bool: cups sealed'
         )
-        self.vac_fun = param('vacuum_fun', int(cell['gripper']['vacuum_io']['fun']), 'SetIO fun')
-        self.vac_pin = param('vacuum_pin', int(cell['gripper']['vacuum_io']['pin']), 'SetIO pin')
+        self.vac_fun = param('vacuum_fun', cell.gripper.vacuum_io.fun, 'SetIO fun')
+        self.vac_pin = param('vacuum_pin', cell.gripper.vacuum_io.pin, 'SetIO pin')
         self.speed = float(param('speed', 0.0, 'cell speed: 0 = fast-forward (no sim time)'))
         level = param('level', cfg.default_level, 'level id: its source sets the static boxes')
         verify = VerifyParams(
             min_payload_kg=param('min_payload_kg', 0.2, 'smallest |F| change of a carton [kg]'),
             noise_force_n=param(
-                'wrench_noise_n', float(cell['wrench']['noise_force_n']), 'F noise per axis [N]'
+                'wrench_noise_n', cell.wrench.noise_force_n, 'F noise per axis [N]'
             ),
         )
         self.dwell = param('still_dwell_s', 0.1, 'hold at the end of each goal, averaged [s]')
@@ -129,7 +129,7 @@ class TrajectoryExecutorNode(Node):
             raise PalletizerError(
                 f'trajectory_executor: level:={level}; expected one of {sorted(cfg.levels)}'
             )
-        self.joints = tuple(cell['robot']['joint_names'])
+        self.joints = cell.robot.joint_names
         self.action_name, self.io_name = action, io_srv
 
         # The action callbacks block on the FJT action and the SetIO service: their clients and

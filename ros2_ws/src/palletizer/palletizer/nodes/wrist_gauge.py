@@ -82,18 +82,18 @@ class WristGaugeNode(Node):
         self.truth = self.create_client(
             GroundTruth, truth, callback_group=MutuallyExclusiveCallbackGroup()
         )
-        self.tcp_offset = cfg.cell['gripper']['tcp_offset']
-        self.cup_gap = cfg.cell['gripper']['cup_gap']
+        self.tcp_offset = cfg.cell.gripper.tcp_offset
+        self.cup_gap = cfg.cell.gripper.cup_gap
         self.params = GaugeParams(
             no_payload_kg=g.no_payload_kg,
-            noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
+            noise_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
         )
         self.kin = UR10eKinematics()
         # Only samples of the last `window_s` before the request's stamp count: the hold.
         self.window_s = float(
             param(
                 'window_s',
-                self.samples / float(cfg.cell['wrench']['rate_hz']),
+                self.samples / cfg.cell.wrench.rate_hz,
                 'span of sim time averaged before the stamp asked for [s]',
             )
         )

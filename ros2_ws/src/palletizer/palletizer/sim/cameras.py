@@ -9,7 +9,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from palletizer.core.contracts import floats3
+from palletizer.core.config.cell import CameraConfig
 from palletizer.core.errors import PalletizerError, close_match
 
 __all__ = [
@@ -41,17 +41,10 @@ class CameraSpec:
     role: str = 'pallet'  # pallet | pick | photo
 
 
-def camera_specs(cameras: Mapping[str, Mapping[str, Any]]) -> tuple[CameraSpec, ...]:
-    """CameraSpecs from configs/cell.yaml `cameras` (Config.cell['cameras']), in file order."""
+def camera_specs(cameras: Mapping[str, CameraConfig]) -> tuple[CameraSpec, ...]:
+    """CameraSpecs from configs/cell.yaml `cameras` (Config.cell.cameras), in file order."""
     return tuple(
-        CameraSpec(
-            str(name),
-            floats3(c['pos']),
-            floats3(c['look_at']),
-            float(c['fovy_deg']),
-            floats3(c.get('up') or (0.0, 0.0, 1.0)),
-            str(c.get('role', 'pallet')),
-        )
+        CameraSpec(name, c.pos, c.look_at, c.fovy_deg, c.up or (0.0, 0.0, 1.0), c.role)
         for name, c in cameras.items()
     )
 
@@ -59,9 +52,9 @@ def camera_specs(cameras: Mapping[str, Mapping[str, Any]]) -> tuple[CameraSpec, 
 def _configured() -> tuple[CameraSpec, ...]:
     # Only the cameras block: importing the simulator must not depend on the other sections
     # (load_config validates the whole file wherever a run starts).
-    from palletizer.core.config import config_dir, read_yaml
+    from palletizer.core.config import load_cameras
 
-    return camera_specs(read_yaml(config_dir() / 'cell.yaml')['cameras'])
+    return camera_specs(load_cameras())
 
 
 # The cameras of configs/cell.yaml (docs/cell.md §3.7 started it; the file says why each pallet

@@ -9,7 +9,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from palletizer.core.contracts import floats3
+from palletizer.core.config.cell import CellConfig
 from palletizer.core.errors import PalletizerError
 from palletizer.sim.cameras import CameraRig, Frame, camera_specs
 from palletizer.sim.depth_noise import DepthNoise, apply_depth_noise, noise_key
@@ -51,36 +51,30 @@ class CellOptions:
     depth_noise: Mapping[str, DepthNoise] | None = None
 
     @classmethod
-    def from_config(cls, cell: Mapping[str, Any], *, sleep: bool | None = None) -> CellOptions:
+    def from_config(cls, cell: CellConfig, *, sleep: bool | None = None) -> CellOptions:
         """From configs/cell.yaml (palletizer.core.config.Config.cell): physics, cameras and
         their depth sensors, wrench noise.
 
         `sleep` overrides physics.sleep (island sleeping) when given.
         """
-        phys = cell.get('physics', {})
-        if sleep is None:
-            sleep = bool(phys.get('sleep', False))
+        phys = cell.physics
         scene = SceneOptions(
-            timestep=float(phys.get('timestep', 0.002)),
-            integrator=str(phys.get('integrator', 'implicitfast')),
-            cone=str(phys.get('cone', 'elliptic')),
-            gravity=floats3(phys.get('gravity', (0.0, 0.0, -9.81))),
-            sleep=sleep,
+            timestep=phys.timestep,
+            integrator=phys.integrator,
+            cone=phys.cone,
+            gravity=phys.gravity,
+            sleep=phys.sleep if sleep is None else sleep,
+            aux_table=AuxTableParams.from_config(cell.tables.auxiliary),
+            cameras=camera_specs(cell.cameras),
         )
-        aux = cell.get('tables', {}).get('auxiliary')
-        if aux is not None:
-            scene = replace(scene, aux_table=AuxTableParams.from_config(aux))
-        cams = cell.get('cameras')
         noise: dict[str, DepthNoise] = {}
-        if cams:
-            scene = replace(scene, cameras=camera_specs(cams))
-            for name, cam in cams.items():
-                model = DepthNoise.from_config(cam.get('depth_noise'))
-                if model is not None:
-                    noise[str(name)] = model
+        for name, cam in cell.cameras.items():
+            model = DepthNoise.from_config(cam.depth_noise)
+            if model is not None:
+                noise[name] = model
         return cls(
             scene=scene,
-            wrench_noise=WrenchNoise.from_config(cell.get('wrench', {})),
+            wrench_noise=WrenchNoise.from_config(cell.wrench),
             depth_noise=noise or None,
         )
 
@@ -435,7 +429,11 @@ class Cell:
 
     # Stability -------------------------------------------------------------------------------
     def stability_trials(self, protocol: Any = None) -> Any:
-        """Run the full stability protocol (15 jolts, 2 beams, EUMOS); see sim/stability.py."""
+        """Run the stability protocol (by default configs/stability.yaml's: 15 jolts, 2 beams,
+        EUMOS); see sim/stability.py."""
+        from palletizer.core.config import load_config
         from palletizer.sim.stability import StabilityProtocol, run_protocol
 
-        return run_protocol(self, protocol or StabilityProtocol())
+        return run_protocol(
+            self, protocol or StabilityProtocol.from_config(load_config().stability)
+        )

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import overload
 
 import cv2
 import numpy as np
 
+from palletizer.core.config.cell import DepthNoiseConfig
 from palletizer.core.errors import PalletizerError
 
 __all__ = ['DepthNoise', 'DepthNoiseError', 'apply_depth_noise', 'noise_key']
@@ -82,27 +82,23 @@ class DepthNoise:
             )
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> DepthNoise | None:
-        """From a camera's `depth_noise` mapping in configs/cell.yaml; None or absent: ideal."""
-        if not cfg:
+    def from_config(cls, cfg: DepthNoiseConfig | None) -> DepthNoise | None:
+        """From a camera's `depth_noise` in configs/cell.yaml; None (absent): ideal."""
+        if cfg is None:
             return None
-        keys = {
-            'sensor': str,
-            'focal_px': float,
-            'baseline_m': float,
-            'subpixel': float,
-            'depth_unit_m': float,
-            'min_z_m': float,
-            'max_z_m': float,
-            'edge_jump': float,
-            'edge_drop': float,
-            'flying': float,
-        }
-        kw: dict[str, Any] = {k: conv(cfg[k]) for k, conv in keys.items() if k in cfg}
-        if 'grazing_deg' in cfg:
-            lo, hi = cfg['grazing_deg']
-            kw['grazing_deg'] = (float(lo), float(hi))
-        return cls(**kw)
+        return cls(
+            sensor=cfg.sensor,
+            focal_px=cfg.focal_px,
+            baseline_m=cfg.baseline_m,
+            subpixel=cfg.subpixel,
+            depth_unit_m=cfg.depth_unit_m,
+            min_z_m=cfg.min_z_m,
+            max_z_m=cfg.max_z_m,
+            edge_jump=cfg.edge_jump,
+            edge_drop=cfg.edge_drop,
+            flying=cfg.flying,
+            grazing_deg=cfg.grazing_deg,
+        )
 
     @overload
     def sigma(self, z: np.ndarray) -> np.ndarray: ...

@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape
 
 import mujoco
 
-from palletizer.core.contracts import floats3
+from palletizer.core.config.cell import TableConfig
 from palletizer.core.errors import PalletizerError
 from palletizer.sim.cameras import CAMERAS, CameraSpec, cameras_xml
 from palletizer.sim.gripper import GripperParams
@@ -79,14 +79,9 @@ class AuxTableParams:
     leg: float = 0.03
 
     @classmethod
-    def from_config(cls, aux: Any) -> AuxTableParams:
+    def from_config(cls, aux: TableConfig) -> AuxTableParams:
         """From cell.yaml `tables.auxiliary` (centre, half_size, top, friction)."""
-        return cls(
-            centre=(float(aux['centre'][0]), float(aux['centre'][1])),
-            half_size=floats3(aux['half_size']),
-            top=float(aux['top']),
-            friction=floats3(aux.get('friction', cls.friction)),
-        )
+        return cls(centre=aux.centre, half_size=aux.half_size, top=aux.top, friction=aux.friction)
 
 
 def aux_table_xml(t: AuxTableParams) -> str:

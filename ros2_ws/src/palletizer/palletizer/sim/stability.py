@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
+from palletizer.core.config import StabilityConfig
 from palletizer.core.errors import PalletizerError
 
 __all__ = [
@@ -30,8 +31,9 @@ class StabilityError(PalletizerError):
 
 @dataclass(frozen=True)
 class StabilityProtocol:
-    """Trial parameters; defaults are configs/stability.yaml (docs/measurement.md §7.5: the
-    reference's jolts and beams, plus EUMOS 40509)."""
+    """Trial parameters (docs/measurement.md §7.5: the reference's jolts and beams, plus EUMOS
+    40509). Runs build it from configs/stability.yaml with from_config; the defaults equal that
+    file for unit tests (tests/sim/test_stability.py keeps them equal)."""
 
     levels_g: tuple[float, ...] = (0.05, 0.15, 0.30, 0.50, 0.80)
     axes: tuple[str, ...] = ('x', 'y', 'z')
@@ -53,6 +55,32 @@ class StabilityProtocol:
     eumos_brake_g: float = 0.15
     eumos_axis: str = 'x'
     eumos_max_displacement_m: float = 0.030
+
+    @classmethod
+    def from_config(
+        cls, cfg: StabilityConfig, *, jolts: bool = True, beam: bool = True, eumos: bool = True
+    ) -> StabilityProtocol:
+        """The protocol of configs/stability.yaml (Config.stability); each trial family can be
+        left out (jolts: no axes)."""
+        j, b, e = cfg.jolts, cfg.beam, cfg.eumos
+        return cls(
+            levels_g=j.levels_g,
+            axes=j.axes if jolts else (),
+            duration=j.duration,
+            settle_seconds=j.settle_seconds,
+            hold_seconds=j.hold_seconds,
+            rest_seconds=j.rest_seconds,
+            max_shift_m=j.max_shift_m,
+            beam=beam,
+            beam_height=b.height,
+            beam_settle_seconds=b.settle_seconds,
+            max_tilt_deg=b.max_tilt_deg,
+            eumos=eumos,
+            eumos_accel_g=e.accel_g,
+            eumos_ramp_s=e.ramp_s,
+            eumos_hold_s=e.hold_s,
+            eumos_max_displacement_m=e.max_displacement_m,
+        )
 
 
 @dataclass(frozen=True)

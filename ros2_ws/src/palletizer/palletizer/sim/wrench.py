@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import mujoco
 import numpy as np
 
-from palletizer.core.contracts import floats3
+from palletizer.core.config.cell import WrenchConfig
 from palletizer.core.errors import InvalidValue
 
 __all__ = ['Wrench', 'WrenchNoise', 'WrenchSensor', 'ft_sensors_xml', 'plumb_weigh']
@@ -89,20 +87,19 @@ class WrenchNoise:
             raise InvalidValue(f'WrenchNoise.drift_terms = {self.drift_terms}; expected >= 1')
 
     @classmethod
-    def from_config(cls, wrench: Mapping[str, Any]) -> WrenchNoise:
+    def from_config(cls, wrench: WrenchConfig) -> WrenchNoise:
         """From configs/cell.yaml `wrench` (noise_*, offset_*, drift_*, bias_*)."""
-        lo, hi = (float(v) for v in wrench.get('drift_period_s', (300.0, 1800.0)))
         return cls(
-            force_sigma=float(wrench.get('noise_force_n', 0.0)),
-            torque_sigma=float(wrench.get('noise_torque_nm', 0.0)),
-            force_bias=floats3(wrench.get('bias_force_n', (0.0, 0.0, 0.0))),
-            torque_bias=floats3(wrench.get('bias_torque_nm', (0.0, 0.0, 0.0))),
-            offset_force=float(wrench.get('offset_force_n', 0.0)),
-            offset_torque=float(wrench.get('offset_torque_nm', 0.0)),
-            drift_force=float(wrench.get('drift_force_n', 0.0)),
-            drift_torque=float(wrench.get('drift_torque_nm', 0.0)),
-            drift_period_s=(lo, hi),
-            drift_terms=int(wrench.get('drift_terms', 3)),
+            force_sigma=wrench.noise_force_n,
+            torque_sigma=wrench.noise_torque_nm,
+            force_bias=wrench.bias_force_n,
+            torque_bias=wrench.bias_torque_nm,
+            offset_force=wrench.offset_force_n,
+            offset_torque=wrench.offset_torque_nm,
+            drift_force=wrench.drift_force_n,
+            drift_torque=wrench.drift_torque_nm,
+            drift_period_s=wrench.drift_period_s,
+            drift_terms=wrench.drift_terms,
         )
 
     def offset(self, seed: int) -> np.ndarray:

@@ -13,6 +13,7 @@ from typing import Any
 
 from palletizer.bridge.stream import steps_per_sample
 from palletizer.core.config import Config, load_config
+from palletizer.core.config.cell import CameraConfig
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, Presented, run_episode
 from palletizer.core.errors import InvalidType, InvalidValue
@@ -151,7 +152,9 @@ class PhotoSink:
     """Wraps a sink; its layer_photo renders the snapshot views through the cell and hands
     each PNG to the wrapped sink's `snapshot(after_seq, view, png)` (a RunWriter has one)."""
 
-    def __init__(self, sink: Any, cell: Cell, cameras: Mapping[str, Any], views: Any) -> None:
+    def __init__(
+        self, sink: Any, cell: Cell, cameras: Mapping[str, CameraConfig], views: Any
+    ) -> None:
         self.sink = sink
         self.cell = cell
         self.cameras = cameras
@@ -170,8 +173,8 @@ class PhotoSink:
 
     def layer_photo(self, after_seq: int) -> None:
         for view in self.views:
-            w, h = self.cameras[view]['size']
-            frame = self.cell.capture([view], int(w), int(h), depth=False)[view]
+            w, h = self.cameras[view].size
+            frame = self.cell.capture([view], w, h, depth=False)[view]
             assert frame.rgb is not None, f'capture of {view} has no colour image'
             self.sink.snapshot(after_seq, view, encode_png(frame.rgb))
 
@@ -238,15 +241,13 @@ def run_inprocess(
                 cell,
                 samples=g.samples,
                 still_speed=g.still_speed,
-                tcp_offset=cfg.cell['gripper']['tcp_offset'],
-                cup_gap=cfg.cell['gripper']['cup_gap'],
+                tcp_offset=cfg.cell.gripper.tcp_offset,
+                cup_gap=cfg.cell.gripper.cup_gap,
                 params=GaugeParams(
                     no_payload_kg=g.no_payload_kg,
-                    noise_sigma_n=max(cfg.cell['wrench']['noise_force_n'], 0.1),
+                    noise_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
                 ),
-                every=steps_per_sample(
-                    float(cfg.cell['wrench']['rate_hz']), float(cfg.cell['physics']['timestep'])
-                ),
+                every=steps_per_sample(cfg.cell.wrench.rate_hz, cfg.cell.physics.timestep),
                 settle_s=g.settle_s,
             )
             if gauge == 'wrench'
@@ -261,7 +262,7 @@ def run_inprocess(
             planner=MotionPlanner(params=MotionParams.from_config(cfg.cell)),
             static_boxes=static_boxes(cfg, lv.source),
             arm_boxes=arm_boxes(cfg, lv.source),
-            verify=VerifyParams(noise_force_n=float(cfg.cell['wrench']['noise_force_n'])),
+            verify=VerifyParams(noise_force_n=cfg.cell.wrench.noise_force_n),
             use_wrench=False,
         )
         executor = SequencerExecutor(sequencer, ready_pose=ready_pose(cfg, lv.source))
@@ -288,7 +289,7 @@ def run_inprocess(
         port_sink = sink
         if callable(getattr(sink, 'snapshot', None)):
             views = tuple(v.value for v in cfg.telemetry.snapshots.views)
-            port_sink = PhotoSink(sink, cell, cfg.cell['cameras'], views)
+            port_sink = PhotoSink(sink, cell, cfg.cell.cameras, views)
         if lv.source == 'truck' and hasattr(planner, 'set_forecast'):
             # Only the oracle gauge can give specs of cartons not yet weighed.
             if weigher is oracle_gauge:

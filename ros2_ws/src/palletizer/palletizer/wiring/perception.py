@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from palletizer.core.config import Config
+from palletizer.core.config.cell import CameraConfig
 from palletizer.core.contracts import HeightMap, Observation, PalletGeometry
 from palletizer.core.detection import (
     DetectResult,
@@ -55,13 +56,13 @@ def check_mode(name: str, value: str) -> str:
 
 
 def camera_views(
-    cell: Cell, cameras: dict[str, Any], names: Sequence[str], rgb: bool
+    cell: Cell, cameras: Mapping[str, CameraConfig], names: Sequence[str], rgb: bool
 ) -> list[CameraView]:
     """Capture the named cameras at their configured size (depth with the sensor noise)."""
     out = []
     for n in names:
-        w, h = cameras[n]['size']
-        f = cell.capture([n], int(w), int(h), rgb=rgb, depth=True)[n]
+        w, h = cameras[n].size
+        f = cell.capture([n], w, h, rgb=rgb, depth=True)[n]
         assert f.depth is not None, f'capture of {n} with depth=True has no depth'
         out.append(CameraView(n, f.depth, f.rgb, f.intrinsics.K, f.T_world_optical, f.time))
     return out
@@ -70,10 +71,10 @@ def camera_views(
 def station_geometry(cfg: Config, source: str) -> tuple[tuple[float, float], float]:
     """(station xy [m], surface z [m]) where a table or conveyor source presents."""
     if source == 'table':
-        t = cfg.cell['tables']['pick']
-        return (float(t['centre'][0]), float(t['centre'][1])), float(t['top'])
-    c = cfg.cell['conveyor']
-    return (float(c['station'][0]), float(c['station'][1])), float(c['top'])
+        t = cfg.cell.tables.pick
+        return t.centre, t.top
+    c = cfg.cell.conveyor
+    return c.station, c.top
 
 
 class CameraHeightMap:
@@ -86,7 +87,7 @@ class CameraHeightMap:
 
     def __init__(self, cell: Cell, cfg: Config, pallet: PalletGeometry | None = None) -> None:
         self.cell = cell
-        self.cameras = cfg.cell['cameras']
+        self.cameras = cfg.cell.cameras
         hm = cfg.perception.heightmap
         self.params = hm.fusion
         self.names = self.params.cameras
@@ -121,14 +122,14 @@ class CameraDetector:
         self.cfg = cfg
         self.source = source
         self.params = cfg.perception.detector
-        self.cameras = cfg.cell['cameras']
+        self.cameras = cfg.cell.cameras
         self.last: DetectResult | None = None
         self.last_ms = 0.0  # [ms] the last detection, without the renders
         self.last_held: Any = None
         self.held_reason = ''  # why the last in-hand measurement failed
         self.body = RobotBody.from_config(cfg.cell)
-        self.tcp_offset = float(cfg.cell['gripper']['tcp_offset'])
-        self.cup_gap = float(cfg.cell['gripper']['cup_gap'])
+        self.tcp_offset = cfg.cell.gripper.tcp_offset
+        self.cup_gap = cfg.cell.gripper.cup_gap
 
     def detect_result(self) -> DetectResult:
         """Capture and detect; the whole result (every detection, ambiguity, reason)."""
@@ -136,7 +137,7 @@ class CameraDetector:
             names = self.params.truck_cameras
             views = camera_views(self.cell, self.cameras, names, rgb=True)
             t0 = time.perf_counter()
-            self.last = detect_truck(views, self.params, self.cfg.cell['truck'])
+            self.last = detect_truck(views, self.params, self.cfg.cell.truck)
         else:
             xy, surface_z = station_geometry(self.cfg, self.source)
             view = camera_views(self.cell, self.cameras, [self.params.camera], rgb=True)[0]

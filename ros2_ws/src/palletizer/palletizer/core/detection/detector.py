@@ -6,11 +6,11 @@ there (detect_station), and the carton the truck source presents, by the source'
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
+from palletizer.core.config.cell import TruckConfig
 from palletizer.core.detection.geometry import _geometry, _roi
 from palletizer.core.detection.lids import _carton_shaped, _detect
 from palletizer.core.detection.model import (
@@ -65,7 +65,7 @@ def detect_station(
 def detect_truck(
     views: Sequence[CameraView],
     params: DetectorParams,
-    bay: Mapping[str, Any],
+    bay: TruckConfig,
 ) -> DetectResult:
     """The carton the truck source presents (configs/cell.yaml `truck`: origin, size, floor,
     tie_band, tie_point [m]).
@@ -79,14 +79,14 @@ def detect_truck(
     """
     if not views:
         raise DetectionError('detect_truck: no views; expected at least one camera view')
-    x0, y0 = (float(v) for v in bay['origin'])
-    sx, sy = (float(v) for v in bay['size'])
-    floor = float(bay.get('floor', 0.02))
-    band = float(bay.get('tie_band', 0.030))
-    tx, ty = (float(v) for v in bay.get('tie_point', (0.60, -0.72)))
+    x0, y0 = bay.origin
+    sx, sy = bay.size
+    floor = bay.floor
+    band = bay.tie_band
+    tx, ty = bay.tie_point
     m = params.bay_margin
     last = DetectResult((), None, False, 'no carton in the trailer')
-    z_hi = floor + float(bay.get('max_stack_height', 1.0)) + _TALLEST
+    z_hi = floor + bay.max_stack_height + _TALLEST
     for view in views:
         roi = _roi(view, (x0 + m, y0 + m), (x0 + sx - m, y0 + sy - m), floor, z_hi)
         g = _geometry(view, roi)

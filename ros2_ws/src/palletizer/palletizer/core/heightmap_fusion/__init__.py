@@ -14,9 +14,9 @@ re-exports the public API.
 from __future__ import annotations
 
 from palletizer.core.heightmap_fusion.fuse import FusionResult, fuse_heightmap, map_errors
-from palletizer.core.heightmap_fusion.params import FusionError, FusionParams
 from palletizer.core.heightmap_fusion.recall import MapMemory, recall_hidden
 from palletizer.core.heightmap_fusion.robot import RobotBody
+from palletizer.core.params.fusion import FusionError, FusionParams
 
 __all__ = [
     'FusionError',

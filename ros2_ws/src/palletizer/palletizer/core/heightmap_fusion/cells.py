@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from palletizer.core.heightmap_fusion.params import FusionParams
+from palletizer.core.params.fusion import FusionParams
 
 __all__: list[str] = []
 

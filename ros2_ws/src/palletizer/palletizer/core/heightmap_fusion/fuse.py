@@ -16,9 +16,9 @@ import numpy as np
 from palletizer.core.contracts import HeightMap, PalletGeometry
 from palletizer.core.heightmap_fusion.cells import _bridge_deck, _fill_holes, _robust_cells
 from palletizer.core.heightmap_fusion.lids import _complete_edges, _fit_lids
-from palletizer.core.heightmap_fusion.params import FusionError, FusionParams
 from palletizer.core.heightmap_fusion.points import _lid_points, _view_points
 from palletizer.core.heightmap_fusion.robot import RobotBody
+from palletizer.core.params.fusion import FusionError, FusionParams
 
 __all__ = ['FusionResult', 'fuse_heightmap', 'map_errors']
 

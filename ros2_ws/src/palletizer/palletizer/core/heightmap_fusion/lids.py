@@ -10,7 +10,7 @@ import math
 import cv2
 import numpy as np
 
-from palletizer.core.heightmap_fusion.params import FusionParams
+from palletizer.core.params.fusion import FusionParams
 
 __all__: list[str] = []
 

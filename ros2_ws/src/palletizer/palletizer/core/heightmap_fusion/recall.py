@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from palletizer.core.contracts import HeightMap, PalletGeometry
-from palletizer.core.heightmap_fusion.params import FusionError, FusionParams
 from palletizer.core.heightmap_fusion.robot import RobotBody
+from palletizer.core.params.fusion import FusionError, FusionParams
 
 __all__ = ['MapMemory', 'recall_hidden']
 

@@ -6,11 +6,12 @@ detector's in-hand measure takes the flange pose from its frames.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from palletizer.core.config.cell import CellConfig
 
 __all__ = ['RobotBody']
 
@@ -38,15 +39,14 @@ class RobotBody:
     margin: float = 0.04
 
     @classmethod
-    def from_config(cls, cell: Mapping[str, Any], margin: float = 0.04) -> RobotBody:
+    def from_config(cls, cell: CellConfig, margin: float = 0.04) -> RobotBody:
         """From configs/cell.yaml (Config.cell): robot base pose, DH, gripper body."""
-        r, g = cell['robot'], cell['gripper']
-        dh = r['dh']
+        r, g, dh = cell.robot, cell.gripper, cell.robot.dh
         return cls(
-            base_pos=tuple(float(v) for v in r['base_pos']),  # type: ignore[arg-type]  # fixed lengths, schema-checked
-            base_quat=tuple(float(v) for v in r['base_quat']),  # type: ignore[arg-type]  # fixed lengths, schema-checked
-            dh=tuple(float(dh[k]) for k in ('d1', 'a2', 'a3', 'd4', 'd5', 'd6')),
-            gripper=(float(g['body'][0]), float(g['body'][1]), float(g['tcp_offset'])),
+            base_pos=r.base_pos,
+            base_quat=r.base_quat,
+            dh=(dh.d1, dh.a2, dh.a3, dh.d4, dh.d5, dh.d6),
+            gripper=(g.body[0], g.body[1], g.tcp_offset),
             margin=float(margin),
         )
 

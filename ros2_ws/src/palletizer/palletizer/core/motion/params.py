@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import JointLimits
@@ -129,39 +129,34 @@ class MotionParams:
             )
 
     @classmethod
-    def from_config(cls, cell: Mapping[str, Any], **overrides: Any) -> MotionParams:
+    def from_config(cls, cell: CellConfig, **overrides: Any) -> MotionParams:
         """Parameters from configs/cell.yaml (`motion`, robot limits, gripper cup gap, pallet
         deck, control rate); `overrides` replace single fields."""
-        m, r = cell['motion'], cell['robot']
+        m, r = cell.motion, cell.robot
         limits = JointLimits(
-            lower=tuple(float(v) for v in r['joint_lower']),
-            upper=tuple(float(v) for v in r['joint_upper']),
-            velocity=tuple(math.radians(float(v)) for v in r['joint_speed_limits_deg_s']),
-            acceleration=tuple(float(v) for v in m['joint_accel_limits']),
-            jerk=tuple(float(v) for v in m['joint_jerk_limits']),
+            lower=r.joint_lower,
+            upper=r.joint_upper,
+            velocity=tuple(math.radians(v) for v in r.joint_speed_limits_deg_s),
+            acceleration=m.joint_accel_limits,
+            jerk=m.joint_jerk_limits,
         )
         values: dict[str, Any] = {
-            name: float(m[name])
-            for name in (
-                'cartesian_speed',
-                'approach_speed',
-                'cartesian_accel',
-                'empty_accel',
-                'transit_height',
-                'place_clearance',
-                'stack_clearance',
-                'drop_clearance',
-                'blend_radius',
-            )
+            'cartesian_speed': m.cartesian_speed,
+            'approach_speed': m.approach_speed,
+            'cartesian_accel': m.cartesian_accel,
+            'empty_accel': m.empty_accel,
+            'transit_height': m.transit_height,
+            'place_clearance': m.place_clearance,
+            'stack_clearance': m.stack_clearance,
+            'drop_clearance': m.drop_clearance,
+            'blend_radius': m.blend_radius,
+            'map_margin': m.map_margin,
+            'timing': m.timing,
+            'pedestal_radius': r.pedestal.radius,
+            'cup_gap': cell.gripper.cup_gap,
+            'deck_z': cell.pallet.deck_z,
+            'rate_hz': cell.physics.control_rate_hz,
+            'limits': limits,
         }
-        values['map_margin'] = float(m.get('map_margin', 0.010))
-        values.update(
-            timing=str(m['timing']),
-            pedestal_radius=float(r['pedestal']['radius']),
-            cup_gap=float(cell['gripper']['cup_gap']),
-            deck_z=float(cell['pallet']['size'][2]),
-            rate_hz=float(cell['physics']['control_rate_hz']),
-            limits=limits,
-        )
         values.update(overrides)
         return cls(**values)

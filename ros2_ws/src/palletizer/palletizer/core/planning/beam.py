@@ -18,8 +18,8 @@ from palletizer.core.contracts import (
     PlacementPlan,
     PlanResult,
 )
+from palletizer.core.params.planning import BEAM_TERMS, BeamParams
 from palletizer.core.planning.base import LayerBook, PlannerKind
-from palletizer.core.planning.params import BEAM_TERMS, BeamParams
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
 from palletizer.core.stability import StackBox, StackModel

@@ -14,27 +14,17 @@ first free stretch of the row, from the -Y edge (nearest the robot base), that h
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.core.contracts import Observation, PackageSpec
+from palletizer.core.params.planning import BufferSettings
 from palletizer.core.planning.reach import ReachOracle
 
 __all__ = ['Buffer', 'BufferSettings', 'BufferSlot', 'BufferTable']
-
-
-@dataclass(frozen=True)
-class BufferSettings:
-    """slots: k, the most cartons set aside at once (0: no buffer); edge_margin [m] kept from
-    the table's edges; gap [m] between two cartons set aside (the tool's clearance).
-    configs/planner.yaml `buffer` gives them (Config.planner.buffer)."""
-
-    slots: int = 0
-    edge_margin: float = 0.01
-    gap: float = 0.08
 
 
 @dataclass(frozen=True)
@@ -65,18 +55,12 @@ class BufferTable:
 
     @classmethod
     def from_config(
-        cls, cell: Mapping[str, Any], settings: BufferSettings, reach: ReachOracle | None
+        cls, cell: CellConfig, settings: BufferSettings, reach: ReachOracle | None
     ) -> BufferTable:
         """The auxiliary table of configs/cell.yaml (Config.cell) with `settings`
         (Config.planner.buffer)."""
-        aux = cell['tables']['auxiliary']
-        return cls(
-            (float(aux['centre'][0]), float(aux['centre'][1])),
-            (float(aux['half_size'][0]), float(aux['half_size'][1])),
-            float(aux['top']),
-            settings,
-            reach,
-        )
+        aux = cell.tables.auxiliary
+        return cls(aux.centre, (aux.half_size[0], aux.half_size[1]), aux.top, settings, reach)
 
     def pose_for(
         self, spec: PackageSpec, taken: tuple[BufferSlot, ...], index: int

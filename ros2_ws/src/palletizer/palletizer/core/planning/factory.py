@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from palletizer.core.contracts import PalletGeometry
+from palletizer.core.params.planning import BeamParams, GridParams, HeuristicParams
 from palletizer.core.planning.base import Planner, PlannerKind
 from palletizer.core.planning.beam import BeamPlanner
 from palletizer.core.planning.grid import GridPlanner
 from palletizer.core.planning.heuristic import ScorePlanner
-from palletizer.core.planning.params import BeamParams, GridParams, HeuristicParams
 from palletizer.core.planning.reach import ReachOracle
 
 if TYPE_CHECKING:
@@ -57,6 +57,5 @@ def build_planner(
         h = heuristic or config.planner.heuristic
         return ScorePlanner(h, reach=reach, pallet=pallet)
     b = beam or config.planner.beam
-    cell = config.cell
-    above = float(cell['gripper']['cup_gap']) + float(cell['motion']['drop_clearance'])
+    above = config.cell.gripper.cup_gap + config.cell.motion.drop_clearance
     return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above)

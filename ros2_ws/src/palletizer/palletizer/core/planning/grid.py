@@ -18,8 +18,8 @@ from palletizer.core.contracts import (
     PlacementPlan,
     PlanResult,
 )
+from palletizer.core.params.planning import GridParams
 from palletizer.core.planning.base import LayerBook, PlannerKind
-from palletizer.core.planning.params import GridParams
 from palletizer.core.planning.stack import stack_from_placements
 
 __all__ = ['GridPlanner']

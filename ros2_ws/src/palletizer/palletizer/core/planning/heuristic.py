@@ -30,6 +30,7 @@ from palletizer.core.contracts import (
     PlanResult,
 )
 from palletizer.core.measure import measure_placement, world_to_pallet
+from palletizer.core.params.planning import TERMS, HeuristicParams
 from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.heuristic_candidates import (
     REACH_NOT_ASKED,
@@ -44,7 +45,6 @@ from palletizer.core.planning.heuristic_rejects import (
     UNSTABLE_STACK,
     RejectReason,
 )
-from palletizer.core.planning.params import TERMS, HeuristicParams
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import stack_from_placements
 from palletizer.core.stability import StackBox, validate_stack

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from palletizer.core.contracts import HeightMap, PackageSpec, PalletGeometry
+from palletizer.core.params.planning import TERMS, HeuristicParams
 from palletizer.core.planning.heuristic_rejects import NOT_REJECTED, RejectReason
 from palletizer.core.planning.heuristic_windows import Shape, pool, shape_terms
-from palletizer.core.planning.params import TERMS, HeuristicParams
 from palletizer.core.planning.reach import ReachOracle
 
 __all__ = [

@@ -17,7 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from palletizer.core.contracts import HeightMap
 from palletizer.core.errors import PalletizerError
-from palletizer.core.planning.params import HeuristicParams
+from palletizer.core.params.planning import HeuristicParams
 
 __all__ = ['MAX_LEVELS', 'Shape', 'pool', 'shape_terms']
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.core.vocab import SourceKind
 from palletizer.sim.sources.base import (
     JitterFn,
@@ -38,11 +39,11 @@ def make_source(
     level: Level,
     seed: int,
     draws: Sequence[CartonLike] | None = None,
-    cell: Mapping[str, Any] | None = None,
+    cell: CellConfig | None = None,
 ) -> Source:
     """The source of `level` for `seed`: its load (drawn when not given) staged with its jitter.
 
-    `cell` is the cell.yaml mapping (palletizer.core.config.Config.cell); defaults otherwise.
+    `cell` is configs/cell.yaml (palletizer.core.config.Config.cell); defaults otherwise.
     """
     from palletizer.core.loads import draw_load, staging_jitter
 

@@ -4,12 +4,12 @@ and where each carton is staged at build time."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.sim.cartons import CartonLike
 from palletizer.sim.sources.base import JitterFn
 
@@ -155,26 +155,27 @@ class LineParams:
         return decks[at - 1][2] - self.hold_margin
 
 
-def conveyor_params(cell: Mapping[str, Any] | None = None) -> LineParams:
-    """LineParams of the conveyor, read from the `conveyor:` block of cell.yaml when given."""
-    if cell is None or 'conveyor' not in cell:
+def conveyor_params(cell: CellConfig | None = None) -> LineParams:
+    """LineParams of the conveyor, from the `conveyor` block of cell.yaml (Config.cell) when
+    given."""
+    if cell is None:
         return LineParams()
-    c = cell['conveyor']
-    cx, cy = c['centre']
-    length, width = c['size']
+    c = cell.conveyor
+    cx, cy = c.centre
+    length, width = c.size
     return LineParams(
         kind='conveyor',
         belt_x=(cx - length / 2.0, cx + length / 2.0),
-        belt_y=float(cy),
-        belt_width=float(width),
-        top=float(c['top']),
-        speed=float(c['speed']),
-        friction=tuple(c['friction']),
-        station=tuple(c['station']),
-        station_tol=float(c['station_tol']),
-        rest_speed=float(c['rest_speed']),
-        rest_time=float(c['rest_time']),
-        timeout_s=float(c['timeout_s']),
+        belt_y=cy,
+        belt_width=width,
+        top=c.top,
+        speed=c.speed,
+        friction=c.friction,
+        station=c.station,
+        station_tol=c.station_tol,
+        rest_speed=c.rest_speed,
+        rest_time=c.rest_time,
+        timeout_s=c.timeout_s,
     )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.sim.cartons import CartonLike
 from palletizer.sim.sources.base import JitterFn
 from palletizer.sim.sources.conveyor import ConveyorSource
@@ -21,22 +22,21 @@ _FEEDER_FRICTION = (1.10, 0.02, 0.002)
 _FEEDER_TOL = 0.030
 
 
-def table_params(cell: Mapping[str, Any] | None = None) -> LineParams:
-    """LineParams of the table line; the table comes from `tables.pick` of cell.yaml when given."""
+def table_params(cell: CellConfig | None = None) -> LineParams:
+    """LineParams of the table line; the table comes from `tables.pick` of cell.yaml
+    (Config.cell) when given, and the line's timing from its `conveyor` block."""
     table = TableTop()
-    if cell is not None and 'tables' in cell and 'pick' in cell['tables']:
-        t = cell['tables']['pick']
-        table = TableTop(
-            centre=tuple(t['centre']),
-            half_size=tuple(t['half_size']),
-            top=float(t['top']),
-            friction=tuple(t['friction']),
-        )
-    edge = table.centre[0] - table.half_size[0]
     timing: dict[str, Any] = {}
-    if cell is not None and 'conveyor' in cell:
-        c = cell['conveyor']
-        timing = {k: float(c[k]) for k in ('speed', 'rest_speed', 'rest_time', 'timeout_s')}
+    if cell is not None:
+        t, c = cell.tables.pick, cell.conveyor
+        table = TableTop(centre=t.centre, half_size=t.half_size, top=t.top, friction=t.friction)
+        timing = {
+            'speed': c.speed,
+            'rest_speed': c.rest_speed,
+            'rest_time': c.rest_time,
+            'timeout_s': c.timeout_s,
+        }
+    edge = table.centre[0] - table.half_size[0]
     return LineParams(
         kind='table',
         # The feeder stops a seam gap short of the table edge: belt_b and the table deck run at

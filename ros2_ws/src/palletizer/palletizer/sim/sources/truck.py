@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
+from palletizer.core.config.cell import CellConfig
 from palletizer.sim.cartons import CartonHandle, CartonLike, carton_body_xml, yaw_quat
 from palletizer.sim.sources.base import Presented, RestMeter, SourceError, SourceState, StepWorld
 
@@ -70,28 +71,26 @@ class TruckParams:
     tie_clear: float = 0.0
 
 
-def truck_params(cell: Mapping[str, Any] | None = None) -> TruckParams:
-    """TruckParams read from the `truck:` block of cell.yaml when given."""
-    if cell is None or 'truck' not in cell:
+def truck_params(cell: CellConfig | None = None) -> TruckParams:
+    """TruckParams from the `truck` block of cell.yaml (Config.cell) when given."""
+    if cell is None:
         return TruckParams()
-    t = cell['truck']
-    lj = t.get('loader_jitter', {})
-    tx, ty = (float(v) for v in t.get('tie_point', (0.60, -0.72)))
+    t = cell.truck
     return TruckParams(
-        origin=tuple(t['origin']),
-        size=tuple(t['size']),
-        floor=float(t['floor']),
-        column_gap=float(t['column_gap']),
-        max_stack_height=float(t['max_stack_height']),
-        max_column_items=int(t['max_column_items']),
-        min_support=float(t['min_support']),
-        max_slide=float(t['max_slide']),
-        loader_pos=float(lj.get('pos', 0.005)),
-        loader_yaw=math.radians(float(lj.get('yaw_deg', 1.5))),
-        deck_friction=tuple(t['friction']),
-        tie_band=float(t.get('tie_band', 0.030)),
-        tie_point=(tx, ty),
-        tie_clear=float(t.get('tie_clear', 0.0)),
+        origin=t.origin,
+        size=t.size,
+        floor=t.floor,
+        column_gap=t.column_gap,
+        max_stack_height=t.max_stack_height,
+        max_column_items=t.max_column_items,
+        min_support=t.min_support,
+        max_slide=t.max_slide,
+        loader_pos=t.loader_jitter.pos,
+        loader_yaw=math.radians(t.loader_jitter.yaw_deg),
+        deck_friction=t.friction,
+        tie_band=t.tie_band,
+        tie_point=t.tie_point,
+        tie_clear=t.tie_clear,
     )
 
 

@@ -1,5 +1,8 @@
 """Validated planner parameters; defaults are the reference cell's measured values.
 
+Kept below core/config and core/planning (it imports only core.errors): the config builds these
+records at load and the planners read them, so neither import runs upward.
+
 The values and their measurements: docs/planners.md §6.3-6.8.
 """
 
@@ -19,6 +22,7 @@ __all__ = [
     'DEFAULT_WEIGHTS',
     'TERMS',
     'BeamParams',
+    'BufferSettings',
     'GridParams',
     'HeuristicParams',
 ]
@@ -333,3 +337,14 @@ class GridParams:
     def from_mapping(cls, d: Mapping[str, Any], where: str) -> GridParams:
         """From configs/planner.yaml; raises ConfigError naming `where`, the key and value."""
         return _from_mapping(cls, d, where)  # type: ignore[no-any-return]  # builds cls itself
+
+
+@dataclass(frozen=True)
+class BufferSettings:
+    """slots: k, the most cartons set aside at once (0: no buffer); edge_margin [m] kept from
+    the table's edges; gap [m] between two cartons set aside (the tool's clearance).
+    configs/planner.yaml `buffer` gives them (Config.planner.buffer)."""
+
+    slots: int = 0
+    edge_margin: float = 0.01
+    gap: float = 0.08

@@ -1,0 +1,438 @@
+"""The typed records every config file loads into, and the builders that make them from the
+schema-validated mappings (every key present and checked)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from palletizer.core.config._schema import _FRICTION, COG_MODES, DECORS, SOURCES
+from palletizer.core.config._validate import (
+    _bool,
+    _list_of,
+    _map_of,
+    _num,
+    _one_of,
+    _Opt,
+    _record,
+    _text,
+    _vec,
+)
+from palletizer.core.errors import ConfigError, close_match
+from palletizer.core.params.detection import DetectionError, DetectorParams
+from palletizer.core.params.fusion import FusionError, FusionParams
+from palletizer.core.params.planning import BeamParams, BufferSettings, GridParams, HeuristicParams
+from palletizer.core.vocab import PlannerKind, SnapshotView, TelemetryMode
+
+# ---------------------------------------------------------------------------------------------
+# Typed records.
+
+
+@dataclass(frozen=True)
+class CartonType:
+    """A declared carton type: full dims [m], mass [kg], true CoG offset [m] from the centre."""
+
+    name: str
+    dims: tuple[float, float, float]
+    mass: float
+    cog_offset: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+    friction: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """Envelope of the random carton generator (ranges are [lo, hi])."""
+
+    length: tuple[float, float]
+    width: tuple[float, float]
+    height: tuple[float, float]
+    volume: tuple[float, float]
+    max_aspect: float
+    density: tuple[float, float]
+    mass: tuple[float, float]
+    max_attempts: int
+    adversarial_fraction: float
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The carton types by name plus the random generator."""
+
+    types: Mapping[str, CartonType]
+    random: RandomSpec
+    friction: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level: its source, load and staging jitter."""
+
+    id: int
+    source: str
+    name: str
+    n: int
+    types: tuple[str, ...]
+    yaw_jitter_deg: float
+    pos_jitter_m: float
+    cog: str
+    loader_jitter: bool
+    decor: str
+    same_load_as: int | None
+
+    @property
+    def load_level(self) -> int:
+        """Level whose draw this level reuses (34 reuses 33: only scenery differs)."""
+        return self.same_load_as if self.same_load_as is not None else self.id
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """configs/planner.yaml: the default planner and each planner's parameters, built once.
+
+    default: the planner a run gets when none is named; heuristic, beam, grid: the params the
+    factory (core.planning.build_planner) builds each planner with; buffer: the set-aside
+    buffer on the auxiliary table (core.planning.buffer).
+    """
+
+    default: PlannerKind
+    heuristic: HeuristicParams
+    beam: BeamParams
+    grid: GridParams
+    buffer: BufferSettings
+
+
+@dataclass(frozen=True)
+class HeightmapConfig:
+    """configs/perception.yaml `heightmap`: the fusion's settings (their `cameras` are the pallet
+    cameras fused) and whether the robot's own shape is cut out of the views."""
+
+    fusion: FusionParams
+    exclude_robot: bool
+
+
+@dataclass(frozen=True)
+class GaugeSettings:
+    """configs/perception.yaml `gauge`: the wrist gauge's readings.
+
+    samples: wrench samples averaged per reading; settle_s [s] held before they count;
+    still_speed [rad/s] and still_steps: the arm counts as still below this joint speed for
+    this many consecutive steps; hidden_limit [m]: worst planar leak of the blind axis before a
+    tilted sweep; no_payload_kg: below this the cups hold nothing; tare_offsets [rad]: wrist_1..3
+    offsets from home of the tare poses.
+    """
+
+    samples: int
+    settle_s: float
+    still_speed: float
+    still_steps: int
+    hidden_limit: float
+    no_payload_kg: float
+    tare_offsets: tuple[tuple[float, float, float], ...]
+
+
+@dataclass(frozen=True)
+class PerceptionConfig:
+    """configs/perception.yaml: height-map fusion, carton detection and the wrist gauge."""
+
+    heightmap: HeightmapConfig
+    detector: DetectorParams
+    gauge: GaugeSettings
+
+
+@dataclass(frozen=True)
+class JoltTrials:
+    """configs/stability.yaml `jolts`: lateral jolts of each level [g] along each axis."""
+
+    levels_g: tuple[float, ...]
+    axes: tuple[str, ...]
+    duration: float
+    settle_seconds: float
+    hold_seconds: float
+    rest_seconds: float
+    max_shift_m: float
+
+
+@dataclass(frozen=True)
+class BeamTrial:
+    """configs/stability.yaml `beam`: the stack set down on a narrow beam."""
+
+    width: float
+    height: float
+    settle_seconds: float
+    max_tilt_deg: float
+
+
+@dataclass(frozen=True)
+class EumosTrial:
+    """configs/stability.yaml `eumos`: the EUMOS 40509-style acceleration trial."""
+
+    accel_g: float
+    ramp_s: float
+    hold_s: float
+    max_displacement_m: float
+
+
+@dataclass(frozen=True)
+class StabilityConfig:
+    """configs/stability.yaml: the physical stability protocol."""
+
+    jolts: JoltTrials
+    beam: BeamTrial
+    eumos: EumosTrial
+    transport_accel_g: float
+
+
+@dataclass(frozen=True)
+class BagSettings:
+    """configs/telemetry.yaml `bag`: whether a bag is written, its version, compression, topics."""
+
+    enabled: bool
+    version: int
+    compression: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SnapshotSettings:
+    """configs/telemetry.yaml `snapshots`: the views photographed after each layer."""
+
+    views: tuple[SnapshotView, ...]
+
+
+@dataclass(frozen=True)
+class PostgresSettings:
+    """configs/telemetry.yaml `replica.postgres`: the libpq DSN ('' : from the environment)."""
+
+    dsn: str
+
+
+@dataclass(frozen=True)
+class SupabaseSettings:
+    """configs/telemetry.yaml `replica.supabase`: the Storage bucket of the snapshot PNGs."""
+
+    bucket: str
+
+
+@dataclass(frozen=True)
+class ReplicaSettings:
+    """configs/telemetry.yaml `replica`: timeout_s [s] connect / HTTP timeout; batch: rows per
+    transaction; backoff_s [s]: first and longest wait between retries (the first two of the
+    file's list, all the replicator reads); drain_s [s]: how long
+    the telemetry node waits at shutdown for its outbox to drain."""
+
+    timeout_s: float
+    batch: int
+    backoff_s: tuple[float, float]
+    drain_s: float
+    postgres: PostgresSettings
+    supabase: SupabaseSettings
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    """configs/telemetry.yaml: mode (never off: that is chosen per run), the runs folder, the free
+    space it needs [MB], the bag, the snapshots and the replica."""
+
+    mode: TelemetryMode
+    runs_dir: str
+    min_free_mb: float
+    bag: BagSettings
+    snapshots: SnapshotSettings
+    replica: ReplicaSettings
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed sections, built from the schema-validated mappings (every key is present and checked).
+
+
+def _planner(d: Mapping[str, Any]) -> PlannerConfig:
+    b = d['buffer']
+    return PlannerConfig(
+        default=PlannerKind.parse(d['default'], 'planner.yaml: default'),
+        heuristic=HeuristicParams.from_mapping(d['heuristic'], 'planner.yaml: heuristic'),
+        beam=BeamParams.from_mapping(d['beam'], 'planner.yaml: beam'),
+        grid=GridParams.from_mapping(d['grid'], 'planner.yaml: grid'),
+        buffer=BufferSettings(int(b['slots']), float(b['edge_margin']), float(b['gap'])),
+    )
+
+
+def _perception(d: Mapping[str, Any]) -> PerceptionConfig:
+    hm, g = d['heightmap'], d['gauge']
+    try:
+        fusion = FusionParams.from_config(hm)
+        detector = DetectorParams.from_config(d['detector'])
+    except (FusionError, DetectionError) as exc:
+        raise ConfigError(f'perception.yaml: {exc}') from None
+    return PerceptionConfig(
+        heightmap=HeightmapConfig(fusion=fusion, exclude_robot=bool(hm['exclude_robot'])),
+        detector=detector,
+        gauge=GaugeSettings(
+            samples=int(g['samples']),
+            settle_s=float(g['settle_s']),
+            still_speed=float(g['still_speed']),
+            still_steps=int(g['still_steps']),
+            hidden_limit=float(g['hidden_limit']),
+            no_payload_kg=float(g['no_payload_kg']),
+            tare_offsets=tuple((float(x), float(y), float(z)) for x, y, z in g['tare_offsets']),
+        ),
+    )
+
+
+def _stability(d: Mapping[str, Any]) -> StabilityConfig:
+    j, b, e = d['jolts'], d['beam'], d['eumos']
+    return StabilityConfig(
+        jolts=JoltTrials(
+            levels_g=tuple(j['levels_g']),
+            axes=tuple(j['axes']),
+            duration=j['duration'],
+            settle_seconds=j['settle_seconds'],
+            hold_seconds=j['hold_seconds'],
+            rest_seconds=j['rest_seconds'],
+            max_shift_m=j['max_shift_m'],
+        ),
+        beam=BeamTrial(b['width'], b['height'], b['settle_seconds'], b['max_tilt_deg']),
+        eumos=EumosTrial(e['accel_g'], e['ramp_s'], e['hold_s'], e['max_displacement_m']),
+        transport_accel_g=d['transport_accel_g'],
+    )
+
+
+def _telemetry(d: Mapping[str, Any]) -> TelemetryConfig:
+    bag, r = d['bag'], d['replica']
+    return TelemetryConfig(
+        mode=TelemetryMode.parse(d['mode'], 'telemetry.yaml: mode', error=ConfigError),
+        runs_dir=d['runs_dir'],
+        min_free_mb=float(d['min_free_mb']),
+        bag=BagSettings(bag['enabled'], bag['version'], bag['compression'], tuple(bag['topics'])),
+        snapshots=SnapshotSettings(
+            tuple(
+                SnapshotView.parse(v, f'telemetry.yaml: snapshots.views[{i}]', error=ConfigError)
+                for i, v in enumerate(d['snapshots']['views'])
+            )
+        ),
+        replica=ReplicaSettings(
+            timeout_s=r['timeout_s'],
+            batch=r['batch'],
+            backoff_s=(r['backoff_s'][0], r['backoff_s'][1]),
+            drain_s=r['drain_s'],
+            postgres=PostgresSettings(r['postgres']['dsn']),
+            supabase=SupabaseSettings(r['supabase']['bucket']),
+        ),
+    )
+
+
+def _read_catalogue(doc: Any, where: str) -> Catalogue:
+    rules = {
+        'schema': _num(1, 1, integer=True),
+        'friction': _FRICTION,
+        'types': _map_of(
+            _record(
+                {
+                    'dims': _vec(3, 0.01, 3.0),
+                    'mass': _num(0.01, 100.0),
+                    'cog_offset': _vec(3, -1.0, 1.0),
+                    'rgba': _vec(4, 0.0, 1.0),
+                }
+            )
+        ),
+        'random': {
+            'length': _vec(2, 0.01, 3.0),
+            'width': _vec(2, 0.01, 3.0),
+            'height': _vec(2, 0.01, 3.0),
+            'volume': _vec(2, 0.0, 10.0),
+            'max_aspect': _num(1.0, 100.0),
+            'density': _vec(2, 1.0, 10000.0),
+            'mass': _vec(2, 0.0, 100.0),
+            'max_attempts': _num(1, 10**7, integer=True),
+            'adversarial_fraction': _num(0.0, 1.0),
+        },
+    }
+    d = _record(rules)(doc, where)
+    friction = d['friction']
+    types: dict[str, CartonType] = {}
+    for name, t in d['types'].items():
+        if name == 'random':
+            raise ConfigError('types.random: the name random is reserved for the generator')
+        half = [t['dims'][0] / 2, t['dims'][1] / 2, t['dims'][2] / 2]
+        for axis in range(3):
+            if abs(t['cog_offset'][axis]) > half[axis]:
+                raise ConfigError(
+                    f'types.{name}.cog_offset[{axis}] = {t["cog_offset"][axis]!r}; '
+                    f'expected a value inside the box, |x| <= {half[axis]}'
+                )
+        types[name] = CartonType(name, t['dims'], t['mass'], t['cog_offset'], t['rgba'], friction)
+    r = d['random']
+    for key in ('length', 'width', 'height', 'volume', 'density', 'mass'):
+        lo, hi = r[key]
+        if lo > hi:
+            raise ConfigError(f'random.{key} = {list(r[key])!r}; expected [lo, hi] with lo <= hi')
+    return Catalogue(types=types, random=RandomSpec(**r), friction=friction)
+
+
+def _read_levels(doc: Any, where: str, catalogue: Catalogue) -> tuple[dict[int, Level], int]:
+    rules = {
+        'schema': _num(1, 1, integer=True),
+        'default_level': _num(10, 99, integer=True),
+        'levels': _list_of(lambda v, w: v, 1),
+    }
+    d = _record(rules)(doc, where)
+    type_names = [*catalogue.types, 'random']
+    level_rule = _record(
+        {
+            'id': _num(10, 99, integer=True),
+            'source': _one_of(*SOURCES),
+            'name': _text,
+            'n': _num(1, 200, integer=True),
+            'types': _list_of(_text, 1),
+            'yaw_jitter_deg': _num(0.0, 180.0),
+            'pos_jitter_m': _num(0.0, 0.5),
+            'cog': _one_of(*COG_MODES),
+            'loader_jitter': _Opt(_bool, False),
+            'decor': _Opt(_one_of(*DECORS), 'cell'),
+            'same_load_as': _Opt(_num(10, 99, integer=True)),
+        }
+    )
+    levels: dict[int, Level] = {}
+    for i, raw in enumerate(d['levels']):
+        here = f'levels[{i}]'
+        lv = level_rule(raw, here)
+        if lv['id'] in levels:
+            raise ConfigError(f'{here}.id = {lv["id"]!r}; duplicate level id (ids must be unique)')
+        decade = SOURCES[lv['source']]
+        if lv['id'] // 10 != decade:
+            raise ConfigError(
+                f'{here}.id = {lv["id"]!r}; a {lv["source"]} level must be in the {decade}x '
+                f'decade ({decade}0-{decade}9)'
+            )
+        for j, name in enumerate(lv['types']):
+            if name not in type_names:
+                raise ConfigError(
+                    f'{here}.types[{j}] = {name!r}; expected a catalogue type: '
+                    f'{", ".join(type_names)}{close_match(name, type_names)}'
+                )
+        if 'random' in lv['types'] and len(lv['types']) > 1:
+            raise ConfigError(f'{here}.types = {list(lv["types"])!r}; random cannot be mixed')
+        if len(lv['types']) > lv['n']:
+            # A longer list would be truncated and drop whole types (docs/levels.md §2.2).
+            raise ConfigError(
+                f'{here}.types has {len(lv["types"])} entries but n = {lv["n"]}; expected at '
+                f'most n types'
+            )
+        if lv['source'] != 'truck' and lv['loader_jitter']:
+            raise ConfigError(f'{here}.loader_jitter = true; only truck levels have a loader')
+        levels[lv['id']] = Level(**lv)
+    for lv in levels.values():
+        if lv.same_load_as is not None:
+            twin = levels.get(lv.same_load_as)
+            if twin is None or twin.source != lv.source or twin.same_load_as is not None:
+                raise ConfigError(
+                    f'levels[id={lv.id}].same_load_as = {lv.same_load_as!r}; expected the '
+                    f'id of another {lv.source} level that has its own load'
+                )
+    if d['default_level'] not in levels:
+        raise ConfigError(
+            f'default_level = {d["default_level"]!r}; expected one of '
+            f'{", ".join(str(i) for i in sorted(levels))}'
+        )
+    return levels, d['default_level']
