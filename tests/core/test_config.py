@@ -248,3 +248,17 @@ def test_the_cameras_load_alone_and_a_bad_one_is_named(tmp_path):
         load_cameras(tmp_path)
     with pytest.raises(ConfigError, match=r'cell.yaml: cameras.top.size\[0\] = 640.5'):
         load_config(tmp_path)
+
+
+def test_the_episode_settings_defaults_are_cell_yaml():
+    """EpisodeSettings() (unit tests, the node's fallback) equals what cell.yaml gives, less
+    the buffer, which the planner's settings add."""
+    from dataclasses import replace
+
+    from palletizer.core.episode import EpisodeSettings
+
+    cell = load_config(CONFIGS).cell
+    assert replace(EpisodeSettings.from_config(cell), buffer=None) == EpisodeSettings()
+    longer = replace(cell, episode=replace(cell.episode, max_duration_s=900.0, place_retries=5))
+    got = EpisodeSettings.from_config(longer)
+    assert (got.max_duration_s, got.place_retries) == (900.0, 5)

@@ -161,5 +161,7 @@ def test_the_deck_height_default_is_the_cells_pallet():
 
     cell = load_config().cell
     assert cell.pallet.size[2] == cell.pallet.deck_z == EUR_DECK_Z
+    # every default pallet is the configured one (cell.yaml `pallet` is the one source)
+    assert PalletGeometry() == PalletGeometry.from_config(cell.pallet)
     assert PalletGeometry().deck_z == MotionParams().deck_z == EUR_DECK_Z
     assert HeightField(np.zeros((2, 2))).deck_z == EUR_DECK_Z

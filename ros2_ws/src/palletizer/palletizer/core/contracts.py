@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from palletizer.core.config.cell import PalletConfig
 from palletizer.core.errors import PalletizerError, close_match
 from palletizer.core.vocab import Closed
 
@@ -139,6 +140,18 @@ class PalletGeometry:
     deck_z: float = EUR_DECK_Z
     max_mass_kg: float = 350.0
     max_height_m: float = 1.35
+
+    @classmethod
+    def from_config(cls, pallet: PalletConfig) -> PalletGeometry:
+        """From configs/cell.yaml `pallet` (Config.cell.pallet), the one source of the pallet's
+        geometry; the defaults above equal it (tests/core/test_contracts.py)."""
+        return cls(
+            centre_xy=pallet.centre,
+            size_xy=(pallet.size[0], pallet.size[1]),
+            deck_z=pallet.deck_z,
+            max_mass_kg=pallet.max_load_kg,
+            max_height_m=pallet.max_height,
+        )
 
     @property
     def origin_xy(self) -> tuple[float, float]:

@@ -186,16 +186,9 @@ class EpisodeSettings:
             from palletizer.core.motion.reach import AnalyticReach
 
             table = BufferTable.from_config(cell, buffer, AnalyticReach())
-        pallet = cell.pallet
         return cls(
             buffer=table,
-            pallet=PalletGeometry(
-                centre_xy=pallet.centre,
-                size_xy=(pallet.size[0], pallet.size[1]),
-                deck_z=pallet.deck_z,
-                max_mass_kg=pallet.max_load_kg,
-                max_height_m=pallet.max_height,
-            ),
+            pallet=PalletGeometry.from_config(cell.pallet),
             max_duration_s=ep.max_duration_s,
             settle_s=cell.physics.settle_after_release_s,
             place_retries=ep.place_retries,

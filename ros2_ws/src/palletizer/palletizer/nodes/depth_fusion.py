@@ -94,7 +94,7 @@ class DepthFusionNode(Node):
         self.held_body = RobotBody.from_config(cfg.cell)
         self.tcp_offset = cfg.cell.gripper.tcp_offset
         self.cup_gap = cfg.cell.gripper.cup_gap
-        self.pallet = PalletGeometry()
+        self.pallet = PalletGeometry.from_config(cfg.cell.pallet)
         # Service callbacks wait on the cell's services and on camera topics: they run in their
         # own group while responses and frames arrive on the executor's other threads.
         self.serve_group = MutuallyExclusiveCallbackGroup()

@@ -228,6 +228,11 @@ def build_perception(
     OracleDetector."""
     check_mode('map', map_mode)
     check_mode('detector', detector_mode)
-    hmap = CameraHeightMap(cell, cfg) if map_mode == 'cameras' else OracleHeightMap(cell)
+    pallet = PalletGeometry.from_config(cfg.cell.pallet)
+    hmap = (
+        CameraHeightMap(cell, cfg, pallet)
+        if map_mode == 'cameras'
+        else OracleHeightMap(cell, pallet)
+    )
     det = CameraDetector(cell, cfg, source) if detector_mode == 'cameras' else OracleDetector(cell)
     return hmap, det

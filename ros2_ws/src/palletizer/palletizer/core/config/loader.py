@@ -25,7 +25,13 @@ from palletizer.core.config._validate import (
     _one_of,
     _record,
 )
-from palletizer.core.config.cell import CameraConfig, CellConfig, build_cameras, build_cell
+from palletizer.core.config.cell import (
+    CameraConfig,
+    CellConfig,
+    RobotConfig,
+    build_cameras,
+    build_cell,
+)
 from palletizer.core.config.sections import (
     Catalogue,
     Level,
@@ -172,17 +178,17 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(f'{path.name}: not valid YAML{at}: {problem}') from None
 
 
-def _check_joint_limits(robot: Mapping[str, Any]) -> None:
+def _check_joint_limits(robot: RobotConfig) -> None:
     """Each joint's lower limit below its upper one, and home and rest inside the limits."""
-    lower, upper, names = robot['joint_lower'], robot['joint_upper'], robot['joint_names']
+    lower, upper, names = robot.joint_lower, robot.joint_upper, robot.joint_names
     for i, (lo, hi) in enumerate(zip(lower, upper, strict=True)):
         if not lo < hi:
             raise ConfigError(
                 f'cell.yaml: robot.joint_lower[{i}] = {lo!r} is not below robot.joint_upper[{i}] '
                 f'= {hi!r} ({names[i]}); expected joint_lower < joint_upper for every joint'
             )
-    for key in ('home', 'rest'):
-        for i, q in enumerate(robot[key]):
+    for key, pose in (('home', robot.home), ('rest', robot.rest)):
+        for i, q in enumerate(pose):
             if not lower[i] <= q <= upper[i]:
                 raise ConfigError(
                     f'cell.yaml: robot.{key}[{i}] = {q!r} ({names[i]}); expected a value inside '
@@ -190,9 +196,9 @@ def _check_joint_limits(robot: Mapping[str, Any]) -> None:
                 )
 
 
-def _check_payload(catalogue: Catalogue, cell: Mapping[str, Any]) -> None:
+def _check_payload(catalogue: Catalogue, cell: CellConfig) -> None:
     """No carton the catalogue can bring may weigh more than the arm carries with its gripper."""
-    payload, gripper = cell['robot']['payload_kg'], cell['gripper']['mass_kg']
+    payload, gripper = cell.robot.payload_kg, cell.gripper.mass_kg
     capacity = payload - gripper
     why = (
         f'{capacity:g} kg: the robot carries {payload:g} kg (cell.yaml robot.payload_kg) minus '
@@ -249,9 +255,10 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
             parsed[name] = _record(schema)(docs[name], '')
         except ConfigError as exc:
             raise ConfigError(f'{name}: {exc}') from None
-    _check_joint_limits(parsed['cell.yaml']['robot'])
-    _check_payload(catalogue, parsed['cell.yaml'])
-    cams = parsed['cell.yaml']['cameras']
+    cell = build_cell(parsed['cell.yaml'])
+    _check_joint_limits(cell.robot)
+    _check_payload(catalogue, cell)
+    cams = list(cell.cameras)
     for i, cam in enumerate(parsed['perception.yaml']['heightmap']['cameras']):
         if cam not in cams:
             raise ConfigError(
@@ -263,7 +270,7 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
         catalogue=catalogue,
         levels=levels,
         default_level=default,
-        cell=build_cell(parsed['cell.yaml']),
+        cell=cell,
         planner=_planner(parsed['planner.yaml']),
         perception=_perception(parsed['perception.yaml']),
         stability=_stability(parsed['stability.yaml']),

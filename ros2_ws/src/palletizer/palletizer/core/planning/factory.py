@@ -38,14 +38,15 @@ def build_planner(
     (planner.yaml), the arm's measured reach table (reach_ur10e.npz) for the heuristic and beam
     search, and beam search's TCP height above a lid at release (cell.yaml: the gripper's
     cup_gap plus motion.drop_clearance [m]). The grid baseline has no reach model.
-    `heuristic`, `beam`, `grid` and `reach` replace what the config gives; `pallet` replaces
-    the europallet default. Raises ConfigError naming the kind and the allowed ones.
+    `heuristic`, `beam`, `grid`, `reach` and `pallet` (cell.yaml `pallet`) replace what the
+    config gives. Raises ConfigError naming the kind and the allowed ones.
     """
     k = PlannerKind.parse(kind)
     if config is None:
         from palletizer.core.config import load_config  # config imports the planners' params
 
         config = load_config()
+    pallet = pallet or PalletGeometry.from_config(config.cell.pallet)
     if k is PlannerKind.grid:
         params = grid or config.planner.grid
         return GridPlanner(params, pallet=pallet)
