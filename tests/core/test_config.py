@@ -94,6 +94,12 @@ def _broken(tmp_path: Path, name: str, edit) -> Path:
             r"perception.yaml: heightmap.cameras\[3\] = 'roof'; expected a camera of cell.yaml",
         ),
         (
+            'perception.yaml',
+            lambda d: d['detector'].update(lid_cameras=['top', 'topp']),
+            r"perception.yaml: detector.lid_cameras\[1\] = 'topp'; expected a camera of "
+            r"cell.yaml: .*\(did you mean 'top'\?\)",
+        ),
+        (
             'telemetry.yaml',
             lambda d: d['snapshots'].update(views=['front']),
             r"telemetry.yaml: snapshots.views\[0\] = 'front'; expected one of top, side, iso, camera",

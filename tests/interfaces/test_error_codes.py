@@ -31,6 +31,7 @@ BANDS = {
     'FuseHeightMap': 5,
     'Detect': 5,
     'MeasureHeld': 5,
+    'MeasureLid': 5,
     'BeginEpisode': 6,
     'EndEpisode': 6,
 }

@@ -14,10 +14,11 @@ elsewhere (the buffer in core.planning.buffer, the referee's rules in core.measu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from palletizer.core.config.cell import CellConfig
 from palletizer.core.contracts import (
@@ -106,7 +107,10 @@ class PerceptionPort(Protocol):
     """Detection and the height map. Optional: `measure_held(observation) -> Observation |
     None`, called after every successful pick with the carton lifted clear: the observation
     with what only an in-hand view measures (its height); None when it cannot, with the why
-    in the optional attribute `held_reason`."""
+    in the optional attribute `held_reason`. Optional: `measure_lid(observation) ->
+    Observation | None`, called before a carton is taken back from the buffer: the carton as
+    it stands (lid height, and the height from its support); None when the lid is not seen
+    (why in `lid_reason`), and the believed pose stands."""
 
     oracle: bool
 
@@ -618,13 +622,26 @@ class _Loop:
                     continue
                 spec, slot = self.buffer.take(waiting.package_id)
                 obs = Buffer.observation(spec, slot)
+                lid_seen = self.measure_set_aside(obs)
+                if isinstance(lid_seen, Observation):
+                    # The cups aim at the lid as it stands, and the carton's height from the
+                    # table's top replaces the in-hand measurement for the rest of its way.
+                    lid_mm: dict[str, Any] = {
+                        'lid_shift_mm': _r((lid_seen.dims_guess[2] - obs.dims_guess[2]) * 1000)
+                    }
+                    obs = lid_seen
+                    spec = dataclasses.replace(spec, dims_m=lid_seen.dims_guess)
+                else:
+                    lid_mm = {} if lid_seen is None else {'lid_unseen': lid_seen}
                 t0 = self.cell.sim_time()
                 picked = self.executor.pick(obs)
                 self.buffer_moves += 1
                 self.buffer_motion_s += self.cell.sim_time() - t0
                 if not picked.ok:
                     cause = picked.cause or FailureCause.grasp_slip
-                    self.emit('fail', spec.package_id, cause=cause.value, reason=picked.reason)
+                    self.emit(
+                        'fail', spec.package_id, cause=cause.value, reason=picked.reason, **lid_mm
+                    )
                     return cause
                 self.emit(
                     'pick',
@@ -634,6 +651,7 @@ class _Loop:
                     type=spec.type_name,
                     cog_offset_mm=[_r(v * 1000) for v in spec.cog_offset_m],
                     dims_mm=[_r(v * 1000) for v in spec.dims_m],
+                    **lid_mm,
                     **{k: v for k, v in picked.details.items()},
                 )
                 placed = len(self.believed)
@@ -646,6 +664,17 @@ class _Loop:
                         self.progress(self.last_move)
                     break
         return None
+
+    def measure_set_aside(self, obs: Observation) -> Observation | str | None:
+        """The set-aside carton at `obs` as the perception sees it now (its optional
+        measure_lid); the why when it does not see the lid; None without a measure."""
+        measure = getattr(self.perception, 'measure_lid', None)
+        if measure is None:
+            return None
+        got = measure(obs)
+        if got is None:
+            return str(getattr(self.perception, 'lid_reason', '') or 'lid not seen')
+        return cast(Observation, got)
 
     def buffer_left(self) -> FailureCause | None:
         """At the end of the load: the cartons still set aside fit nowhere; the honest cause."""

@@ -16,7 +16,14 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from palletizer_msgs.msg import Observation as ObservationMsg
-from palletizer_msgs.srv import Capture, Detect, FuseHeightMap, GroundTruth, MeasureHeld
+from palletizer_msgs.srv import (
+    Capture,
+    Detect,
+    FuseHeightMap,
+    GroundTruth,
+    MeasureHeld,
+    MeasureLid,
+)
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -24,7 +31,13 @@ from sensor_msgs.msg import PointCloud2
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import Observation, PalletGeometry
-from palletizer.core.detection import detect_station, detect_truck, held_height
+from palletizer.core.detection import (
+    detect_station,
+    detect_truck,
+    held_height,
+    measure_lid,
+    remeasured,
+)
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
 from palletizer.core.heightmap_fusion import (
     MapMemory,
@@ -107,7 +120,9 @@ class DepthFusionNode(Node):
         )
         self.inputs = CameraInputs(
             self,
-            tuple(dict.fromkeys(self.pallet_cams + self.pick_cams + held_cams)),
+            tuple(
+                dict.fromkeys(self.pallet_cams + self.pick_cams + held_cams + self.det.lid_cameras)
+            ),
             group=self.client_group,
         )
         self.held: Observation | None = None
@@ -122,6 +137,9 @@ class DepthFusionNode(Node):
         self.create_service(Detect, '~/detect', self.on_detect, callback_group=self.serve_group)
         self.create_service(
             MeasureHeld, '~/measure_held', self.on_measure_held, callback_group=self.serve_group
+        )
+        self.create_service(
+            MeasureLid, '~/measure_lid', self.on_measure_lid, callback_group=self.serve_group
         )
 
     # Calls ----------------------------------------------------------------------------------
@@ -263,6 +281,31 @@ class DepthFusionNode(Node):
         held = dataclasses.replace(obs, dims_guess=(L, W, got.height))
         self.held = held
         res.observation = observation_to_msg(held)
+        res.error_code = res.OK
+        return res
+
+    def on_measure_lid(self, req: MeasureLid.Request, res: MeasureLid.Response):
+        obs = observation_from_msg(req.observation)
+        res.observation, res.confidence = req.observation, 1.0
+        if self.detector_mode == 'oracle':
+            # The oracle's sizes are true: the carton stands as believed.
+            res.error_code = res.OK
+            return res
+        views, stamp = self._views(self.det.lid_cameras, False, stamp_of(req.min_stamp))
+        if views is None:
+            res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+            return res
+        q = self._joints(stamp)
+        if q is None:
+            res.error_code = res.STALE_FRAMES
+            res.error_msg = f'no joint state at {stamp:.3f} s to filter the arm out'
+            return res
+        got = measure_lid(views, self.det, obs, self.held_body, q)
+        res.confidence = float(got.confidence)
+        if got.top_z <= 0.0:
+            res.error_code, res.error_msg = res.NO_MEASUREMENT, got.reason
+            return res
+        res.observation = observation_to_msg(remeasured(obs, got.top_z))
         res.error_code = res.OK
         return res
 

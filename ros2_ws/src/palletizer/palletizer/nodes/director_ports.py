@@ -32,6 +32,7 @@ from palletizer_msgs.srv import (
     FuseHeightMap,
     GroundTruth,
     MeasureHeld,
+    MeasureLid,
     MoveArm,
     PlanPlacement,
     PresentCarton,
@@ -550,6 +551,8 @@ class RosPerception:
         self.detect_c = node.create_client(Detect, f'{prefix}/detect')
         self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
         self.held_c = node.create_client(MeasureHeld, f'{prefix}/measure_held')
+        self.lid_c = node.create_client(MeasureLid, f'{prefix}/measure_lid')
+        self.lid_reason = ''  # why the last set-aside lid measurement failed
         self.say: Callable[[str], None] = getattr(node, 'say', print)
         self.last: HeightMap | None = None  # the newest fused map
         self.held_reason = ''  # why the last in-hand measurement failed
@@ -590,6 +593,21 @@ class RosPerception:
         if res.error_code != MeasureHeld.Response.OK:
             self.say(f'  in-hand measurement of {observation.package_id}: {res.error_msg}')
             self.held_reason = res.error_msg
+            return None
+        return observation_from_msg(res.observation)
+
+    def measure_lid(self, observation: Observation) -> Observation | None:
+        res = self.calls.service(
+            self.lid_c,
+            MeasureLid.Request(observation=observation_to_msg(observation)),
+            'set-aside lid measurement',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
+        if res.error_code != MeasureLid.Response.OK:
+            self.say(f'  lid of {observation.package_id} set aside: {res.error_msg}')
+            self.lid_reason = res.error_msg
             return None
         return observation_from_msg(res.observation)
 

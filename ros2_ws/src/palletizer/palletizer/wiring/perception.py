@@ -17,6 +17,8 @@ from palletizer.core.detection import (
     detect_station,
     detect_truck,
     held_height,
+    measure_lid,
+    remeasured,
 )
 from palletizer.core.errors import ConfigError, close_match
 from palletizer.core.heightmap_fusion import (
@@ -127,6 +129,8 @@ class CameraDetector:
         self.last_ms = 0.0  # [ms] the last detection, without the renders
         self.last_held: Any = None
         self.held_reason = ''  # why the last in-hand measurement failed
+        self.last_lid: Any = None
+        self.lid_reason = ''  # why the last set-aside lid measurement failed
         self.body = RobotBody.from_config(cfg.cell)
         self.tcp_offset = cfg.cell.gripper.tcp_offset
         self.cup_gap = cfg.cell.gripper.cup_gap
@@ -172,6 +176,18 @@ class CameraDetector:
         L, W, _ = observation.dims_guess
         return dataclasses.replace(observation, dims_guess=(L, W, got.height))
 
+    def measure_lid(self, observation: Observation) -> Observation | None:
+        """A set-aside carton as it stands: its lid measured from the cameras above the
+        auxiliary table, its height from the believed support (None: not seen, with the why in
+        lid_reason)."""
+        views = camera_views(self.cell, self.cameras, self.params.lid_cameras, rgb=False)
+        got = measure_lid(views, self.params, observation, self.body, self.cell.q.copy())
+        self.last_lid = got
+        if got.top_z <= 0.0:
+            self.lid_reason = got.reason
+            return None
+        return remeasured(observation, got.top_z)
+
 
 @dataclass
 class Perception:
@@ -207,6 +223,17 @@ class Perception:
         if self.probe is not None:
             self.probe('held', observation.package_id, self.detector)
         return held
+
+    def measure_lid(self, observation: Observation) -> Observation | None:
+        """The detector's measure of a set-aside carton's lid; the observation itself where the
+        detector has none (the oracle's sizes are true), None where it cannot see the lid
+        (lid_reason says why)."""
+        got = getattr(self.detector, 'measure_lid', None)
+        lid = observation if got is None else got(observation)
+        self.lid_reason = '' if lid is not None else getattr(self.detector, 'lid_reason', '')
+        if self.probe is not None:
+            self.probe('lid', observation.package_id, self.detector)
+        return lid
 
     def heightmap(self) -> HeightMap:
         if isinstance(self.hmap, CameraHeightMap):

@@ -249,6 +249,7 @@ _PERCEPTION = {
         'camera': _text,
         'truck_cameras': _Opt(_list_of(_text, 1)),
         'held_cameras': _Opt(_list_of(_text, 1)),
+        'lid_cameras': _Opt(_list_of(_text, 1)),
         'min_confidence': _num(0.0, 1.0),
         **{
             k: _Opt(_num(0.0, 100.0))
@@ -270,6 +271,9 @@ _PERCEPTION = {
                 'held_margin',
                 'held_gap',
                 'held_pct',
+                'lid_margin',
+                'lid_band',
+                'lid_min_points',
             )
         },
         'envelope': _Opt(_vec(2, 0.0, 10.0)),

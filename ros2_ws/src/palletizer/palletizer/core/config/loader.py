@@ -259,10 +259,18 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
     _check_joint_limits(cell.robot)
     _check_payload(catalogue, cell)
     cams = list(cell.cameras)
-    for i, cam in enumerate(parsed['perception.yaml']['heightmap']['cameras']):
+    det = parsed['perception.yaml']['detector']
+    named = [
+        (f'heightmap.cameras[{i}]', c)
+        for i, c in enumerate(parsed['perception.yaml']['heightmap']['cameras'])
+    ]
+    named.append(('detector.camera', det['camera']))
+    for key in ('truck_cameras', 'held_cameras', 'lid_cameras'):
+        named += [(f'detector.{key}[{i}]', c) for i, c in enumerate(det[key] or ())]
+    for where, cam in named:
         if cam not in cams:
             raise ConfigError(
-                f'perception.yaml: heightmap.cameras[{i}] = {cam!r}; expected a camera of '
+                f'perception.yaml: {where} = {cam!r}; expected a camera of '
                 f'cell.yaml: {", ".join(cams)}{close_match(cam, cams)}'
             )
     return Config(

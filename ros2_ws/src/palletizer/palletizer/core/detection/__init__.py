@@ -37,6 +37,7 @@ from palletizer.core.detection.model import (
     DetectResult,
     detection_errors,
 )
+from palletizer.core.detection.set_aside import LidMeasure, measure_lid, remeasured
 
 __all__ = [
     'DetectResult',
@@ -44,6 +45,7 @@ __all__ = [
     'DetectionError',
     'DetectorParams',
     'HeldMeasure',
+    'LidMeasure',
     'detect_station',
     'detect_truck',
     'detection_errors',
@@ -51,4 +53,6 @@ __all__ = [
     'held_segment',
     'held_top_z',
     'measure_held_height',
+    'measure_lid',
+    'remeasured',
 ]

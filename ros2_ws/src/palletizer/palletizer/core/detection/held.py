@@ -17,7 +17,14 @@ from palletizer.core.detection.model import DetectionError, DetectorParams
 from palletizer.core.heightmap_fusion.robot import RobotBody
 from palletizer.core.views import CameraView
 
-__all__ = ['HeldMeasure', 'held_height', 'held_segment', 'held_top_z', 'measure_held_height']
+__all__ = [
+    'HeldMeasure',
+    'held_height',
+    'held_segment',
+    'held_top_z',
+    'measure_held_height',
+    'world_points',
+]
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,18 @@ class HeldMeasure:
     reason: str
     bottom: float = 0.0
     points: int = 0
+
+
+def world_points(view: CameraView) -> np.ndarray:
+    """(N, 3) world points [m] of a view's valid depth pixels (depth > 0 and finite)."""
+    d = np.asarray(view.depth, dtype=np.float32)
+    d = np.where(np.isfinite(d), d, 0.0).astype(np.float32)
+    K = np.asarray(view.K, dtype=float)
+    T = np.asarray(view.T_world_optical, dtype=float)
+    v, u = np.nonzero(d > 0)
+    z = d[v, u].astype(float)
+    pc = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=1)
+    return np.asarray(pc @ T[:3, :3].T + T[:3, 3])
 
 
 def held_top_z(body: RobotBody, q: np.ndarray, cup_gap: float) -> float:
@@ -88,15 +107,7 @@ def measure_held_height(
     deepest = top_z - 1.5 * params.envelope[0]  # no carton is taller than its longest side x 1.5
     zs = []
     for view in views:
-        d = np.asarray(view.depth, dtype=np.float32)
-        d = np.where(np.isfinite(d), d, 0.0).astype(np.float32)
-        valid = d > 0
-        K = np.asarray(view.K, dtype=float)
-        T = np.asarray(view.T_world_optical, dtype=float)
-        v, u = np.nonzero(valid)
-        z = d[v, u].astype(float)
-        pc = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=1)
-        P = pc @ T[:3, :3].T + T[:3, 3]
+        P = world_points(view)
         dx, dy = P[:, 0] - cx, P[:, 1] - cy
         inside = (
             (np.abs(c * dx + s * dy) <= hl)

@@ -47,6 +47,11 @@ class DetectorParams:
     held_margin: float = 0.004  # [m] footprint grown by this on each side
     held_gap: float = 0.03  # [m] air this tall below the carton ends it
     held_pct: float = 1.0  # [%] the bottom is this low percentile of the carton's points
+    # A set-aside carton's lid, before it is taken back (measure_lid).
+    lid_cameras: tuple[str, ...] = ('top', 'station')
+    lid_margin: float = 0.02  # [m] footprint shrunk by this on each side
+    lid_band: float = 0.05  # [m] points up to this above the believed lid count
+    lid_min_points: float = 50.0  # fewer lid points: not measured
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> DetectorParams:
@@ -61,7 +66,7 @@ class DetectorParams:
                 )
             if value is None:  # an optional key left out of the file: the default
                 continue
-            if key in ('truck_cameras', 'held_cameras'):
+            if key in ('truck_cameras', 'held_cameras', 'lid_cameras'):
                 kw[key] = tuple(str(v) for v in value)
             elif key == 'envelope':
                 kw[key] = (float(value[0]), float(value[1]))
