@@ -697,8 +697,11 @@ class RosExecutor:
         self.calls = calls
         # Sim time of the director's last cell call: a goal's arm state is at least this recent
         # (the executor waits for it, so the first goal after a reset plans from the reset arm).
-        # `refresh` brings that time up to date after the executor's own moves (park, ready),
-        # which advance sim time without a cell call of the director's.
+        # `refresh` brings that time up to date after the executor's own moves (park, ready,
+        # pick and place), which advance sim time without a cell call of the director's: a
+        # carton taken back from the buffer goes from its pick straight to its place, and the
+        # place's goal must not ask for the time before the pick (the executor would wait for
+        # it and time out).
         self.stamp = stamp
         self.refresh = refresh
         self.pick_c = OrderedActionClient(node, Pick, f'{prefix}/pick')
@@ -738,6 +741,8 @@ class RosExecutor:
             'pick',
             self.calls.t.motion,
         )
+        if self.refresh is not None:
+            self.refresh()
         return motion_outcome(exec_result_from_msg(res))
 
     def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
@@ -748,6 +753,8 @@ class RosExecutor:
             min_stamp=self.stamp(),
         )
         res = self.calls.action(self.place_c, goal, 'place', self.calls.t.motion)
+        if self.refresh is not None:
+            self.refresh()
         return motion_outcome(exec_result_from_msg(res), placing=True)
 
     def return_to_source(self, observation: Observation) -> MotionOutcome:
