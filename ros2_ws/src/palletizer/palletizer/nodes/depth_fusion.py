@@ -251,6 +251,20 @@ class DepthFusionNode(Node):
         res.error_code = res.OK if res.observations else res.NO_DETECTION
         return res
 
+    def _views_and_joints(self, names, min_stamp, res):
+        """(views, q, stamp) of a fresh depth capture of `names` and the arm's joints at it, or
+        (None, None, 0.0) with res's STALE_FRAMES and the why set."""
+        views, stamp = self._views(names, False, stamp_of(min_stamp))
+        if views is None:
+            res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+            return None, None, 0.0
+        q = self._joints(stamp)
+        if q is None:
+            res.error_code = res.STALE_FRAMES
+            res.error_msg = f'no joint state at {stamp:.3f} s to place the arm in the views'
+            return None, None, 0.0
+        return views, q, stamp
+
     def on_measure_held(self, req: MeasureHeld.Request, res: MeasureHeld.Response):
         obs = observation_from_msg(req.observation)
         res.observation, res.confidence = req.observation, 1.0
@@ -258,14 +272,8 @@ class DepthFusionNode(Node):
             # The oracle's sizes are true; a station detection measured the height already.
             res.error_code = res.OK
             return res
-        views, stamp = self._views(self.det.held_cameras, False, stamp_of(req.min_stamp))
+        views, q, stamp = self._views_and_joints(self.det.held_cameras, req.min_stamp, res)
         if views is None:
-            res.error_code, res.error_msg = res.STALE_FRAMES, stamp
-            return res
-        q = self._joints(stamp)
-        if q is None:
-            res.error_code = res.STALE_FRAMES
-            res.error_msg = f'no joint state at {stamp:.3f} s to place the gripper'
             return res
         got = held_height(views, self.det, self.held_body, q, obs, self.tcp_offset, self.cup_gap)
         res.confidence = float(got.confidence)
@@ -291,14 +299,8 @@ class DepthFusionNode(Node):
             # The oracle's sizes are true: the carton stands as believed.
             res.error_code = res.OK
             return res
-        views, stamp = self._views(self.det.lid_cameras, False, stamp_of(req.min_stamp))
+        views, q, _ = self._views_and_joints(self.det.lid_cameras, req.min_stamp, res)
         if views is None:
-            res.error_code, res.error_msg = res.STALE_FRAMES, stamp
-            return res
-        q = self._joints(stamp)
-        if q is None:
-            res.error_code = res.STALE_FRAMES
-            res.error_msg = f'no joint state at {stamp:.3f} s to filter the arm out'
             return res
         got = measure_lid(views, self.det, obs, self.held_body, q)
         res.confidence = float(got.confidence)

@@ -582,34 +582,33 @@ class RosPerception:
         return dataclasses.replace(unnamed[0], package_id=package_id) if unnamed else None
 
     def measure_held(self, observation: Observation) -> Observation | None:
-        res = self.calls.service(
-            self.held_c,
-            MeasureHeld.Request(observation=observation_to_msg(observation)),
-            'in-hand measurement',
-            self.calls.t.quick_s,
-            repeatable=True,
-            retry_s=10.0,
+        got, self.held_reason = self._measure(
+            self.held_c, MeasureHeld, observation, 'in-hand measurement'
         )
-        if res.error_code != MeasureHeld.Response.OK:
-            self.say(f'  in-hand measurement of {observation.package_id}: {res.error_msg}')
-            self.held_reason = res.error_msg
-            return None
-        return observation_from_msg(res.observation)
+        return got
 
     def measure_lid(self, observation: Observation) -> Observation | None:
+        got, self.lid_reason = self._measure(
+            self.lid_c, MeasureLid, observation, 'set-aside lid measurement'
+        )
+        return got
+
+    def _measure(
+        self, client: Any, kind: Any, observation: Observation, what: str
+    ) -> tuple[Observation | None, str]:
+        """(the measured observation, '') of a MeasureHeld or MeasureLid call, or (None, why)."""
         res = self.calls.service(
-            self.lid_c,
-            MeasureLid.Request(observation=observation_to_msg(observation)),
-            'set-aside lid measurement',
+            client,
+            kind.Request(observation=observation_to_msg(observation)),
+            what,
             self.calls.t.quick_s,
             repeatable=True,
             retry_s=10.0,
         )
-        if res.error_code != MeasureLid.Response.OK:
-            self.say(f'  lid of {observation.package_id} set aside: {res.error_msg}')
-            self.lid_reason = res.error_msg
-            return None
-        return observation_from_msg(res.observation)
+        if res.error_code != kind.Response.OK:
+            self.say(f'  {what} of {observation.package_id}: {res.error_msg}')
+            return None, res.error_msg
+        return observation_from_msg(res.observation), ''
 
     def heightmap(self) -> HeightMap:
         res = self.calls.service(
