@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 from palletizer.core.config import load_config
-from palletizer.core.contracts import FailureCause, PackageSpec, PlanResult
+from palletizer.core.contracts import FailureCause, Observation, PackageSpec, PlanResult
 from palletizer.core.episode import EpisodeSettings, MotionOutcome
 from palletizer.core.planning import ScorePlanner
 from palletizer.core.planning.buffer import Buffer, BufferSettings, BufferTable
 
-from tests.core.test_episode import World, _run
+from tests.core.test_episode import STD_M, World, _run
 
 
 def _table(slots: int = 2, reach=None) -> BufferTable:
@@ -69,6 +69,57 @@ def test_a_carton_with_no_slot_waits_in_the_buffer_and_is_placed_once_the_stack_
     # Measured in placement order: each placement's seq is later than the one before.
     seqs = [p.seq for p in w.placements]
     assert seqs == sorted(seqs)
+
+
+class LidWorld(World):
+    """The ideal world whose set-aside cartons stand `short` [m] lower than the gauge believed,
+    and a perception that sees their lid (or not, with a why)."""
+
+    def __init__(self, short: float, seen: bool = True) -> None:
+        super().__init__()
+        self.short, self.seen = short, seen
+        self.picked: list = []
+        self.lid_reason = ''
+
+    def measure_lid(self, obs):
+        if not self.seen:
+            self.lid_reason = '3 lid points seen; expected 50'
+            return None
+        x, y, z = obs.position
+        L, W, H = obs.dims_guess
+        return Observation(
+            obs.package_id, (x, y, z - self.short / 2), obs.yaw, (L, W, H - self.short), 1.0
+        )
+
+    def pick(self, observation):
+        self.picked.append(observation)
+        return super().pick(observation)
+
+
+def test_a_take_back_aims_at_the_lid_as_seen_and_carries_its_height_on():
+    w = LidWorld(short=0.012)
+    r = _run(w, Picky({'std_m-00': 2}), settings=_settings(1))
+    assert r.success and r.n_placed == 4
+    back = w.picked[-2]  # the take-back, before the last carton of the source
+    assert back.package_id == 'std_m-00'
+    assert back.dims_guess[2] == pytest.approx(STD_M[2] - 0.012)
+    # The top of the carton: 12 mm lower than believed, the cups go there.
+    (take,) = [p for _, k, pid, p in w.events if k == 'pick' and 'buffer_slot' in p]
+    assert take['lid_shift_mm'] == -12.0 and take['dims_mm'][2] == pytest.approx(
+        STD_M[2] * 1000 - 12
+    )
+    # and the pallet placement plans with the measured height
+    placed = {p.package_id: p for p in w.placements}['std_m-00']
+    assert placed.dims_m[2] == pytest.approx(STD_M[2] - 0.012)
+
+
+def test_an_unseen_lid_leaves_the_believed_pose_and_says_why():
+    w = LidWorld(short=0.012, seen=False)
+    r = _run(w, Picky({'std_m-00': 2}), settings=_settings(1))
+    assert r.success
+    (take,) = [p for _, k, pid, p in w.events if k == 'pick' and 'buffer_slot' in p]
+    assert take['lid_unseen'] == '3 lid points seen; expected 50' and 'lid_shift_mm' not in take
+    assert w.picked[-2].dims_guess[2] == STD_M[2]
 
 
 def test_without_a_buffer_the_same_carton_ends_the_episode():
