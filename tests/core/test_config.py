@@ -94,6 +94,12 @@ def _broken(tmp_path: Path, name: str, edit) -> Path:
             r"perception.yaml: heightmap.cameras\[3\] = 'roof'; expected a camera of cell.yaml",
         ),
         (
+            'cell.yaml',
+            lambda d: d['robot']['joint_names'].reverse(),
+            r"cell.yaml: robot.joint_names = \['wrist_3_joint', .*\]; expected the UR10e joints "
+            r'in order: shoulder_pan_joint, shoulder_lift_joint, .* \(core/description.py\)',
+        ),
+        (
             'perception.yaml',
             lambda d: d['detector'].update(lid_cameras=['top', 'topp']),
             r"perception.yaml: detector.lid_cameras\[1\] = 'topp'; expected a camera of "
@@ -235,7 +241,13 @@ def test_the_config_package_loads_no_module_above_it():
         m
         for m in loaded
         if not m.startswith(('palletizer.core.config', 'palletizer.core.params'))
-        and m not in ('palletizer', 'palletizer.core', 'palletizer.core.errors')
+        and m
+        not in (
+            'palletizer',
+            'palletizer.core',
+            'palletizer.core.errors',
+            'palletizer.core.description',
+        )
         and m != 'palletizer.core.vocab'
     ]
     assert above == []

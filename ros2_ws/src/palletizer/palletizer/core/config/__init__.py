@@ -6,8 +6,8 @@ bad value and what is allowed. No other module reads a config file or a section 
   perception, stability and telemetry records and their builders;
 - `loader.py`: finding configs/, strict YAML, the checks across keys and files, load_config.
 
-The package imports nothing from core but errors, vocab and core.params, the parameter records
-it builds (ARCHITECTURE §6).
+The package imports nothing from core but errors, vocab, description (the joints' one
+spelling) and core.params, the parameter records it builds (ARCHITECTURE §6).
 """
 
 from __future__ import annotations

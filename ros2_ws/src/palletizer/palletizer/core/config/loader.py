@@ -46,6 +46,7 @@ from palletizer.core.config.sections import (
     _stability,
     _telemetry,
 )
+from palletizer.core.description import JOINTS
 from palletizer.core.errors import ConfigError, close_match
 
 CONFIG_FILES = (
@@ -178,6 +179,16 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(f'{path.name}: not valid YAML{at}: {problem}') from None
 
 
+def _check_joint_names(robot: RobotConfig) -> None:
+    """The joints are the UR10e's, in order: core/description.py holds their one spelling (the
+    UR driver's), and the URDF, the MuJoCo model and every node use it."""
+    if robot.joint_names != JOINTS:
+        raise ConfigError(
+            f'cell.yaml: robot.joint_names = {list(robot.joint_names)!r}; expected the UR10e '
+            f'joints in order: {", ".join(JOINTS)} (core/description.py)'
+        )
+
+
 def _check_joint_limits(robot: RobotConfig) -> None:
     """Each joint's lower limit below its upper one, and home and rest inside the limits."""
     lower, upper, names = robot.joint_lower, robot.joint_upper, robot.joint_names
@@ -256,6 +267,7 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
         except ConfigError as exc:
             raise ConfigError(f'{name}: {exc}') from None
     cell = build_cell(parsed['cell.yaml'])
+    _check_joint_names(cell.robot)
     _check_joint_limits(cell.robot)
     _check_payload(catalogue, cell)
     cams = list(cell.cameras)
