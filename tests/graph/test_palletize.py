@@ -214,7 +214,7 @@ def test_level_11_writes_a_photo_per_layer_and_a_final_one_as_valid_pngs(tmp_pat
     for r in rows:
         path = run / '1' / f'{r["after_seq"]:03d}-{r["view"]}.png'
         assert r['path'] == str(path.relative_to(run))
-        w, h = cfg.cell.cameras[r['view']]['size']
+        w, h = cfg.cell.cameras[r['view']].size
         img = decode_png(path.read_bytes())
         assert img.shape == (h, w, 3) and (r['width'], r['height']) == (w, h)
         assert img.std() > 10  # a rendered scene
