@@ -258,3 +258,18 @@ def test_a_stray_point_above_an_air_gap_is_not_the_held_carton():
     # Four points are more than a stray: they end the segment (the measure then refuses).
     got = held_segment(np.concatenate([[-0.050, -0.051, -0.052, -0.053], side, floor]), 0.03)
     assert got.size == 4
+
+
+def test_stray_returns_in_the_air_under_a_held_carton_do_not_join_the_column_below():
+    # The carton's side, 0.25 m of it at 0.1 mm spacing (2,500 points), a few stray returns
+    # every 1-2 cm through the 0.16 m of air below it, then the top of the column below.
+    side = -np.arange(0.0, 0.25, 0.0001)
+    air = -np.array([0.262, 0.275, 0.29, 0.301, 0.318, 0.33, 0.345, 0.36, 0.375, 0.392])
+    column = -np.arange(0.41, 0.43, 0.0001)
+    z = np.concatenate([side, air, column])
+    # An empty-band rule runs on through the strays to the column below (level 33 seed 8).
+    assert held_segment(z, 0.03).size == z.size
+    got = held_segment(z, 0.03, sparse=0.01)
+    assert got.size == side.size and got[-1] == pytest.approx(side[-1])
+    # A carton's side seen sparsely (1 point every 5 mm) is not cut by the same rule.
+    assert held_segment(-np.arange(0.0, 0.3, 0.005), 0.03, sparse=0.01).size == 60

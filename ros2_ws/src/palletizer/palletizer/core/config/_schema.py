@@ -251,6 +251,7 @@ _PERCEPTION = {
         'held_cameras': _Opt(_list_of(_text, 1)),
         'lid_cameras': _Opt(_list_of(_text, 1)),
         'min_confidence': _num(0.0, 1.0),
+        'held_sparse': _Opt(_num(0.0, 1.0)),
         **{
             k: _Opt(_num(0.0, 100.0))
             for k in (

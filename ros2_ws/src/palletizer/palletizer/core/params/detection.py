@@ -46,6 +46,7 @@ class DetectorParams:
     held_cameras: tuple[str, ...] = ('truck_side',)
     held_margin: float = 0.004  # [m] footprint grown by this on each side
     held_gap: float = 0.03  # [m] air this tall below the carton ends it
+    held_sparse: float = 0.01  # a held_gap band with fewer points than this x those above is air
     held_pct: float = 1.0  # [%] the bottom is this low percentile of the carton's points
     # A set-aside carton's lid, before it is taken back (measure_lid).
     lid_cameras: tuple[str, ...] = ('top', 'station')
