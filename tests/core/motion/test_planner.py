@@ -565,3 +565,35 @@ def test_arm_box_hits_sees_the_forearm_and_wrist_capsules_of_the_robot_body():
                         if min(d) < margin + 0.01:
                             continue
                     assert got.tolist() == [want], (r, gap, side)
+
+
+def test_a_pick_refused_for_a_collision_is_tried_with_the_tool_turned_a_half_turn():
+    from palletizer.core.motion import Grasp
+
+    # An off-centre cup block puts the tool body over one side of a small carton; a post
+    # beside that side, above the table, is in the tool's way but not in the carton's.
+    grasp = Grasp(0, 2, 0, 2, (-0.0747, -0.048), 4 * 35.0, None)
+    carton = CartonPose(-0.2, -0.8, 0.68, 0.4, (0.26, 0.2, 0.2))
+    centre = np.array([carton.x, carton.y])
+    free = PLANNER.plan_pick(np.array(HOME_Q), carton, _world(), grasp=grasp)
+    flange = PLANNER.kin.fk(free.trajectory.q[-1])[:2, 3]
+    u = (flange - centre) / np.linalg.norm(flange - centre)
+    c = centre + 0.20 * u
+    post = AABB((c[0] - 0.02, c[1] - 0.02, 0.60), (c[0] + 0.02, c[1] + 0.02, 0.95), 'post')
+    world = CollisionWorld(HeightField(np.zeros((80, 120))), (PICK_TABLE, PEDESTAL, post))
+    seal = PLANNER.kin.fk(free.trajectory.q[-1])
+    first = PLANNER._pick_at_yaw(
+        np.array(HOME_Q), carton, world, grasp, math.atan2(seal[1, 0], seal[0, 0])
+    )
+    assert not first.ok and first.cause == 'collision' and 'post' in first.message
+    res = PLANNER.plan_pick(np.array(HOME_Q), carton, world, grasp=grasp)
+    assert res.ok
+    turned = PLANNER.kin.fk(res.trajectory.q[-1])[:2, 3]
+    # The flange is now on the far side of the cup block from the post.
+    assert float(np.dot(turned - centre, u)) < 0.0
+    # With the post on both sides neither yaw clears it: the first refusal is reported.
+    c2 = centre - 0.20 * u
+    post2 = AABB((c2[0] - 0.02, c2[1] - 0.02, 0.60), (c2[0] + 0.02, c2[1] + 0.02, 0.95), 'post2')
+    both = CollisionWorld(HeightField(np.zeros((80, 120))), (PICK_TABLE, PEDESTAL, post, post2))
+    res = PLANNER.plan_pick(np.array(HOME_Q), carton, both, grasp=grasp)
+    assert not res.ok and res.cause == 'collision' and 'hits post at' in res.message

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from palletizer.core.motion.check import (
+    COLLISION,
     GRASP_SLIP,
     IK_UNREACHABLE,
     ArmModel,
@@ -146,14 +147,14 @@ class MotionPlanner:
         grasp: Grasp | None = None,
     ) -> MotionResult:
         """Rise, cross at transit height, descend onto the lid (+ cup gap); then the lift.
+        A pick refused for a collision is tried once more with the tool turned by a half turn.
 
         The cup block is `grasp` when given, else the cup-block rule (docs/cell.md §3.10) on the
         carton's dims (and mass when known); its off-centre offset is cancelled in the commanded
         TCP from the approach onward (same section).
         """
-        p = self.params
         q0 = np.asarray(q_start, dtype=float)
-        L, W, H = carton.dims
+        L, W, _ = carton.dims
         if grasp is None:
             grasp = plan_grasp(L, W, mass, self.gripper)
         if not grasp.feasible:
@@ -166,8 +167,29 @@ class MotionPlanner:
                 message=f'no cup block holds the carton: {grasp.n_cups} cups, capacity '
                 f'{grasp.capacity:.1f} N vs required {grasp.required}',
             )
+        yaw = self._choose_yaw(q0, self._tcp(q0)[3], carton.yaw, carton.x, carton.y)
+        first = self._pick_at_yaw(q0, carton, world, grasp, yaw)
+        if first.cause != COLLISION:
+            return first
+        # The box is the same a half turn round, the tool and the arm are not: a pick whose
+        # tool or arm strikes a wall or a table (a truck column against the bulkhead, the
+        # auxiliary table beside a low column) is tried once more with the tool turned by pi.
+        other = yaw - math.copysign(math.pi, yaw - self._tcp(q0)[3])
+        second = self._pick_at_yaw(q0, carton, world, grasp, other)
+        return second if second.ok else first
+
+    def _pick_at_yaw(
+        self,
+        q0: np.ndarray,
+        carton: CartonPose,
+        world: CollisionWorld | None,
+        grasp: Grasp,
+        yaw: float,
+    ) -> MotionResult:
+        """plan_pick with the tool at `yaw` [rad]."""
+        p = self.params
+        L, W, H = carton.dims
         x0, y0, z0, yaw0 = self._tcp(q0)
-        yaw = self._choose_yaw(q0, yaw0, carton.yaw, carton.x, carton.y)
         off = tool_to_world_xy(grasp.offset, yaw)
         tx, ty = carton.x - off[0], carton.y - off[1]
         seal_z = carton.z + H / 2 + p.cup_gap
