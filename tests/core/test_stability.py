@@ -97,6 +97,14 @@ def test_yaw_error_has_period_pi_and_half_pi_for_squares():
     np.testing.assert_allclose((exy, eyaw), (0.005, 0.02), atol=1e-12)
     _, eyaw = placement_error((0, 0, 0, 0.0), (0, 0, 0, math.pi / 2), (0.3, 0.3, 0.2))
     np.testing.assert_allclose(eyaw, 0.0, atol=1e-12)
+    # A measured square is a fraction of a millimetre off square: square_m says how far counts.
+    near = (0.2609, 0.2608, 0.13)
+    _, eyaw = placement_error((0, 0, 0, 0.0), (0, 0, 0, math.pi / 2), near)
+    np.testing.assert_allclose(eyaw, math.pi / 2)
+    _, eyaw = placement_error((0, 0, 0, 0.0), (0, 0, 0, math.pi / 2), near, square_m=0.01)
+    np.testing.assert_allclose(eyaw, 0.0, atol=1e-12)
+    _, eyaw = placement_error((0, 0, 0, 0.0), (0, 0, 0, math.pi / 2), (0.3, 0.28, 0.2), 0.01)
+    np.testing.assert_allclose(eyaw, math.pi / 2)
 
 
 def _p(pid: str, placed: bool) -> Placement:

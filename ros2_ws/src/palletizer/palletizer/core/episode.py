@@ -196,7 +196,7 @@ class EpisodeSettings:
             max_duration_s=ep.max_duration_s,
             settle_s=cell.physics.settle_after_release_s,
             place_retries=ep.place_retries,
-            tolerances=Tolerances(tol.xy, tol.yaw, tol.overhang),
+            tolerances=Tolerances(tol.xy, tol.yaw, tol.overhang, tol.square),
             detect_retries=ep.detect_retries,
             detect_retry_wait_s=ep.detect_retry_wait_s,
         )

@@ -48,12 +48,15 @@ class Tolerances:
     """When a carton counts as `placed` (docs/levels.md §2.4), and when it rests on a top.
 
     xy_m: centre error [m]; yaw_rad: yaw error [rad] (0.10 ~ 5.7 deg); overhang_m: beyond the
-    deck [m]; contact_m: gap between a carton's bottom and a top it rests on [m].
+    deck [m]; square_m: a footprint whose sides differ by at most this is square, its yaw
+    error taken modulo a quarter turn [m]; contact_m: gap between a carton's bottom and a top
+    it rests on [m].
     """
 
     xy_m: float = 0.020
     yaw_rad: float = 0.10
     overhang_m: float = 0.020
+    square_m: float = 0.010
     contact_m: float = CONTACT_TOL_M
 
 
@@ -166,7 +169,7 @@ def measure_placement(
         pallet=p,
         contact_m=tol.contact_m,
     )
-    exy, eyaw = placement_error(planned_pose, actual_pose, spec.dims_m)
+    exy, eyaw = placement_error(planned_pose, actual_pose, spec.dims_m, tol.square_m)
     over = overhang(rect, _deck(p))
     return Placement(
         seq=seq,

@@ -212,11 +212,18 @@ def yaw_error(planned: float, actual: float, square: bool = False) -> float:
 
 
 def placement_error(
-    planned_pose: Sequence[float], actual_pose: Sequence[float], dims_m: Sequence[float]
+    planned_pose: Sequence[float],
+    actual_pose: Sequence[float],
+    dims_m: Sequence[float],
+    square_m: float = 1e-6,
 ) -> tuple[float, float]:
-    """(error_xy [m], error_yaw [rad]) between two (x, y, z, yaw) poses of one carton."""
+    """(error_xy [m], error_yaw [rad]) between two (x, y, z, yaw) poses of one carton.
+
+    A footprint whose sides differ by at most square_m [m] counts as square: its yaw error is
+    taken modulo a quarter turn, which moves each side by at most square_m / 2.
+    """
     exy = math.hypot(actual_pose[0] - planned_pose[0], actual_pose[1] - planned_pose[1])
-    square = abs(float(dims_m[0]) - float(dims_m[1])) <= 1e-6
+    square = abs(float(dims_m[0]) - float(dims_m[1])) <= square_m
     return exy, yaw_error(planned_pose[3], actual_pose[3], square)
 
 

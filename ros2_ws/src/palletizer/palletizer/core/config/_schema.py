@@ -176,7 +176,12 @@ _CELL = {
         'place_retries': _num(0, 20, integer=True),
         'detect_retries': _num(0, 20, integer=True),
         'detect_retry_wait_s': _num(0.0, 10.0),
-        'tolerance': {'xy': _num(0.0, 1.0), 'yaw': _num(0.0, 3.2), 'overhang': _num(0.0, 1.0)},
+        'tolerance': {
+            'xy': _num(0.0, 1.0),
+            'yaw': _num(0.0, 3.2),
+            'overhang': _num(0.0, 1.0),
+            'square': _num(0.0, 0.1),
+        },
     },
 }
 # The term names are the planners' own (one list, no copy to drift).

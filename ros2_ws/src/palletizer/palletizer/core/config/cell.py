@@ -284,6 +284,7 @@ class Tolerance:
     xy: float
     yaw: float
     overhang: float
+    square: float
 
 
 @dataclass(frozen=True)
