@@ -113,3 +113,29 @@ def test_a_physics_episode_runs_with_the_buffer_size_asked_for(monkeypatch):
         row = _run(('heuristic', 1.0, 11, 1, 'oracle', slots))
         assert row['failure'] == 'crash'
     assert seen == [0, 3]
+
+
+def test_frozen_loads_give_the_generator_s_results_and_a_changed_table_changes_them(tmp_path):
+    from palletizer.core.frozen_loads import freeze
+
+    def run(loads, out):
+        bench_generalise(
+            seeds=[3], planners=['heuristic'], modes=['quasi_static'], levels=[13, 33],
+            workers=1, out_dir=tmp_path / out, loads=loads,
+        )  # fmt: skip
+        doc = json.loads((tmp_path / out / 'generalise.json').read_text())
+        drop = ('wall_s', 'loads')
+        return doc, [{k: v for k, v in e.items() if k not in drop} for e in doc['episodes']]
+
+    frozen_doc, frozen = run('benchmarks/loads/v1.json', 'frozen')
+    assert frozen_doc['loads'].startswith('benchmarks/loads/v1.json (generator ')
+    generated_doc, generated = run('generator', 'generated')
+    assert generated_doc['loads'] == 'generator' and frozen == generated
+    # A table read by the benchmark is what its episodes use: a carton made 2.5x taller
+    # changes the run.
+    doc = freeze([13, 33], [3])
+    for c in doc['loads']['13:3']['cartons']:
+        c['dims'] = (c['dims'][0], c['dims'][1], c['dims'][2] * 2.5)
+    (tmp_path / 'tall.json').write_text(json.dumps(doc))
+    _, tall = run(str(tmp_path / 'tall.json'), 'tall')
+    assert tall[1] == generated[1] and tall[0] != generated[0]

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
+from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.core.errors import InvalidValue
 from palletizer.version import git_sha
 
@@ -121,8 +122,10 @@ def bench_generalise(
     out_dir: str | os.PathLike[str] = 'benchmarks/results',
     resume: bool = False,
     buffer_slots: int | None = None,
+    loads: str = str(DEFAULT_TABLE),
 ) -> dict:
     sha = git_sha()
+    loads_used = check_loads(loads, levels, seeds)
     if buffer_slots is None:
         from palletizer.core.config import load_config
 
@@ -137,7 +140,8 @@ def bench_generalise(
                 r = json.loads(line)
             except ValueError:
                 continue  # a torn last line
-            if r.get('commit') == sha and r.get('buffer_slots') == buffer_slots:
+            same = r.get('commit') == sha and r.get('buffer_slots') == buffer_slots
+            if same and r.get('loads', str(DEFAULT_TABLE)) == loads:
                 done[(r['planner'], r['speed'], r['level'], r['seed'])] = r
     elif log.exists():
         log.unlink()
@@ -158,11 +162,14 @@ def bench_generalise(
     )
     t0 = time.perf_counter()
     workers = workers or max(1, os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool, log.open('a') as f:
+    with (
+        ProcessPoolExecutor(max_workers=workers, initializer=use_loads, initargs=(loads,)) as pool,
+        log.open('a') as f,
+    ):
         futures = [pool.submit(_run, j) for j in jobs]
         ok = 0
         for i, fut in enumerate(as_completed(futures), 1):
-            r = {'buffer_slots': buffer_slots, **fut.result(), 'commit': sha}
+            r = {'buffer_slots': buffer_slots, **fut.result(), 'commit': sha, 'loads': loads}
             f.write(json.dumps(r, sort_keys=True) + '\n')
             f.flush()
             rows.append(r)
@@ -210,6 +217,7 @@ def bench_generalise(
         'levels': {'main': list(MAIN_LEVELS), 'hard': list(HARD_LEVELS), 'run': list(levels)},
         'perception': perception if any(MODES[m] is not None for m in modes) else 'exact',
         'buffer_slots': buffer_slots,
+        'loads': loads_used,
         'results': results,
         'episodes': sorted(
             rows, key=lambda r: (r['planner'], str(r['speed']), r['level'], r['seed'])
@@ -252,6 +260,11 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
     p.add_argument(
         '--reserved', action='store_true', help='allow seeds above 100 (independent checks only)'
     )
+    p.add_argument(
+        '--loads',
+        default=str(DEFAULT_TABLE),
+        help=f'frozen load table (default {DEFAULT_TABLE}), or {GENERATOR} to draw them now',
+    )
     ns = p.parse_args(list(argv))
     try:
         seeds = parse_seeds(ns.seeds)
@@ -281,5 +294,6 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         'workers': ns.workers,
         'out_dir': ns.out_dir,
         'resume': ns.resume,
+        'loads': ns.loads,
         'buffer_slots': ns.buffer,
     }

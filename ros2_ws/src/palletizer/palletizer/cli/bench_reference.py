@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.core.vocab import PlannerKind
 from palletizer.version import git_sha
 
@@ -173,9 +174,11 @@ def bench_reference(
     out_dir: str | os.PathLike[str] = 'benchmarks/results',
     hard: bool = True,
     perceptions: Sequence[str] = PERCEPTION,
+    loads: str = str(DEFAULT_TABLE),
 ) -> dict:
     sha = git_sha()  # the code the episodes run, read before they start
     levels = MAIN_LEVELS + (HARD_LEVELS if hard else ())
+    loads_used = check_loads(loads, levels, SEEDS)
     jobs = [
         (p, MODES[m], lv, s, pc)
         for pc in perceptions
@@ -187,7 +190,9 @@ def bench_reference(
     workers = workers or max(1, os.cpu_count() or 1)
     rows: list[dict] = []
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=use_loads, initargs=(loads,)
+    ) as pool:
         futures = [pool.submit(run_one, j) for j in jobs]
         for i, fut in enumerate(as_completed(futures), 1):
             r = fut.result()
@@ -227,10 +232,13 @@ def bench_reference(
             parts.append(f'{flag} {" ".join(got)}')
     if not hard:
         parts.append('--no-hard')
+    if loads != str(DEFAULT_TABLE):
+        parts.append(f'--loads {loads}')
     command = ' '.join(parts)
     doc = {
         'commit': sha,
         'command': command,
+        'loads': loads_used,
         'perception': {
             'cameras': 'height map fused from the noisy pallet cameras, detection from the '
             'pick cameras (oracle false)',
@@ -279,6 +287,11 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench reference') ->
     p.add_argument('--no-hard', action='store_true', help='skip levels 14-17')
     p.add_argument('--workers', type=int, default=None, help='worker processes (default: cores)')
     p.add_argument('--out-dir', default='benchmarks/results', help='where the results go')
+    p.add_argument(
+        '--loads',
+        default=str(DEFAULT_TABLE),
+        help=f'frozen load table (default {DEFAULT_TABLE}), or {GENERATOR} to draw them now',
+    )
     ns = p.parse_args(list(argv))
     if ns.workers is not None and ns.workers < 1:
         p.error(f'--workers {ns.workers}; expected >= 1')
@@ -289,6 +302,7 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench reference') ->
         'hard': not ns.no_hard,
         'workers': ns.workers,
         'out_dir': ns.out_dir,
+        'loads': ns.loads,
     }
 
 

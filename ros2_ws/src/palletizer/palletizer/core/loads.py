@@ -15,8 +15,32 @@ from palletizer.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from palletizer.core.contracts import PackageSpec
+    from palletizer.core.frozen_loads import FrozenLoads
 
-__all__ = ['CartonDraw', 'draw_carton', 'draw_load', 'staging_jitter']
+__all__ = [
+    'CartonDraw',
+    'draw_carton',
+    'draw_load',
+    'frozen_table',
+    'set_frozen_table',
+    'staging_jitter',
+]
+
+# A frozen load table this process answers from (core/frozen_loads.py); None: the generator.
+_frozen: FrozenLoads | None = None
+
+
+def frozen_table() -> FrozenLoads | None:
+    """The frozen load table draw_load and staging_jitter answer from, or None."""
+    return _frozen
+
+
+def set_frozen_table(table: FrozenLoads | None) -> None:
+    """Answer draw_load and staging_jitter from `table` for the (level, seed) pairs it holds
+    (None: always the generator). Benchmark workers set it once (core/frozen_loads.py)."""
+    global _frozen
+    _frozen = table
+
 
 # Stream ids keep the draws for different purposes independent of each other.
 _STREAM_ORDER = 1
@@ -133,7 +157,10 @@ def draw_carton(
 
 
 def draw_load(level_id: int, seed: int, config: Config | None = None) -> list[CartonDraw]:
-    """All cartons of (level, seed), in arrival order (attempt 0)."""
+    """All cartons of (level, seed), in arrival order (attempt 0); from the frozen table when
+    one is set and holds (level, seed)."""
+    if _frozen is not None and (level_id, seed) in _frozen:
+        return list(_frozen.draws[level_id, seed])
     cfg = config or _default_config()
     return [draw_carton(level_id, seed, i, 0, cfg) for i in range(cfg.level(level_id).n)]
 
@@ -141,7 +168,12 @@ def draw_load(level_id: int, seed: int, config: Config | None = None) -> list[Ca
 def staging_jitter(
     level_id: int, seed: int, index: int, attempt: int = 0, config: Config | None = None
 ) -> tuple[float, float, float]:
-    """Staging offset (dx [m], dy [m], dyaw [rad]) of carton `index`, uniform in +-jitter."""
+    """Staging offset (dx [m], dy [m], dyaw [rad]) of carton `index`, uniform in +-jitter;
+    attempt 0 from the frozen table when one is set and holds (level, seed)."""
+    if attempt == 0 and _frozen is not None and (level_id, seed) in _frozen:
+        offsets = _frozen.jitter[level_id, seed]
+        if 0 <= index < len(offsets):
+            return offsets[index]
     cfg = config or _default_config()
     level = cfg.level(level_id)
     rng = _rng(_STREAM_STAGING, level.load_level, seed, index, attempt)
