@@ -178,9 +178,14 @@ def _lid(x: float, y: float, top: float) -> Detection:
 def test_truck_tie_too_close_to_call_is_ambiguous():
     band, near = 0.03, (0.60, -0.72)
     # A second top just inside the band's edge: it might be in the band or not.
-    lids = [_lid(-0.4, -1.0, 0.60), _lid(-0.05, -0.9, 0.60 - band + 0.002)]
+    lids = [_lid(-0.4, -1.0, 0.60), _lid(-0.05, -0.9, 0.60 - band + 0.0015)]
     res = _truck_choice(tuple(lids), lids, PARAMS, band, near)
     assert res.chosen is None and res.ambiguous and 'tie band' in res.reason
+    # Farther inside than tie_margin (2 mm, against a measured 1.31 mm at worst): in the band,
+    # and the nearer, so chosen.
+    lids = [_lid(-0.4, -1.0, 0.60), _lid(-0.05, -0.9, 0.60 - band + 0.0025)]
+    res = _truck_choice(tuple(lids), lids, PARAMS, band, near)
+    assert res.chosen is lids[1] and not res.ambiguous
     # Two equally high lids equally far from the robot (mirrored about the line to it).
     lids = [_lid(-0.2, -0.60, 0.60), _lid(-0.2, -0.84, 0.601)]
     res = _truck_choice(tuple(lids), lids, PARAMS, band, near)
@@ -191,7 +196,7 @@ def test_truck_tie_too_close_to_call_is_ambiguous():
     assert res.chosen is lids[1] and not res.ambiguous
     # A top just inside the band's edge that is farther from the robot than the highest: in
     # the tie or not, the highest is nearer, so it is chosen either way.
-    for dz in (-0.002, 0.002):
+    for dz in (-0.0015, 0.0015):
         lids = [_lid(-0.05, -0.9, 0.60), _lid(-0.4, -1.0, 0.60 - band + dz)]
         res = _truck_choice(tuple(lids), lids, PARAMS, band, near)
         assert res.chosen is lids[0] and not res.ambiguous

@@ -39,8 +39,8 @@ class DetectorParams:
     colour_tol: float = 28.0  # [Lab units] colour distance from the lid's median
     square_tol: float = 0.01  # [m] length - width below this: yaw open by a quarter turn
     # Truck ties (cell.yaml truck.tie_band and tie_point set the rule, shared with the source).
-    tie_margin: float = 0.003  # [m] a top this close to the band's edge is too close to call
-    tie_near: float = 0.01  # [m] two band lids this close in distance to tie_point: too close
+    tie_margin: float = 0.002  # [m] a top this close to the band's edge is too close to call
+    tie_near: float = 0.005  # [m] two band lids this close in distance to tie_point: too close
     bay_margin: float = 0.012  # [m] bay strip along the walls not looked at (the load keeps 0.02)
     # In-hand height (measure_held_height).
     held_cameras: tuple[str, ...] = ('truck_side',)
