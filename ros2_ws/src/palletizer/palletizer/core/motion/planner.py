@@ -4,6 +4,10 @@ MotionPlanner chooses a plan's waypoints (rise, cross at a safe height, descend;
 after the gripper acts); path.py turns them into a dense path, check.py checks it, timing.py
 times it. MotionResult is the outcome, CartonPose a carton's pose; Waypoint (path.py) is
 re-exported here.
+
+Why one file of this length (about 500 lines): the four plans share the waypoint choices (the
+tool's yaw, the crossing height, the fitted rise) that make them; checking and timing already
+live in their own modules.
 """
 
 from __future__ import annotations
