@@ -56,6 +56,11 @@ BENCHMARKS = {
         'bench_replica',
         'telemetry replica into a local PostgreSQL: rows/s, lag at episode end, drain after 30 s down',
     ),
+    'bpp': (
+        'palletizer.cli.bench_bpp',
+        'run',
+        'online 3D bin packing, 10 x 10 x 10, random sequences: utilisation, items, decision time',
+    ),
     'graph': (
         'palletizer.cli.bench_graph',
         'bench_graph',
