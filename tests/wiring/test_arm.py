@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from palletizer.bridge.stream import steps_per_sample
@@ -83,3 +85,41 @@ def test_a_goal_that_leaves_its_path_is_aborted_as_a_collision():
         assert not arm.vacuum_holding()
     finally:
         cell.close()
+
+
+def test_a_carton_pressed_into_its_support_aborts_the_goal_as_the_bridge_does():
+    # A carton read 20 mm shorter than it is, set back down: the release pose is 20 mm into the
+    # table. The arm stays within its path tolerance but cannot reach the goal's end; as the
+    # cell bridge's controller, the goal is aborted (GOAL_TOLERANCE_VIOLATED) once the goal
+    # time has passed. 10 mm short still settles within the 0.01 rad goal tolerance.
+    for short, ok in ((0.010, True), (0.020, False)):
+        cell, arm, seq, obs = _setup(1.0)
+        try:
+            assert seq.pick(obs).ok
+            plan, spec = return_request(obs)
+            d = spec.dims_m
+            spec = dataclasses.replace(spec, dims_m=(d[0], d[1], d[2] - short))
+            t0 = cell.time
+            back = seq.place(plan, spec, HeightMap.flat())
+            assert back.ok is ok, (short, back.message)
+            if not ok:
+                assert back.cause == 'collision'
+                assert 'error_code -5: goal tolerance violated 0.500 s after the end' in (
+                    back.message
+                ), back.message
+                # The goal ran to its end, then the whole goal time passed.
+                assert cell.time - t0 >= back.motion_s + 0.5 - 1e-9
+        finally:
+            cell.close()
+
+
+def test_an_arm_that_arrives_takes_no_extra_step_for_the_goal_check():
+    times = []
+    for tol in (0.0, 0.01):  # 0 disables the check
+        cell, arm, seq, obs = _setup(1.0, goal_tolerance_rad=tol)
+        try:
+            assert seq.pick(obs).ok
+            times.append((cell.time, arm.motion_time_s))
+        finally:
+            cell.close()
+    assert times[0] == times[1]
