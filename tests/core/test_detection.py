@@ -17,6 +17,7 @@ from palletizer.core.detection import (
     detect_station,
     detect_truck,
     detection_errors,
+    held_bottom,
     held_height,
     held_segment,
 )
@@ -236,7 +237,9 @@ def test_held_truck_carton_height_within_5_mm():
     )
     cell.close()
     assert got.confidence >= 0.5, got
-    assert abs(got.height - t.dims[2]) < 0.005, (got, t.dims)
+    # The bottom edge, not a low percentile of the side: within 2.5 mm, and never more than
+    # 1 mm short (a short read presses the carton into its support at the place).
+    assert -0.001 < got.height - t.dims[2] < 0.0025, (got, t.dims)
 
 
 def test_detection_errors_take_yaw_modulo_a_half_turn():
@@ -278,3 +281,71 @@ def test_stray_returns_in_the_air_under_a_held_carton_do_not_join_the_column_bel
     assert got.size == side.size and got[-1] == pytest.approx(side[-1])
     # A carton's side seen sparsely (1 point every 5 mm) is not cut by the same rule.
     assert held_segment(-np.arange(0.0, 0.3, 0.005), 0.03, sparse=0.01).size == 60
+
+
+def test_the_held_bottom_is_the_edge_of_the_side_not_a_low_percentile():
+    # A 0.25 m side seen at 0.05 mm spacing (5,000 points) with its bottom at z = 0, and three
+    # stray returns in the air under it.
+    side = np.arange(0.0, 0.25, 0.00005)
+    strays = np.array([-0.004, -0.011, -0.019])
+    z = np.concatenate([side, strays])
+    assert held_bottom(z, 0.0025, 0.25) == pytest.approx(0.0, abs=1e-9)
+    # The 1 % percentile stands 2.5 mm above the edge: a carton read that much short.
+    assert np.percentile(z, 1.0) > 0.002
+    # A side seen sparsely near its bottom (1 point per mm over its lowest 2 cm, 20 per mm
+    # above): the bottom is where the points thin out to below a quarter of the average band.
+    sparse_low = np.concatenate([np.arange(0.0, 0.02, 0.001), np.arange(0.02, 0.25, 0.00005)])
+    got = held_bottom(sparse_low, 0.0025, 0.25)
+    assert 0.015 < got <= 0.02
+    with pytest.raises(DetectionError, match='no points'):
+        held_bottom(np.zeros(0), 0.0025, 0.25)
+
+
+def _column_view(below_depth: float) -> tuple[CameraView, tuple]:
+    # One image column: the carton's face at 1.05 m in rows 0-49 (z from 0.80 down to 0.75 m),
+    # then whatever lies below it in the image at `below_depth`.
+    depth = np.zeros((80, 3), dtype=np.float32)
+    depth[:50, 1] = 1.05
+    depth[50:, 1] = below_depth
+    view = CameraView('side', depth, None, np.eye(3), np.eye(4))
+    rows = np.arange(50)
+    z = 0.80 - rows * 0.001
+    return view, (0, z, rows, np.ones(50, dtype=int))
+
+
+def test_a_bottom_edge_in_front_of_which_something_nearer_stands_is_hidden():
+    from palletizer.core.detection.held import _bottom_hidden
+
+    view, pix = _column_view(0.99)  # a set-aside carton's lid, nearer the camera
+    assert _bottom_hidden([view], [pix], 0.751, 0.0025)
+    view, pix = _column_view(1.40)  # the floor beyond the carton: a true edge
+    assert not _bottom_hidden([view], [pix], 0.751, 0.0025)
+    view, pix = _column_view(0.0)  # no return below
+    assert not _bottom_hidden([view], [pix], 0.751, 0.0025)
+
+
+def test_a_hidden_bottom_takes_the_lid_above_the_floor_only_when_it_is_near(monkeypatch):
+    from palletizer.core.detection import held as held_mod
+    from palletizer.core.detection.held import HeldMeasure
+
+    seen = HeldMeasure(0.186, 1.0, 'ok', 0.75, 5000, hidden=True)
+    monkeypatch.setattr(held_mod, 'measure_held_height', lambda *a, **k: seen)
+    body = RobotBody.from_config(CFG.cell)
+    g = CFG.cell.gripper
+    # The observed lid at 0.224 m; the detection's own height (0.183) is not a bound.
+    obs = Observation('c', (0.0, -0.6, 0.1325), 0.0, (0.34, 0.33, 0.183), 1.0)
+
+    def measure(floor: float | None) -> HeldMeasure:
+        return held_height([], PARAMS, body, np.zeros(6), obs, g.tcp_offset, g.cup_gap, floor)
+
+    near = measure(0.02)  # the lid 204 mm above the floor: 18 mm over what is seen
+    assert near.height == pytest.approx(0.204) and near.hidden and 'hidden' in near.reason
+    far = measure(-0.04)  # 264 mm: more than held_hidden_max (30 mm) over what is seen
+    assert far.height == 0.0 and 'at least 186 mm' in far.reason and '264 mm' in far.reason
+    assert measure(0.05).height == 0.0  # the lid 174 mm up: below what is seen, refused
+    assert measure(None).height == 0.0  # no floor, no upper bound
+    # A bottom that is not hidden is measured, whatever the floor.
+    monkeypatch.setattr(
+        held_mod, 'measure_held_height', lambda *a, **k: HeldMeasure(0.2, 1.0, 'ok', 0.7, 5000)
+    )
+    assert measure(-0.04).height == pytest.approx(0.2)

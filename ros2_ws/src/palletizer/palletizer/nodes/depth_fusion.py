@@ -275,7 +275,16 @@ class DepthFusionNode(Node):
         views, q, stamp = self._views_and_joints(self.det.held_cameras, req.min_stamp, res)
         if views is None:
             return res
-        got = held_height(views, self.det, self.held_body, q, obs, self.tcp_offset, self.cup_gap)
+        got = held_height(
+            views,
+            self.det,
+            self.held_body,
+            q,
+            obs,
+            self.tcp_offset,
+            self.cup_gap,
+            self.truck.floor,
+        )
         res.confidence = float(got.confidence)
         if got.height <= 0.0:
             # The reason alone, as the in-process wiring gives it; the pose goes to the log.

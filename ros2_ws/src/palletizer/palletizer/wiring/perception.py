@@ -168,6 +168,7 @@ class CameraDetector:
             observation,
             self.tcp_offset,
             self.cup_gap,
+            self.cfg.cell.truck.floor,
         )
         self.last_held = got
         if got.height <= 0.0:

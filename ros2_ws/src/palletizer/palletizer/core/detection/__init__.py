@@ -25,6 +25,7 @@ from __future__ import annotations
 from palletizer.core.detection.detector import detect_station, detect_truck
 from palletizer.core.detection.held import (
     HeldMeasure,
+    held_bottom,
     held_height,
     held_segment,
     held_top_z,
@@ -49,6 +50,7 @@ __all__ = [
     'detect_station',
     'detect_truck',
     'detection_errors',
+    'held_bottom',
     'held_height',
     'held_segment',
     'held_top_z',

@@ -47,7 +47,9 @@ class DetectorParams:
     held_margin: float = 0.004  # [m] footprint grown by this on each side
     held_gap: float = 0.03  # [m] air this tall below the carton ends it
     held_sparse: float = 0.01  # a held_gap band with fewer points than this x those above is air
-    held_pct: float = 1.0  # [%] the bottom is this low percentile of the carton's points
+    held_edge_band: float = 0.0025  # [m] the bottom is the lowest band this tall ...
+    held_edge_frac: float = 0.25  # ... that holds this x the points of an average band
+    held_hidden_max: float = 0.03  # [m] a hidden bottom: the detected height if this near
     # A set-aside carton's lid, before it is taken back (measure_lid).
     lid_cameras: tuple[str, ...] = ('top', 'station')
     lid_margin: float = 0.02  # [m] footprint shrunk by this on each side
