@@ -7,6 +7,7 @@ import pytest
 from palletizer.core.bpp import Container, Pose, run_episode, stable
 from palletizer.core.bpp.container import Rejection
 from palletizer.core.bpp.episode import Outcome
+from palletizer.core.errors import InvalidValue
 
 
 def _heights(cells: dict[tuple[int, int], int]) -> np.ndarray:
@@ -80,7 +81,7 @@ def test_place_raises_the_heights_and_counts_the_volume():
     assert z == 0
     assert box.heights[1:3, 1:4].min() == 4 and box.heights.sum() == 4 * 6
     assert box.utilisation == pytest.approx(24 / 1000)
-    with pytest.raises(ValueError, match='refused'):
+    with pytest.raises(InvalidValue, match='refused'):
         box.place((5, 5, 5), Pose(8, 8, 0))
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from palletizer.core.errors import InvalidValue
+
 __all__ = [
     'BIN_SIZE',
     'Check',
@@ -163,7 +165,9 @@ class Container:
         """Put `item` at `pose` (it must pass check); returns its base z [cells]."""
         c = self.check(item, pose)
         if not c.ok:
-            raise ValueError(f'item {item} at {pose}: refused ({c.reason})')
+            raise InvalidValue(
+                f'item {item} at {pose}: refused ({c.reason}); expected a pose that check() allows'
+            )
         ex, ey = footprint(item, pose.rot)
         self.heights[pose.x : pose.x + ex, pose.y : pose.y + ey] = c.z + item[2]
         self.placed.append((item, pose, c.z))
