@@ -30,3 +30,24 @@ def test_planner_node_plans_replans_and_explains_a_reject(kind):
     assert got['huge']['code'] == 101 and not got['huge']['has_plan']
     assert got['bad']['code'] == 102 and 'expected ny * nx' in got['bad']['msg']
     assert f'planner ready: {kind}' in proc.stdout
+
+
+def test_planner_node_plans_with_a_weights_file(tmp_path):
+    """planner_weights:= reaches the node: it says which file it loaded and plans with it."""
+    from palletizer.core.params.planning import DEFAULT_WEIGHTS
+
+    f = tmp_path / 'best_weights.json'
+    f.write_text(json.dumps({'weights': {**DEFAULT_WEIGHTS, 'lowness': 2.0, 'bridge': 0.1}}))
+    proc = run_isolated(
+        [
+            sys.executable,
+            str(HERE / 'run_planner.py'),
+            'planner:=heuristic',
+            f'planner_weights:={f}',
+        ],
+        timeout=180,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if 'PLAN ' in ln]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert json.loads(lines[0].split('PLAN ', 1)[1])['first']['code'] == 0
+    assert f'planner ready: heuristic weights {f}' in proc.stdout

@@ -61,6 +61,11 @@ BENCHMARKS = {
         'run',
         'online 3D bin packing, 10 x 10 x 10, random sequences: utilisation, items, decision time',
     ),
+    'train-throughput': (
+        'palletizer.cli.bench_train',
+        'bench_train_throughput',
+        'weight-training evaluations per second on Ray with 1 and 2 workers (median of repeats)',
+    ),
     'graph': (
         'palletizer.cli.bench_graph',
         'bench_graph',

@@ -1,7 +1,8 @@
 """`scripts/bench generalise`: the planners on fresh loads, the reference levels and 14-17 over a
 seed range (default 1-50), for the figures of planning that generalises.
 
-Each (planner, motion mode, level, seed) is one episode in a worker process, through the
+Each (planner, motion mode, level, seed) is one episode, a Ray task (palletizer/cli/pool.py:
+local cores, or the cluster at RAY_ADDRESS), through the
 in-process wiring (the loop the node graph runs) with the default run's perception (cameras),
 or, in mode `quasi_static`, without physics: every carton goes exactly where planned and the
 stack is checked quasi-statically (bench_planner's episode; for fast iteration only). Each
@@ -22,9 +23,9 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from palletizer.cli import pool
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.core.errors import InvalidValue
@@ -161,15 +162,14 @@ def bench_generalise(
         flush=True,
     )
     t0 = time.perf_counter()
-    workers = workers or max(1, os.cpu_count() or 1)
-    with (
-        ProcessPoolExecutor(max_workers=workers, initializer=use_loads, initargs=(loads,)) as pool,
-        log.open('a') as f,
-    ):
-        futures = [pool.submit(_run, j) for j in jobs]
+    table = loads if loads == GENERATOR else pool.absolute(loads)
+    with pool.ray_session(workers), log.open('a') as f:
+        finished = pool.as_completed(
+            _run, jobs, workers=workers, init=use_loads, init_args=(table,)
+        )
         ok = 0
-        for i, fut in enumerate(as_completed(futures), 1):
-            r = {'buffer_slots': buffer_slots, **fut.result(), 'commit': sha, 'loads': loads}
+        for i, (_, result) in enumerate(finished, 1):
+            r = {'buffer_slots': buffer_slots, **result, 'commit': sha, 'loads': loads}
             f.write(json.dumps(r, sort_keys=True) + '\n')
             f.flush()
             rows.append(r)
@@ -245,7 +245,9 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
     )
     p.add_argument('--levels', type=int, nargs='+', default=list(MAIN_LEVELS + HARD_LEVELS))
     p.add_argument('--perception', choices=('cameras', 'oracle'), default='cameras')
-    p.add_argument('--workers', type=int, default=None, help='worker processes (default: cores)')
+    p.add_argument(
+        '--workers', type=int, default=None, help='Ray tasks at once (default: the CPUs Ray has)'
+    )
     p.add_argument('--out-dir', default='benchmarks/results')
     p.add_argument(
         '--buffer',

@@ -17,9 +17,9 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from palletizer.cli import pool
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.core.vocab import PlannerKind
 from palletizer.version import git_sha
@@ -187,15 +187,14 @@ def bench_reference(
         for lv in levels
         for s in SEEDS
     ]
-    workers = workers or max(1, os.cpu_count() or 1)
     rows: list[dict] = []
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(
-        max_workers=workers, initializer=use_loads, initargs=(loads,)
-    ) as pool:
-        futures = [pool.submit(run_one, j) for j in jobs]
-        for i, fut in enumerate(as_completed(futures), 1):
-            r = fut.result()
+    table = loads if loads == GENERATOR else pool.absolute(loads)
+    with pool.ray_session(workers):
+        finished = pool.as_completed(
+            run_one, jobs, workers=workers, init=use_loads, init_args=(table,)
+        )
+        for i, (_, r) in enumerate(finished, 1):
             rows.append(r)
             bar = '#' * int(30 * i / len(jobs))
             print(
@@ -285,7 +284,9 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench reference') ->
     p.add_argument('--planners', nargs='+', choices=PLANNERS, default=list(PLANNERS))
     p.add_argument('--modes', nargs='+', choices=tuple(MODES), default=list(MODES))
     p.add_argument('--no-hard', action='store_true', help='skip levels 14-17')
-    p.add_argument('--workers', type=int, default=None, help='worker processes (default: cores)')
+    p.add_argument(
+        '--workers', type=int, default=None, help='Ray tasks at once (default: the CPUs Ray has)'
+    )
     p.add_argument('--out-dir', default='benchmarks/results', help='where the results go')
     p.add_argument(
         '--loads',

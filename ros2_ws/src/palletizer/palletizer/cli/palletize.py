@@ -90,6 +90,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument('--planner', action=_Given, metavar='{' + ','.join(PLANNERS) + '}')
     p.add_argument(
+        '--planner-weights',
+        action=_Given,
+        dest='planner_weights',
+        metavar='FILE',
+        help="heuristic weights file (e.g. scripts/train's best_weights.json); "
+        'planner_weights:=FILE',
+    )
+    p.add_argument(
         '--perception',
         action=_Given,
         metavar='{' + ','.join(PERCEPTION_MODES) + '}',

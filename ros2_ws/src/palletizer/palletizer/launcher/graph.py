@@ -71,6 +71,12 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('episodes', '1', 'number of episodes (>= 1)'),
     LaunchArgument('planner', 'heuristic', 'placement planner: heuristic | beam | grid'),
     LaunchArgument(
+        'planner_weights',
+        '',
+        'heuristic weights file (JSON or YAML with a `weights` mapping of the 14 terms, e.g. '
+        "scripts/train's best_weights.json); empty = configs/planner.yaml; planner:=heuristic only",
+    ),
+    LaunchArgument(
         'perception',
         'cameras',
         'cameras = height map and pick detection from the cameras; oracle = from simulator '
@@ -118,6 +124,7 @@ class GraphOptions:
     seed: int = 1
     episodes: int = 1
     planner: str = 'heuristic'
+    planner_weights: str = ''  # heuristic weights file, absolute; '' = configs/planner.yaml
     perception: str = 'cameras'
     speed: float = 0.0
     robot: str = 'sim'
@@ -225,6 +232,7 @@ def options_from_mapping(
     planner = _as_choice('planner', v['planner'], PLANNERS)
     if planner == 'heuristic':
         _check_reach_table(cfg)
+    planner_weights = _check_planner_weights(v['planner_weights'].strip(), planner)
     params_file = v['params_file'].strip()
     if params_file:
         _check_params_file(params_file)
@@ -240,6 +248,7 @@ def options_from_mapping(
         seed=seed,
         episodes=episodes,
         planner=planner,
+        planner_weights=planner_weights,
         perception=_as_choice('perception', v['perception'], PERCEPTION_MODES),
         speed=speed,
         robot=robot,
@@ -279,6 +288,25 @@ def _check_reach_table(cfg: Config) -> None:
         ReachTable.load(cfg.reach_table)
     except PalletizerError as exc:
         raise GraphError(f'planner:=heuristic needs the reach table: {exc}') from None
+
+
+def _check_planner_weights(text: str, planner: str) -> str:
+    """planner_weights:=FILE: a readable weights file of the 14 heuristic terms, for the
+    heuristic; returned absolute (the planner node runs in its own working directory)."""
+    if not text:
+        return ''
+    if planner != 'heuristic':
+        raise GraphError(
+            f'planner_weights:={text!r} with planner:={planner}; the weights file holds the '
+            '14 heuristic weights: use planner:=heuristic, or drop planner_weights'
+        )
+    from palletizer.core.params.planning import read_weights
+
+    try:
+        read_weights(text)
+    except PalletizerError as exc:
+        raise GraphError(f'planner_weights:={text!r}: {exc}') from None
+    return str(Path(text).resolve())
 
 
 def _check_params_file(text: str) -> None:
@@ -405,7 +433,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
         NodeSpec(
             name='planner',
             executable='planner',
-            parameters={**common, 'kind': opts.planner},
+            parameters={**common, 'kind': opts.planner, 'weights_file': opts.planner_weights},
             respawn=True,
         ),
         NodeSpec(

@@ -38,21 +38,35 @@ class PlannerNode(Node):
             'heuristic',
             ParameterDescriptor(description='placement planner: heuristic | beam | grid'),
         ).value
+        weights = str(
+            self.declare_parameter(
+                'weights_file',
+                '',
+                ParameterDescriptor(
+                    description='heuristic weights file (planner_weights:=; e.g. scripts/train '
+                    'best_weights.json); empty = configs/planner.yaml'
+                ),
+            ).value
+        )
         self.kind = kind
-        self.record = RecordedPlanner(lambda: build_planner(kind))
+        build_planner(kind, weights_file=weights or None)  # a bad weights file fails at start
+        self.record = RecordedPlanner(lambda: build_planner(kind, weights_file=weights or None))
         self.markers = PlanMarkers()
         self.markers_pub = self.create_publisher(MarkerArray, '/palletizer/plan_markers', MARKERS)
         self.create_service(PlanPlacement, '~/plan', self.on_plan)
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.add_on_set_parameters_callback(self.on_set_parameters)
-        self.get_logger().info(f'planner ready: {kind} (oracle={self.record.planner.oracle})')
+        self.get_logger().info(
+            f'planner ready: {kind}{f" weights {weights}" if weights else ""} '
+            f'(oracle={self.record.planner.oracle})'
+        )
 
     def on_set_parameters(self, params) -> SetParametersResult:
         for p in params:
-            if p.name == 'kind':
+            if p.name in ('kind', 'weights_file'):
                 return SetParametersResult(
                     successful=False,
-                    reason='kind is fixed at start; restart the node to change it',
+                    reason=f'{p.name} is fixed at start; restart the node to change it',
                 )
         return SetParametersResult(successful=True)
 

@@ -9,8 +9,10 @@ The values and their measurements: docs/planners.md §6.3-6.8.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -25,6 +27,8 @@ __all__ = [
     'BufferSettings',
     'GridParams',
     'HeuristicParams',
+    'check_weights',
+    'read_weights',
 ]
 
 # The 14 scoring terms of the score heuristic, in breakdown order (docs/planners.md §6.4).
@@ -132,6 +136,45 @@ def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> Mappin
     if not any(v > 0.0 for v in out.values()):
         raise _err(where, key, dict(value), 'at least one weight > 0')
     return MappingProxyType(out)
+
+
+def check_weights(
+    value: Any, where: str = 'heuristic', key: str = 'weights'
+) -> Mapping[str, float]:
+    """The 14 heuristic weights, validated: all of TERMS, each finite and >= 0, at least one
+    > 0, no other name. Raises ConfigError naming `where`.`key`, what was wrong and what is
+    allowed."""
+    return _weights(where, key, value, TERMS)
+
+
+def read_weights(path: str | os.PathLike[str]) -> Mapping[str, float]:
+    """The heuristic weights of a weights file (`planner_weights:=FILE`, JSON or YAML).
+
+    The file is a mapping with `weights`: the 14 terms and their values (scripts/train writes
+    best_weights.json in this form); its other top-level keys (weight_id, the training's
+    figures) describe the weights and are not read. Raises ConfigError naming the file.
+    """
+    import yaml  # JSON is YAML too
+
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(
+            f'{where}: cannot read the weights file ({exc.strerror or exc}); expected a JSON or '
+            'YAML file with a `weights` mapping of the 14 heuristic terms'
+        ) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{where}: not JSON or YAML ({exc})') from None
+    if not isinstance(doc, Mapping) or 'weights' not in doc:
+        keys = ', '.join(map(str, doc)) if isinstance(doc, Mapping) else type(doc).__name__
+        raise ConfigError(
+            f'{where}: no `weights` mapping (found {keys or "nothing"}); expected '
+            f'weights: {{{", ".join(TERMS)}}}'
+        )
+    return check_weights(doc['weights'], where, 'weights')
 
 
 def _from_mapping(cls: type, d: Any, where: str) -> Any:

@@ -6,10 +6,18 @@ so a planner measured by a benchmark is the planner the node serves.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import TYPE_CHECKING
 
 from palletizer.core.contracts import PalletGeometry
-from palletizer.core.params.planning import BeamParams, GridParams, HeuristicParams
+from palletizer.core.errors import ConfigError
+from palletizer.core.params.planning import (
+    BeamParams,
+    GridParams,
+    HeuristicParams,
+    read_weights,
+)
 from palletizer.core.planning.base import Planner, PlannerKind
 from palletizer.core.planning.beam import BeamPlanner
 from palletizer.core.planning.grid import GridPlanner
@@ -31,6 +39,7 @@ def build_planner(
     grid: GridParams | None = None,
     reach: ReachOracle | None = None,
     pallet: PalletGeometry | None = None,
+    weights_file: str | os.PathLike[str] | None = None,
 ) -> Planner:
     """A fresh planner of `kind` ('heuristic', 'beam' or 'grid') as the cell runs it.
 
@@ -39,9 +48,16 @@ def build_planner(
     search, and beam search's TCP height above a lid at release (cell.yaml: the gripper's
     cup_gap plus motion.drop_clearance [m]). The grid baseline has no reach model.
     `heuristic`, `beam`, `grid`, `reach` and `pallet` (cell.yaml `pallet`) replace what the
-    config gives. Raises ConfigError naming the kind and the allowed ones.
+    config gives. `weights_file` (`planner_weights:=`, heuristic only; e.g. scripts/train's
+    best_weights.json) replaces the heuristic's 14 weights. Raises ConfigError naming the kind
+    and the allowed ones, or what is wrong with the weights file.
     """
     k = PlannerKind.parse(kind)
+    if weights_file and k is not PlannerKind.heuristic:
+        raise ConfigError(
+            f'planner weights {str(weights_file)!r} with planner {k.value}; a weights file holds '
+            'the 14 heuristic weights: use it with the heuristic planner only'
+        )
     if config is None:
         from palletizer.core.config import load_config  # config imports the planners' params
 
@@ -56,6 +72,8 @@ def build_planner(
         reach = ReachTable.load(config.reach_table)
     if k is PlannerKind.heuristic:
         h = heuristic or config.planner.heuristic
+        if weights_file:
+            h = dataclasses.replace(h, weights=read_weights(weights_file))
         return ScorePlanner(h, reach=reach, pallet=pallet)
     b = beam or config.planner.beam
     above = config.cell.gripper.cup_gap + config.cell.motion.drop_clearance
