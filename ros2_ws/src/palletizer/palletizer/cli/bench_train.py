@@ -13,7 +13,7 @@ from typing import Any
 
 from palletizer.cli import pool
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
-from palletizer.cli.train import evaluator
+from palletizer.cli.train import evaluator, fixed_jobs
 
 __all__ = ['bench_train_throughput', 'parse_options']
 
@@ -36,18 +36,7 @@ def bench_train_throughput(
     check_loads(loads, levels, seeds)
     table = loads if loads == GENERATOR else pool.absolute(loads)
     w = dict(load_config().planner.heuristic.weights)
-    jobs = [
-        {
-            'id': f'l{lv:02d}-s{s:06d}',
-            'iteration': 0,
-            'candidate': 0,
-            'level': lv,
-            'seed': s,
-            'weights': w,
-        }
-        for lv in levels
-        for s in seeds
-    ]
+    jobs = fixed_jobs(w, levels, seeds)
     out: dict[str, Any] = {}
     reference: list[Any] | None = None
     for n in workers:

@@ -24,7 +24,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -49,7 +48,7 @@ from palletizer.core.training import (
     n_trials,
     weight_id,
 )
-from palletizer.version import git_sha
+from palletizer.version import git_dirty, git_sha
 
 __all__ = ['compare', 'evaluate', 'evaluator', 'main', 'parse_options', 'train']
 
@@ -204,21 +203,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _dirty() -> bool | None:
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ['git', '-C', str(here), 'status', '--porcelain', '--untracked-files=no'],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.stdout.strip())
-
-
 def _versions() -> dict[str, str]:
     import ray
 
@@ -329,7 +313,7 @@ def train(
         'sha256': shas,
         'runtime': _versions(),
         'git_sha': git_sha(),
-        'git_dirty': _dirty(),
+        'git_dirty': git_dirty(),
         'ray_address': os.environ.get('RAY_ADDRESS') or 'local',
         'workers': workers,
         'started_utc': stamp,
@@ -488,6 +472,24 @@ def train(
     return summary
 
 
+def fixed_jobs(
+    weights: Mapping[str, float], levels: Sequence[int], seeds: Sequence[int]
+) -> list[dict[str, Any]]:
+    """One evaluation job per (level, seed) of one set of weights (iteration 0, candidate 0)."""
+    return [
+        {
+            'id': f'l{lv:02d}-s{s:06d}',
+            'iteration': 0,
+            'candidate': 0,
+            'level': lv,
+            'seed': s,
+            'weights': dict(weights),
+        }
+        for lv in levels
+        for s in seeds
+    ]
+
+
 def evaluator() -> Callable[[Any], dict[str, Any]]:
     """`evaluate` by its importable name: under `python -m` this module is __main__, which a
     Ray worker cannot import."""
@@ -529,18 +531,7 @@ def compare(
     with pool.ray_session(workers):
         for f in files:
             w = dict(read_weights(f)) if f else dict(load_config().planner.heuristic.weights)
-            jobs = [
-                {
-                    'id': f'l{lv:02d}-s{s:06d}',
-                    'iteration': 0,
-                    'candidate': 0,
-                    'level': lv,
-                    'seed': s,
-                    'weights': w,
-                }
-                for lv in levels
-                for s in seeds
-            ]
+            jobs = fixed_jobs(w, levels, seeds)
             rows = pool.run_all(
                 evaluator(), jobs, workers=workers, init=use_loads, init_args=(table,)
             )
