@@ -22,3 +22,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if 'slow' in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _frozen_load_table_restored():
+    """A test that installs a frozen load table in this process (as a benchmark worker does)
+    leaves the process as it found it."""
+    from palletizer.core import loads
+
+    before = loads.frozen_table()
+    yield
+    loads.set_frozen_table(before)
