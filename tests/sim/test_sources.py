@@ -242,6 +242,26 @@ def test_a_load_no_default_draw_stands_is_tried_with_other_column_counts():
     _check_truck_plan(plan, draws, p)
 
 
+def test_a_load_no_draw_stands_in_footprint_order_lets_a_carton_wait_for_the_others():
+    # Level 33 seed 45: after the biggest lids have built one column, a 533 x 165 mm carton
+    # finds no column with 62 % support under the ceiling; a later 289 x 283 mm carton opens
+    # the column it stands on. Few re-draws keep the test short; the failing first pass is
+    # what the cell's 24 re-draws meet as well.
+    p = dataclasses.replace(truck_params(load_config().cell), max_redraws=2)
+    draws = draw_load(33, 45)
+    dims = [d.dims for d in draws]
+    plan = plan_truck_load(dims, 45, True, p)
+    first_pass = 5 * (p.max_redraws + 1) - 4  # draws of the five column counts
+    assert plan.attempt >= first_pass
+    _check_truck_plan(plan, draws, p)
+    # The carton that waits stands above the one that opened its column.
+    by_index = {s.index: s for s in plan.slots}
+    waited = next(
+        i for i, d in enumerate(dims) if d[:2] == pytest.approx((0.533, 0.165), abs=1e-3)
+    )
+    assert by_index[waited].tier > 0
+
+
 def _check_truck_plan(plan, draws, p: TruckParams) -> None:
     assert sorted(s.index for s in plan.slots) == list(range(len(draws)))
     by_col: dict[int, list] = {}
