@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,22 @@ class GripperGeometry:
     force_per_cup: float = 50.0  # catalogue
     derating: float = 0.70  # porous cardboard and tape
     safety_factor: float = 1.5
+
+    @classmethod
+    def from_config(cls, gripper: Any) -> GripperGeometry:
+        """From cell.yaml's `gripper` block (core.config.cell.GripperConfig)."""
+        cups = gripper.cups
+        return cls(
+            body=(float(gripper.body[0]), float(gripper.body[1]), float(gripper.body[2])),
+            columns=int(cups.columns),
+            rows=int(cups.rows),
+            pitch_x=float(cups.pitch_x),
+            pitch_y=float(cups.pitch_y),
+            cup_radius=float(cups.radius),
+            force_per_cup=float(gripper.force_per_cup_n),
+            derating=float(gripper.derating),
+            safety_factor=float(gripper.safety_factor),
+        )
 
     def cup_x(self) -> np.ndarray:
         """Cup centre x coordinates along tool x (columns,) [m]."""

@@ -22,6 +22,7 @@ from palletizer.core.params.planning import BEAM_TERMS, BeamParams
 from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
+from palletizer.core.planning.tool import GripperGeometry, tool_half_extents
 from palletizer.core.stability import StackBox, StackModel
 
 __all__ = ['BeamPlanner', 'Move', 'expand']
@@ -77,6 +78,39 @@ def _with(box: StackBox, gx: np.ndarray, gy: np.ndarray, top: np.ndarray) -> np.
     return np.where(inside, np.maximum(top, box.top), top)
 
 
+def _under_tool(
+    stack: Sequence[StackBox],
+    heightmap: HeightMap | None,
+    pallet: PalletGeometry,
+    params: BeamParams,
+    tool: GripperGeometry,
+    L: float,
+    W: float,
+    yaw_deg: float,
+    x0: np.ndarray,
+    y0: np.ndarray,
+    lid: np.ndarray,
+) -> np.ndarray:
+    """Per candidate (corner x0, y0, new lid height): whether a box or map cell under the
+    tool body stands above the lid by more than level_tol (boxes) or map_tol (the map)."""
+    quarter = round(yaw_deg / 90.0) % 2
+    ex, ey = (W, L) if quarter else (L, W)
+    tx, ty = tool_half_extents(L, W, quarter, tool)
+    cx, cy = x0 + ex / 2, y0 + ey / 2
+    tx0, tx1, ty0, ty1 = cx - tx, cx + tx, cy - ty, cy + ty
+    struck = np.zeros(len(x0), dtype=bool)
+    if stack:
+        r = np.array([b.rect for b in stack])
+        top = np.array([b.top for b in stack])
+        ox = np.minimum(tx1[:, None], r[:, 1]) - np.maximum(tx0[:, None], r[:, 0])
+        oy = np.minimum(ty1[:, None], r[:, 3]) - np.maximum(ty0[:, None], r[:, 2])
+        under = (ox > 1e-6) & (oy > 1e-6)
+        struck |= (under & (top > lid[:, None] + params.level_tol)).any(axis=1)
+    if heightmap is not None:
+        struck |= map_max_under(heightmap, tx0, tx1, ty0, ty1, pallet) > lid + params.map_tol
+    return struck
+
+
 def expand(
     stack: Sequence[StackBox],
     spec: PackageSpec,
@@ -84,6 +118,7 @@ def expand(
     pallet: PalletGeometry,
     heightmap: HeightMap | None = None,
     rejects: dict[str, int] | None = None,
+    tool: GripperGeometry | None = None,
 ) -> list[Move]:
     """Up to candidates_per_node valid moves of `spec` on `stack`, best first.
 
@@ -91,7 +126,9 @@ def expand(
     from the rims and every placed box, on each axis; each rests on the highest box
     under it. Rejected: above the height cap, a height-map cell higher than the base by more than
     map_tol (something unrecorded is there), a same-layer neighbour closer than the clearance on
-    both axes, interface support below the minimum, and any whole-stack validation failure.
+    both axes, interface support below the minimum, and any whole-stack validation failure;
+    with `tool`, a box (level_tol) or map cell (map_tol) under the tool body's reach beyond the
+    carton standing above the new lid (core.planning.tool).
     """
     L, W, H = spec.dims_m
     hx, hy = pallet.size_xy[0] / 2.0, pallet.size_xy[1] / 2.0
@@ -152,6 +189,12 @@ def expand(
             crowded = close.any(axis=1)
             rej['clearance'] = rej.get('clearance', 0) + int(np.count_nonzero(ok & crowded))
             ok &= ~crowded
+        if tool is not None:
+            struck = _under_tool(
+                stack, heightmap, pallet, params, tool, L, W, yaw_deg, x0, y0, z + H
+            )
+            rej['tool'] = rej.get('tool', 0) + int(np.count_nonzero(ok & struck))
+            ok &= ~struck
             on_top = np.abs(btop - z[:, None]) <= params.level_tol
             support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
         else:
@@ -251,8 +294,10 @@ class BeamPlanner:
         pallet: PalletGeometry | None = None,
         reach: ReachOracle | None = None,
         tcp_above_lid: float = 0.0035,
+        tool: GripperGeometry | None = None,
     ):
         self.params = params or BeamParams()
+        self.tool = tool
         self.pallet = pallet or PalletGeometry()
         # With a reach oracle, first moves whose release pose the arm cannot take (the tool
         # down at the lid, either way round: the grasp may hold the carton turned by pi) are
@@ -297,7 +342,7 @@ class BeamPlanner:
         for nxt in seq[1:]:
             children = []
             for score, boxes, first in beam:
-                for m in expand(boxes, nxt, p, self.pallet, None):
+                for m in expand(boxes, nxt, p, self.pallet, None, tool=self.tool):
                     children.append((score + m.score, [*boxes, m.box], first))
             if not children:
                 break
@@ -329,7 +374,13 @@ class BeamPlanner:
         reach removed (counted as out_of_reach)."""
         rej = rejects if rejects is not None else {}
         moves = expand(
-            base, spec, replace(self.params, candidates_per_node=n), self.pallet, heightmap, rej
+            base,
+            spec,
+            replace(self.params, candidates_per_node=n),
+            self.pallet,
+            heightmap,
+            rej,
+            tool=self.tool,
         )
         if self.reach is None or not moves:
             return moves

@@ -23,6 +23,7 @@ from palletizer.core.planning.beam import BeamPlanner
 from palletizer.core.planning.grid import GridPlanner
 from palletizer.core.planning.heuristic import ScorePlanner
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.tool import GripperGeometry
 
 if TYPE_CHECKING:
     from palletizer.core.config import Config
@@ -46,7 +47,9 @@ def build_planner(
     From `config` (the repository's configs/ when None): the kind's parameters
     (planner.yaml), the arm's measured reach table (reach_ur10e.npz) for the heuristic and beam
     search, and beam search's TCP height above a lid at release (cell.yaml: the gripper's
-    cup_gap plus motion.drop_clearance [m]). The grid baseline has no reach model.
+    cup_gap plus motion.drop_clearance [m]); the heuristic and beam search keep the gripper's
+    body (cell.yaml `gripper`) clear of what stands beyond the carton at release
+    (core.planning.tool). The grid baseline has neither.
     `heuristic`, `beam`, `grid`, `reach` and `pallet` (cell.yaml `pallet`) replace what the
     config gives. `weights_file` (`planner_weights:=`, heuristic only; e.g. scripts/train's
     best_weights.json) replaces the heuristic's 14 weights. Raises ConfigError naming the kind
@@ -66,6 +69,7 @@ def build_planner(
     if k is PlannerKind.grid:
         params = grid or config.planner.grid
         return GridPlanner(params, pallet=pallet)
+    tool = GripperGeometry.from_config(config.cell.gripper)
     if reach is None:
         from palletizer.core.motion.reach import ReachTable
 
@@ -74,7 +78,7 @@ def build_planner(
         h = heuristic or config.planner.heuristic
         if weights_file:
             h = dataclasses.replace(h, weights=read_weights(weights_file))
-        return ScorePlanner(h, reach=reach, pallet=pallet)
+        return ScorePlanner(h, reach=reach, pallet=pallet, tool=tool)
     b = beam or config.planner.beam
     above = config.cell.gripper.cup_gap + config.cell.motion.drop_clearance
-    return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above)
+    return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above, tool=tool)

@@ -47,6 +47,7 @@ from palletizer.core.planning.heuristic_rejects import (
 )
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import stack_from_placements
+from palletizer.core.planning.tool import GripperGeometry
 from palletizer.core.stability import StackBox, validate_stack
 
 __all__ = ['REJECT_REASONS', 'Candidates', 'RejectReason', 'ScorePlanner', 'score_candidates']
@@ -83,7 +84,9 @@ class ScorePlanner:
     examined, and candidates already failing a lower-precedence filter are not asked.
     The last scored candidate set is cached by (spec, map bytes, pallet state, recorded stack):
     a replan that only adds excluded slots walks further down the same ranking.
-    `enumerations` counts full enumerations (for tests and benchmarks).
+    `enumerations` counts full enumerations (for tests and benchmarks). With `tool`, a window
+    where the gripper body would reach over a neighbour above the new lid is a collision
+    (core.planning.tool).
     """
 
     kind = PlannerKind.heuristic
@@ -95,9 +98,11 @@ class ScorePlanner:
         *,
         reach: ReachOracle | None = None,
         pallet: PalletGeometry | None = None,
+        tool: GripperGeometry | None = None,
     ) -> None:
         self.params = params or HeuristicParams()
         self.reach = reach
+        self.tool = tool
         self.pallet = pallet or PalletGeometry()
         self.book = LayerBook(self.pallet)
         self.enumerations = 0
@@ -205,6 +210,7 @@ class ScorePlanner:
             pallet_cog=cog,
             geometry=self.pallet,
             reach=self.reach,
+            tool=self.tool,
         )
 
     def _room_for_reserve(self, heightmap: HeightMap, pallet: PalletState | None) -> bool:

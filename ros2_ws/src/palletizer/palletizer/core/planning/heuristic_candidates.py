@@ -18,6 +18,7 @@ from palletizer.core.params.planning import TERMS, HeuristicParams
 from palletizer.core.planning.heuristic_rejects import NOT_REJECTED, RejectReason
 from palletizer.core.planning.heuristic_windows import Shape, pool, shape_terms
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.tool import GripperGeometry, tool_half_extents
 
 __all__ = [
     'REACH_NOT_ASKED',
@@ -70,13 +71,15 @@ def score_candidates(
     pallet_cog: Sequence[float] = (0.0, 0.0, 0.0),
     geometry: PalletGeometry | None = None,
     reach: ReachOracle | None = None,
+    tool: GripperGeometry | None = None,
 ) -> Candidates:
     """Enumerate, filter and score every window position of every yaw for one carton.
 
     pallet_mass [kg] and pallet_cog (3,) [m, pallet frame] describe the stack for pallet_com.
     reach: when the reachability weight is > 0, every otherwise-valid window asks the oracle
     (filter and term); with weight 0 the filter is left to the caller (reach_state, see
-    Candidates) and the term reads 1.
+    Candidates) and the term reads 1. tool: the gripper whose body must clear what stands
+    beyond the carton at release (core.planning.tool; None: not checked).
     """
     geo = geometry or PalletGeometry()
     h, obs, cell = pool(heightmap, params.cell)
@@ -93,7 +96,7 @@ def score_candidates(
     # The reach oracle is the expensive part. When reachability is scored every valid window
     # needs it; otherwise it is only a filter, asked lazily in rank order by the caller.
     eager_reach = reach is not None and params.weights['reachability'] > 0.0
-    shapes: dict[tuple[int, int], Shape | None] = {}
+    shapes: dict[tuple[int, int, int, int], Shape | None] = {}
     cols: dict[str, list[np.ndarray]] = {
         k: [] for k in ('score', 'zb', 'x', 'y', 'yaw', 'i0', 'j0', 'support', 'terms')
     }
@@ -105,12 +108,21 @@ def score_candidates(
         # Whole cells that contain the box (the reference rounded, which let a 0.352 m box
         # stick 1 mm past the rim and into its neighbours' clearance).
         fx, fy = max(1, math.ceil(ex / cell - 1e-6)), max(1, math.ceil(ey / cell - 1e-6))
-        if (fx, fy) not in shapes:
+        mx = my = 0
+        if tool is not None:
+            tx, ty = tool_half_extents(L, W, quarter, tool)
+            mx = max(0, math.ceil((tx - fx * cell / 2) / cell - 1e-6))
+            my = max(0, math.ceil((ty - fy * cell / 2) / cell - 1e-6))
+        if (fx, fy, mx, my) not in shapes:
             ok = fx <= nx and fy <= ny
-            shapes[(fx, fy)] = (
-                shape_terms(h, obs, cell, fx, fy, H, min(L, W), params, geo.deck_z) if ok else None
+            shapes[(fx, fy, mx, my)] = (
+                shape_terms(
+                    h, obs, cell, fx, fy, H, min(L, W), params, geo.deck_z, tool_margin=(mx, my)
+                )
+                if ok
+                else None
             )
-        sh = shapes[(fx, fy)]
+        sh = shapes[(fx, fy, mx, my)]
         if sh is None:
             continue
         yaw = math.radians(yaw_deg)

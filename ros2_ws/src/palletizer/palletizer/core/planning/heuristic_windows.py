@@ -139,9 +139,13 @@ def shape_terms(
     short_side: float,
     p: HeuristicParams,
     deck_z: float,
+    tool_margin: tuple[int, int] = (0, 0),
 ) -> Shape:
     """The window quantities of an fx x fy footprint on the map h (heights [m above deck])
-    with observed mask obs at cell [m]; height [m] and short_side [m] are the carton's."""
+    with observed mask obs at cell [m]; height [m] and short_side [m] are the carton's.
+    tool_margin: the cells (x, y) the tool body reaches past the window on each side
+    (core.planning.tool); a cell there above the new lid by more than support_tol is a
+    collision too."""
     ny, nx = h.shape
     tol = p.support_tol
     n = fx * fy
@@ -153,6 +157,10 @@ def shape_terms(
     # Ring of the clearance band: the map padded with -inf (off-map is empty, the rim is fine).
     hp = np.pad(h, nc, constant_values=-np.inf)
     collision = _sliding_max(hp, fy + 2 * nc, fx + 2 * nc) > zb + tol
+    mx, my = tool_margin
+    if mx > 0 or my > 0:
+        ht = np.pad(h, ((my, my), (mx, mx)), constant_values=-np.inf)
+        collision |= _sliding_max(ht, fy + 2 * my, fx + 2 * mx) > zb + height + tol
     unobs_p = np.pad(~obs, nc, constant_values=False)
     unobserved = _window_sum(unobs_p, fy + 2 * nc, fx + 2 * nc) > 0.5
 
