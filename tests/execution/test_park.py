@@ -165,3 +165,14 @@ def test_hover_waits_above_the_station_with_yaw_0_and_is_refused_while_holding()
     goals = len(arm.goals)
     held = seq.hover(None, pose)
     assert not held.ok and 'carton is held' in held.message and len(arm.goals) == goals
+
+
+def test_a_truck_pick_rises_past_the_tie_band_and_a_station_pick_does_not():
+    from palletizer.core.config import load_config
+    from palletizer.execution import pick_rise
+
+    cfg = load_config()
+    t = cfg.cell.truck
+    assert pick_rise(cfg, 'truck') == pytest.approx(t.tie_band + t.lift_clearance)
+    assert t.lift_clearance > 0.0
+    assert pick_rise(cfg, 'table') == pick_rise(cfg, 'conveyor') == 0.0

@@ -597,3 +597,22 @@ def test_a_pick_refused_for_a_collision_is_tried_with_the_tool_turned_a_half_tur
     both = CollisionWorld(HeightField(np.zeros((80, 120))), (PICK_TABLE, PEDESTAL, post, post2))
     res = PLANNER.plan_pick(np.array(HOME_Q), carton, both, grasp=grasp)
     assert not res.ok and res.cause == 'collision' and 'hits post at' in res.message
+
+
+def test_a_pick_with_a_rise_lifts_the_carton_bottom_that_far_above_its_lid():
+    # A truck pick: another column's top may stand up to tie_band above this lid, so the
+    # carton leaves only once its bottom is above that (execution.layout.pick_rise).
+    dims = (0.40, 0.30, 0.30)
+    carton = CartonPose(-0.2, -0.8, 0.58 + 0.15, 0.0, dims)
+    lid = 0.58 + 0.30
+    q = np.array(HOME_Q)
+
+    def lift_bottom(rise: float) -> float:
+        res = PLANNER.plan_pick(q, carton, _world(), rise=rise)
+        assert res.ok, res.message
+        lift = [w for w in res.waypoints if w.name == 'lift']
+        assert len(lift) == 1
+        return lift[0].z - PLANNER.params.cup_gap - dims[2]
+
+    assert lift_bottom(0.0) < lid + 0.05  # the place clearance alone: 180 mm over the lid
+    assert lift_bottom(0.05) == pytest.approx(lid + 0.05)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from palletizer.execution.layout import arm_boxes, ready_pose, static_boxes
+from palletizer.execution.layout import arm_boxes, pick_rise, ready_pose, static_boxes
 from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
 from palletizer.execution.port import SequencerExecutor, motion_outcome, return_request
 from palletizer.execution.sequencer import (
@@ -66,6 +66,7 @@ __all__ = [
     'return_request',
     'static_boxes',
     'arm_boxes',
+    'pick_rise',
     'trajectory_from_msg',
     'trajectory_to_msg',
     'verify_hold',

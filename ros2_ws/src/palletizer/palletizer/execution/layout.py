@@ -9,7 +9,7 @@ from __future__ import annotations
 from palletizer.core.config import Config
 from palletizer.core.motion import AABB
 
-__all__ = ['arm_boxes', 'ready_pose', 'static_boxes']
+__all__ = ['arm_boxes', 'pick_rise', 'ready_pose', 'static_boxes']
 
 
 def ready_pose(config: Config, source: str) -> tuple[float, float, float, float] | None:
@@ -51,6 +51,17 @@ def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox, oy + sy, 1.30), 'truck_far_wall'))
         boxes.append(AABB((ox - wall, oy - wall, 0.0), (ox + sx, oy, 1.30), 'truck_bulkhead'))
     return tuple(boxes)
+
+
+def pick_rise(config: Config, source: str) -> float:
+    """How far above its own lid [m] a picked carton's bottom must rise before it moves
+    across: in the trailer another pending top may stand up to tie_band above the presented
+    one (the tie rule the source and the detector share), plus truck.lift_clearance; a table
+    or conveyor station holds nothing else (0)."""
+    if source != 'truck':
+        return 0.0
+    t = config.cell.truck
+    return t.tie_band + t.lift_clearance
 
 
 def arm_boxes(config: Config, source: str) -> tuple[AABB, ...]:

@@ -190,7 +190,8 @@ class PickPlaceSequencer:
     tare is the wrench at the still seal pose just before the vacuum goes on; the hold after
     the lift and the release after the retract are judged against it. With use_wrench False
     (a fast-forward cell, whose arm jumps without physics, so its wrench is not a static
-    reading) the gripper's vacuum sensor judges instead.
+    reading) the gripper's vacuum sensor judges instead. pick_rise [m]: how far above its lid
+    a picked carton's bottom rises before it moves across (execution.layout.pick_rise).
     """
 
     def __init__(
@@ -201,8 +202,10 @@ class PickPlaceSequencer:
         verify: VerifyParams | None = None,
         use_wrench: bool = True,
         arm_boxes: tuple[AABB, ...] = (),
+        pick_rise: float = 0.0,
     ) -> None:
         self.arm = arm
+        self.pick_rise = pick_rise
         self.motion = planner or MotionPlanner()
         self.static_boxes = static_boxes
         self.arm_boxes = arm_boxes
@@ -251,7 +254,7 @@ class PickPlaceSequencer:
         x, y, z = observation.position
         try:
             carton = CartonPose(x, y, z, observation.yaw, observation.dims_guess)
-            plan = self.motion.plan_pick(q, carton, self.world(heightmap))
+            plan = self.motion.plan_pick(q, carton, self.world(heightmap), rise=self.pick_rise)
         except MotionError as exc:
             return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
         if not plan.ok:

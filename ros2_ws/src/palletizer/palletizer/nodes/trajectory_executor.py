@@ -37,7 +37,7 @@ from palletizer.execution import (
     exec_result_to_msg,
     trajectory_to_msg,
 )
-from palletizer.execution.layout import arm_boxes, ready_pose, static_boxes
+from palletizer.execution.layout import arm_boxes, pick_rise, ready_pose, static_boxes
 from palletizer.execution.maps import CurrentMap
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
@@ -167,6 +167,7 @@ class TrajectoryExecutorNode(Node):
             planner=MotionPlanner(params=MotionParams.from_config(cell)),
             static_boxes=static_boxes(cfg, cfg.level(level).source),
             arm_boxes=arm_boxes(cfg, cfg.level(level).source),
+            pick_rise=pick_rise(cfg, cfg.level(level).source),
             verify=verify,
             use_wrench=self.speed > 0,
         )

@@ -26,6 +26,7 @@ from palletizer.execution import (
     SequencerExecutor,
     VerifyParams,
     arm_boxes,
+    pick_rise,
     ready_pose,
     static_boxes,
 )
@@ -262,6 +263,7 @@ def run_inprocess(
             planner=MotionPlanner(params=MotionParams.from_config(cfg.cell)),
             static_boxes=static_boxes(cfg, lv.source),
             arm_boxes=arm_boxes(cfg, lv.source),
+            pick_rise=pick_rise(cfg, lv.source),
             verify=VerifyParams(noise_force_n=cfg.cell.wrench.noise_force_n),
             use_wrench=False,
         )

@@ -128,6 +128,7 @@ _CELL = {
         'tie_band': _Opt(_num(0.0, 0.5), 0.030),
         'tie_point': _Opt(_vec(2), (0.60, -0.72)),
         'tie_clear': _Opt(_num(0.0, 0.1), 0.0),
+        'lift_clearance': _Opt(_num(0.0, 0.5), 0.0),
     },
     'cameras': _map_of(_record(_CAMERA)),
     'physics': {

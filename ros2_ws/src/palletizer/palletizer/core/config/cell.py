@@ -193,6 +193,7 @@ class TruckConfig:
     tie_band: float
     tie_point: Vec2
     tie_clear: float
+    lift_clearance: float = 0.0
 
 
 @dataclass(frozen=True)

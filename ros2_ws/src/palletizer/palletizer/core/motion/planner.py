@@ -149,9 +149,12 @@ class MotionPlanner:
         world: CollisionWorld | None = None,
         mass: float | None = None,
         grasp: Grasp | None = None,
+        rise: float = 0.0,
     ) -> MotionResult:
         """Rise, cross at transit height, descend onto the lid (+ cup gap); then the lift.
         A pick refused for a collision is tried once more with the tool turned by a half turn.
+        rise [m]: the lift takes the carton's bottom at least this far above its lid as it
+        stood, before any move across (the source's other cartons may stand that high).
 
         The cup block is `grasp` when given, else the cup-block rule (docs/cell.md §3.10) on the
         carton's dims (and mass when known); its off-centre offset is cancelled in the commanded
@@ -172,14 +175,14 @@ class MotionPlanner:
                 f'{grasp.capacity:.1f} N vs required {grasp.required}',
             )
         yaw = self._choose_yaw(q0, self._tcp(q0)[3], carton.yaw, carton.x, carton.y)
-        first = self._pick_at_yaw(q0, carton, world, grasp, yaw)
+        first = self._pick_at_yaw(q0, carton, world, grasp, yaw, rise)
         if first.cause != COLLISION:
             return first
         # The box is the same a half turn round, the tool and the arm are not: a pick whose
         # tool or arm strikes a wall or a table (a truck column against the bulkhead, the
         # auxiliary table beside a low column) is tried once more with the tool turned by pi.
         other = yaw - math.copysign(math.pi, yaw - self._tcp(q0)[3])
-        second = self._pick_at_yaw(q0, carton, world, grasp, other)
+        second = self._pick_at_yaw(q0, carton, world, grasp, other, rise)
         return second if second.ok else first
 
     def _pick_at_yaw(
@@ -189,6 +192,7 @@ class MotionPlanner:
         world: CollisionWorld | None,
         grasp: Grasp,
         yaw: float,
+        rise: float = 0.0,
     ) -> MotionResult:
         """plan_pick with the tool at `yaw` [rad]."""
         p = self.params
@@ -200,7 +204,7 @@ class MotionPlanner:
         hf_top = self._stack_top(world)
         safe_z = max(p.transit_height, seal_z + p.place_clearance, hf_top + p.stack_clearance)
         load = CarriedLoad((L, W, H), grasp.offset)
-        lift_z = max(safe_z, hf_top + H + p.cup_gap + p.stack_clearance)
+        lift_z = max(safe_z, hf_top + H + p.cup_gap + p.stack_clearance, seal_z + H + rise)
         for fit in (False, True):
             approach = self._over_and_down(
                 q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal', fit=fit
