@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 from dataclasses import dataclass
 
 import mujoco
@@ -26,6 +27,7 @@ from palletizer.sim.sources import (
     table_params,
     truck_params,
 )
+from palletizer.sim.sources.truck import _as_placed, _edge_clearance, _slots, _try_plan
 
 
 class _World:
@@ -260,6 +262,35 @@ def test_a_load_no_draw_stands_in_footprint_order_lets_a_carton_wait_for_the_oth
         i for i, d in enumerate(dims) if d[:2] == pytest.approx((0.533, 0.165), abs=1e-3)
     )
     assert by_index[waited].tier > 0
+
+
+def test_a_load_with_two_band_lids_equally_near_the_robot_is_drawn_again():
+    # Level 33 seed 6, draw 1: after two cartons, two lids in the tie band stood 1.8 mm apart
+    # in distance to the robot; the camera calls under 5 mm a draw (no_detection). The load
+    # is read where the loader's disorder leaves it.
+    p = truck_params(load_config().cell)
+    draws = draw_load(33, 6)
+    dims = [d.dims for d in draws]
+    plan = plan_truck_load(dims, 6, True, p)
+    assert plan.attempt == 2
+    _check_truck_plan(plan, draws, p)
+    staged = [
+        (
+            s.index,
+            s.column,
+            s.tier,
+            s.centre[0],
+            s.centre[1],
+            s.centre[2] - dims[s.index][2] / 2 - p.drop * (s.tier + 1),
+            False,
+        )
+        for s in plan.slots
+    ]
+    assert _edge_clearance(staged, dims, p) >= p.tie_clear
+    rng = random.Random(6 * 1_000_003 + 1)
+    first = _try_plan(dims, rng, p, True, 1)
+    assert first is not None
+    assert _edge_clearance(_as_placed(first, _slots(first, dims, rng, p, True)), dims, p) < 0.002
 
 
 def _check_truck_plan(plan, draws, p: TruckParams) -> None:

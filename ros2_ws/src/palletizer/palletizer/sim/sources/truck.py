@@ -280,11 +280,14 @@ def _edge_clearance(
     dims: Sequence[tuple[float, float, float]],
     p: TruckParams,
 ) -> float:
-    """The smallest distance [m] from the tie band's edge (highest top minus tie_band) of a
-    pending top whose side of the edge decides which carton comes next, over the steps of the
-    load's unloading: the source's order (TruckSource._ranked) run on the planned tops. A top
-    decides when it would win the tie in it and not be in it otherwise: nearer tie_point than
-    every other top in the band."""
+    """How clearly a camera reads the load's unloading order [m]: over the steps of its
+    unloading (the source's order, TruckSource._ranked, run on the planned tops), the smallest
+    of the distance from the tie band's edge (highest top minus tie_band) of a pending top
+    whose side of the edge decides which carton comes next, and of the difference between the
+    distances to tie_point of the two nearest lids in the band. A top decides when it would
+    win the tie in it and not be in it otherwise: nearer tie_point than every other top in the
+    band. Two band lids almost equally near tie_point leave the choice to a millimetre the
+    camera cannot see (level 33 seed 6: 1.8 mm, the detector calls under 5 mm a draw)."""
     top = {i: z0 + dims[i][2] for i, _c, _t, _x, _y, z0, _tu in placed}
     xy = {i: (x, y) for i, _c, _t, x, y, _z, _tu in placed}
     tx, ty = p.tie_point
@@ -298,6 +301,9 @@ def _edge_clearance(
         highest = max(rest, key=lambda i: top[i])
         edge = top[highest] - p.tie_band
         tied = [i for i in rest if top[i] >= edge]
+        near = sorted(key(i)[0] for i in tied)
+        if len(near) > 1:
+            clear = min(clear, near[1] - near[0])
         for i in rest:
             if i == highest:
                 continue
@@ -306,6 +312,45 @@ def _edge_clearance(
                 clear = min(clear, abs(top[i] - edge))
         rest.remove(min(tied, key=key))
     return clear
+
+
+def _slots(
+    placed: Sequence[tuple[int, int, int, float, float, float, bool]],
+    dims: Sequence[tuple[float, float, float]],
+    rng: random.Random,
+    p: TruckParams,
+    loader_jitter: bool,
+) -> list[TruckSlot]:
+    """The planned cartons as staged: each off by the loader's disorder when `loader_jitter`
+    (drawn from `rng` in index order), dropped `drop` per tier above its support."""
+    slots = []
+    for i, col, tier, x, y, z0, turned in sorted(placed):
+        yaw = math.pi / 2 if turned else 0.0
+        if loader_jitter:
+            x += rng.uniform(-p.loader_pos, p.loader_pos)
+            y += rng.uniform(-p.loader_pos, p.loader_pos)
+            yaw += rng.uniform(-p.loader_yaw, p.loader_yaw)
+        z = z0 + dims[i][2] / 2 + p.drop * (tier + 1)
+        slots.append(TruckSlot(index=i, column=col, tier=tier, centre=(x, y, z), yaw=yaw))
+    return slots
+
+
+def _as_placed(
+    placed: Sequence[tuple[int, int, int, float, float, float, bool]],
+    slots: Sequence[TruckSlot],
+) -> list[tuple[int, int, int, float, float, float, bool]]:
+    """`placed` (by index) with each carton's x, y where its staged slot stands."""
+    return [
+        (i, c, t, s.centre[0], s.centre[1], z0, turned)
+        for (i, c, t, _x, _y, z0, turned), s in zip(sorted(placed), slots, strict=True)
+    ]
+
+
+def _copy(rng: random.Random) -> random.Random:
+    """A generator that draws what `rng` would draw next, leaving `rng` as it is."""
+    twin = random.Random()
+    twin.setstate(rng.getstate())
+    return twin
 
 
 def plan_truck_load(
@@ -322,8 +367,10 @@ def plan_truck_load(
     with at least min_support under the carton and under the ceiling; re-draw up to
     max_redraws times (docs/cell.md §3.6), then as many times again for each other column count
     within 2. A load whose unloading order a camera could not read (a top within tie_clear of
-    the tie band's edge at some step, see _edge_clearance) is drawn again too; when no draw
-    is readable, the standing draw with the widest clearance is taken. Python's
+    the tie band's edge at some step, or two band lids within tie_clear of equally near
+    tie_point, see _edge_clearance) is drawn again too. Failing all of those, the draws are
+    made again letting a carton that finds no place wait for the others; when no draw is
+    readable, the standing draw with the widest clearance is taken. Python's
     Random(seed), then Random(seed * 1000003 + attempt) for re-draws (docs/levels.md §2.2).
     With `loader_jitter` each carton is off by up to
     +-loader_pos and +-loader_yaw, reserved for in every footprint.
@@ -344,36 +391,34 @@ def plan_truck_load(
     ]
     # The first draw that stands and whose unloading a camera can read; failing that, the
     # standing draw that comes nearest to it (some random loads have no readable draw). Loads
-    # no draw stands in footprint order are drawn again letting a carton that finds no place
-    # wait for the others (L33 seeds 45 and 46: a small lid needs a column a later carton
-    # opens); the loads that stood before are unchanged.
+    # no draw stands readably in footprint order are drawn again letting a carton that finds
+    # no place wait for the others (L33 seed 45: a small lid needs a column a later carton
+    # opens); the loads that stood readably before are unchanged.
     best: tuple[float, int, Any] | None = None
     last = draws[-1][0]
     passes = [(False, draws), (True, [(last + 1 + a, cols) for a, cols in draws])]
     for defer, these in passes:
-        if best is not None:
+        if best is not None and best[0] >= p.tie_clear:
             break
         for attempt, cols in these:
             rng = random.Random(seed if attempt == 0 else seed * 1_000_003 + attempt)
             placed = _try_plan(dims, rng, p, loader_jitter, attempt, cols, defer)
             if placed is None:
                 continue
-            clear = _edge_clearance(placed, dims, p) if p.tie_clear > 0.0 else math.inf
+            # The loader's disorder comes next from the same generator: the camera reads the
+            # lids where they stand, so the clearance is measured on the disordered slots.
+            slots = _slots(placed, dims, _copy(rng), p, loader_jitter)
+            clear = (
+                _edge_clearance(_as_placed(placed, slots), dims, p)
+                if p.tie_clear > 0.0
+                else math.inf
+            )
             if best is None or clear > best[0] + 1e-6:  # clearer by more than rounding
-                best = (clear, attempt, (placed, rng))
+                best = (clear, attempt, slots)
             if clear >= p.tie_clear:
                 break
     if best is not None:
-        _, attempt, (placed, rng) = best
-        slots = []
-        for i, col, tier, x, y, z0, turned in sorted(placed):
-            yaw = math.pi / 2 if turned else 0.0
-            if loader_jitter:
-                x += rng.uniform(-p.loader_pos, p.loader_pos)
-                y += rng.uniform(-p.loader_pos, p.loader_pos)
-                yaw += rng.uniform(-p.loader_yaw, p.loader_yaw)
-            z = z0 + dims[i][2] / 2 + p.drop * (tier + 1)
-            slots.append(TruckSlot(index=i, column=col, tier=tier, centre=(x, y, z), yaw=yaw))
+        _, attempt, slots = best
         return TruckPlan(
             slots=tuple(slots), columns=1 + max(s.column for s in slots), attempt=attempt
         )
