@@ -616,3 +616,22 @@ def test_a_pick_with_a_rise_lifts_the_carton_bottom_that_far_above_its_lid():
 
     assert lift_bottom(0.0) < lid + 0.05  # the place clearance alone: 180 mm over the lid
     assert lift_bottom(0.05) == pytest.approx(lid + 0.05)
+
+
+def test_the_arm_margin_passes_a_low_truck_pick_beside_the_auxiliary_table():
+    """Level 33 seed 15's pick beside the auxiliary table: the capsules keep 14.8 mm from it,
+    refused at the former 15 mm margin; the margin still refuses what comes 2 mm closer."""
+    from palletizer.core.config import load_config
+    from palletizer.core.motion.kinematics import arm_box_hits
+    from palletizer.execution.layout import arm_boxes
+
+    aux = next(b for b in arm_boxes(load_config(), 'truck') if b.name == 'auxiliary_table')
+    lo, hi = np.array([aux.lo]), np.array([aux.hi])
+    q = PLANNER.kin.ik_nearest(tool_down(-0.333, -0.593, 0.376, 0.013), np.array(HOME_Q))
+    assert q is not None
+    margin = MotionParams().arm_margin
+    Tbw = PLANNER.kin.T_world_base
+    assert arm_box_hits(q[None], Tbw, lo, hi, margin)[0] == -1
+    assert arm_box_hits(q[None], Tbw, lo, hi, 0.015)[0] == 0
+    grow = 0.0148 - margin + 0.002  # the table 2 mm nearer than the margin allows
+    assert arm_box_hits(q[None], Tbw, lo - grow, hi + grow, margin)[0] == 0
