@@ -7,6 +7,7 @@ their own tests (test_heuristic_rejects.py).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -575,6 +576,25 @@ def test_reserve_takes_the_best_slot_that_leaves_room_for_the_largest_carton():
     assert room_after(32) == (True, True)
 
 
+def test_a_carton_of_the_reserves_size_takes_the_room_kept_for_it():
+    # A 0.60 x 0.52 m corner of free deck (room for one reserve box), everything else a flat
+    # plateau 1.10 m high: an 0.18 m carton may stack there, the 0.26 m reserve box may not.
+    cells = np.full((80, 120), 1.10)
+    cells[:52, :60] = 0.0
+    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
+    big = PackageSpec('big', 'random', (0.52, 0.334, 0.18), 7.5)  # level 33 seed 37's
+    planner = ScorePlanner(HeuristicParams(support_tol=0.006, reserve_tries=20000))
+    assert planner._reserve_sized(big) and not planner._reserve_sized(SMALL)
+    # It is the carton the room is kept for: it takes the floor, not the plateau.
+    plan = planner.choose(big, hm, None).plan
+    assert plan is not None and plan.position[2] < planner.pallet.deck_z + 0.1
+    # A smaller one keeps the room and stacks (its lowness loses to the room).
+    small = PackageSpec('mid', 'random', (0.45, 0.30, 0.18), 4.0)
+    assert not planner._reserve_sized(small)
+    plan = planner.choose(small, hm, None).plan
+    assert plan is not None and plan.position[2] > planner.pallet.deck_z + 1.10
+
+
 def test_the_reserve_rooms_left_by_a_slot_agree_with_the_map_stamped_with_it():
     from palletizer.core.planning.heuristic import _stamped
 
@@ -603,3 +623,40 @@ def test_reserve_settings_are_checked():
         HeuristicParams(reserve=(0.5, 0.3))
     with pytest.raises(PalletizerError, match='reserve_tries'):
         HeuristicParams(reserve_tries=-1)
+
+
+def test_despeckle_lowers_lone_spikes_and_keeps_cartons():
+    from palletizer.core.planning.heuristic_windows import despeckle
+
+    h = np.zeros((80, 120))
+    h[30:50, 40:79] = 0.24  # a carton's lid, 39 x 20 cells
+    h[60, 100] = 0.006  # a deck reading 6 mm high
+    h[10, 5] = 0.30  # a lone cell far above the cap
+    out = despeckle(h, 0.006)
+    assert out[60, 100] == 0.0  # the spike is gone
+    assert out[10, 5] == pytest.approx(0.294)  # lowered by the cap only
+    np.testing.assert_array_equal(out[30:50, 40:79], 0.24)  # the lid, corners included
+    assert np.all(out <= h)  # it never raises a cell
+    assert despeckle(h, 0.0) is h
+
+
+def test_a_deck_spike_no_longer_hides_a_floor_slot_for_a_large_carton():
+    # Level 33 seed 24 (cameras): one cell of a deck reading mostly 0 (0-3 mm elsewhere) read
+    # 6 mm; every window of a 0.55 x 0.36 m box over it took that as its base and lost the
+    # cells at 0.
+    rng = np.random.default_rng(3)
+    cells = np.where(rng.random((80, 120)) < 0.5, 0.0, rng.uniform(0.0, 0.003, (80, 120)))
+    cells[0:80:9, 0:120:11] = 0.0065  # a sparse lattice of spikes: one in every window
+    spec = PackageSpec('big', 'random', (0.55, 0.36, 0.26), 6.0)
+    params = _params(support_tol=0.006, min_support_ratio=0.6)
+    plain = score_candidates(spec, _map(cells), params)
+    assert len(plain.score) == 0 and plain.reject_summary['min_support_ratio'] > 0
+    cleaned = score_candidates(spec, _map(cells), dataclasses.replace(params, despeckle=0.006))
+    assert len(cleaned.score) > 0 and np.all(cleaned.support == 1.0)
+
+
+def test_despeckle_is_checked():
+    from palletizer.core.errors import PalletizerError
+
+    with pytest.raises(PalletizerError, match='despeckle'):
+        HeuristicParams(despeckle=-0.001)

@@ -207,8 +207,9 @@ _PLANNER = {
         'allow_unobserved': _bool,
         'stack_check': _bool,
         'reserve': _list_of(_num(0.001, 2.0), 3),
-        'reserve_tries': _num(0, 1000, integer=True),
+        'reserve_tries': _num(0, 100000, integer=True),
         'exclude_radius': _Opt(_num(0, 100, integer=True), 0),
+        'despeckle': _Opt(_num(0.0, 0.05), 0.0),
         'weights': {t: _WEIGHT for t in HEURISTIC_TERMS},
     },
     'beam': {

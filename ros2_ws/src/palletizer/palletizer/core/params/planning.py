@@ -223,6 +223,8 @@ class HeuristicParams:
     is taken, looked for among the first reserve_tries (0: off), so a large carton arriving
     late finds room. exclude_radius: a slot excluded by a replan (the executor refused its
     move) excludes the slots of its layer whose windows lie within this many cells of it.
+    despeckle: lone map cells above all their neighbours are lowered by up to this much [m]
+    before planning (heuristic_windows.despeckle; 0: off).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -246,6 +248,7 @@ class HeuristicParams:
     reserve: tuple[float, float, float] = (0.55, 0.36, 0.26)
     reserve_tries: int = 0
     exclude_radius: int = 0
+    despeckle: float = 0.0
 
     def __post_init__(self) -> None:
         w = 'HeuristicParams'
@@ -259,6 +262,7 @@ class HeuristicParams:
             ('drop_clearance', 0.0),
             ('approach_height', 0.0),
             ('reach_probe', 0.0),
+            ('despeckle', 0.0),
         ):
             object.__setattr__(self, key, _number(w, key, getattr(self, key), lo))
         for key in ('cell', 'levelness_scale', 'max_stack_height', 'lowness_scale', 'tie_eps'):

@@ -16,7 +16,7 @@ import numpy as np
 from palletizer.core.contracts import HeightMap, PackageSpec, PalletGeometry
 from palletizer.core.params.planning import TERMS, HeuristicParams
 from palletizer.core.planning.heuristic_rejects import NOT_REJECTED, RejectReason
-from palletizer.core.planning.heuristic_windows import Shape, pool, shape_terms
+from palletizer.core.planning.heuristic_windows import Shape, despeckle, pool, shape_terms
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.tool import GripperGeometry, tool_half_extents
 
@@ -83,6 +83,7 @@ def score_candidates(
     """
     geo = geometry or PalletGeometry()
     h, obs, cell = pool(heightmap, params.cell)
+    h = despeckle(h, params.despeckle)
     ny, nx = h.shape
     ox, oy = heightmap.origin
     L, W, H = spec.dims_m
