@@ -280,3 +280,54 @@ def test_an_empty_detection_is_tried_again_then_ends_with_no_detection():
     assert result.failure is FailureCause.no_detection and t_blind.calls == 3
     fail = [e for e in t_blind.events if e[1] == 'fail'][0]
     assert 'in 3 tries' in fail[3]['reason']
+
+
+class _TurnedLids(World):
+    """The camera sees every lid a half turn from the body's frame: the weighed CoG offset is
+    in the observed frame, the referee's yaw and true offset in the body's."""
+
+    OFF = (0.08, 0.0, 0.0)
+
+    def weigh(self, observation):
+        return PackageSpec(observation.package_id, 'std_m', self.dims, 4.2, self.OFF)
+
+    def place(self, plan, spec, heightmap):
+        out = super().place(plan, spec, heightmap)
+        x, y, z, yaw = self.poses[spec.package_id]
+        self.poses[spec.package_id] = (x, y, z, yaw + math.pi)  # the body's frame
+        return out
+
+
+class _TruthReferee(_Referee):
+    def cog_offsets(self, ids):
+        return {i: (-0.08, 0.0, 0.0) for i in ids}  # the same point, in the body's frame
+
+
+def test_the_reported_margin_takes_the_true_cog_in_the_frame_of_the_measured_yaw():
+    def run(referee_cls):
+        w = _TurnedLids(n=1)
+        r = run_episode(
+            level=11,
+            seed=1,
+            task='table',
+            cell=w,
+            perception=w,
+            gauge=w,
+            planner=ScorePlanner(),
+            executor=w,
+            referee=referee_cls(w),
+            sink=w,
+            oracle=True,
+            git_sha='abc',
+        )
+        assert r.n_placed == 1
+        return w
+
+    truth, weighed = run(_TruthReferee), run(_Referee)
+    # Where the weight is: the centre plus the weighed offset turned by the planned yaw (the
+    # frame it was weighed in). The referee's body frame is a half turn from that frame.
+    x, y, _, yaw = truth.placements[-1].planned_pose
+    where = (x + 0.08 * math.cos(yaw), y + 0.08 * math.sin(yaw))
+    assert truth.states[-1].cog[:2] == pytest.approx(where, abs=1e-9)
+    # The weighed offset turned by the body's yaw puts it on the other side of the centre.
+    assert math.dist(weighed.states[-1].cog[:2], where) == pytest.approx(0.16, abs=1e-9)

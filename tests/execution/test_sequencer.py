@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PlacementPlan
-from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory
+from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory, yaw_of
+from palletizer.core.motion.path import wrap_pi
 from palletizer.execution import (
     ExecResult,
     FollowResult,
@@ -150,6 +154,25 @@ def test_place_releases_and_verifies_against_the_pre_pick_tare():
     assert arm.io == [True, False] and len(arm.goals) == 4
     assert _changes(seen) == ['cross', 'descend', 'release', 'retract']
     assert seq.grasp is None and seq.tare is None
+
+
+@pytest.mark.parametrize('obs_yaw', [0.0, 1.2, -2.5, 3.0])
+@pytest.mark.parametrize('plan_yaw', [0.0, math.pi / 2, math.pi, -math.pi / 2])
+def test_the_carton_frame_ends_at_the_planned_yaw_not_a_half_turn_off(obs_yaw, plan_yaw):
+    """The weighed CoG is in the observed frame: the place turns the tool so that frame lands
+    at the plan's yaw (a planner turns an off-centre CoG by a half turn on purpose)."""
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    obs = dataclasses.replace(_obs(), yaw=obs_yaw)
+    assert seq.pick(obs).ok
+    kin = seq.motion.kin
+    frame_in_tool = obs_yaw - float(yaw_of(kin.fk(arm.q)))
+    plan, spec, hm = _place_args()
+    plan = dataclasses.replace(plan, yaw=plan_yaw)
+    assert seq.place(plan, spec, hm).ok
+    frame = float(yaw_of(kin.fk(arm.goals[-2].q[-1]))) + frame_in_tool
+    assert abs(wrap_pi(frame - plan_yaw)) < 1e-3, (frame, plan_yaw)
+    assert seq.held_turn is None  # released
 
 
 def test_the_placed_carton_is_an_obstacle_until_the_next_height_map():

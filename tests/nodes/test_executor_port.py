@@ -132,3 +132,13 @@ def test_a_carton_missing_from_the_ground_truth_names_those_there_are():
     ):
         referee.poses(['box_1'])
     assert isinstance(UnknownKey('x'), (PalletizerError, KeyError)) and str(UnknownKey('x')) == 'x'
+
+
+def test_the_referee_gives_each_cartons_true_cog_offset_and_names_a_missing_one():
+    truth = GroundTruth.Response(
+        cartons=[CartonTruth(package_id='box_2', cog_offset_m=[0.03, -0.01, 0.002])]
+    )
+    referee = RosReferee(_Node(), _Calls(truth, truth))  # type: ignore[arg-type]
+    assert referee.cog_offsets(['box_2']) == {'box_2': pytest.approx((0.03, -0.01, 0.002))}
+    with pytest.raises(UnknownKey, match=r"'box_1' is not in the ground truth; it has box_2"):
+        referee.cog_offsets(['box_1'])

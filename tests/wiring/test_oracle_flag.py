@@ -72,3 +72,20 @@ def test_graph_flag_is_computed_from_the_modes_the_nodes_report(map_mode, detect
 def test_graph_flag_is_set_when_a_mode_could_not_be_read():
     assert graph_oracle_flag('?', 'cameras', 'wrench', False) is True
     assert graph_oracle_flag('cameras', 'cameras', '?', False) is True
+
+
+def test_the_referee_reads_true_cogs_from_the_load_and_is_no_oracle():
+    from palletizer.core.errors import UnknownKey
+    from palletizer.core.loads import draw_load
+    from palletizer.wiring.oracles import Referee
+
+    draws = draw_load(33, 1)
+    referee = Referee(None, draws)
+    got = referee.cog_offsets([draws[0].package_id, draws[-1].package_id])
+    assert got[draws[-1].package_id] == pytest.approx(draws[-1].cog_offset)
+    assert any(abs(v) > 1e-4 for v in got[draws[0].package_id][:2]) or any(
+        abs(v) > 1e-4 for v in draws[-1].cog_offset[:2]
+    )
+    assert referee.oracle is False
+    with pytest.raises(UnknownKey, match=r"'nope' is not in the load; expected one of"):
+        referee.cog_offsets(['nope'])

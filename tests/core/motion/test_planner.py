@@ -378,6 +378,44 @@ def test_many_cycles_with_random_yaws_keep_the_wrist_within_its_range():
         assert abs(q[5]) < 2 * math.pi - 0.3
 
 
+def test_a_held_turn_puts_the_carton_frame_at_the_planned_yaw_over_many_cycles():
+    """The carton frame (the one its weighed CoG is in) ends at the planned yaw, not a half
+    turn off: the place keeps the pick's tool-to-carton turn modulo a full turn. Without it
+    (held_turn None) the tool takes the nearest half turn and half the places flip."""
+    rng = np.random.default_rng(5)
+    q = np.array(HOME_Q)
+    dims = (0.4, 0.3, 0.2)
+    flipped_free = 0
+    for _ in range(12):
+        obs_yaw = rng.uniform(-math.pi, math.pi)
+        pick = PLANNER.plan_pick(q, CartonPose(-0.2, -0.8, 0.68, obs_yaw, dims), _world())
+        assert pick.ok, pick.message
+        tool_at_pick = yaw_of(PLANNER.kin.fk(pick.trajectory.q[-1]))
+        turn = (tool_at_pick - obs_yaw + math.pi) % (2 * math.pi) - math.pi
+        assert min(abs(turn), math.pi - abs(turn)) < 1e-3  # 0 or a half turn
+        target = CartonPose(
+            rng.uniform(0.3, 0.9),
+            rng.uniform(-0.2, 0.2),
+            DECK + 0.1,
+            rng.choice([0.0, math.pi / 2, math.pi, 3 * math.pi / 2]),
+            dims,
+        )
+        free = PLANNER.plan_place(pick.q_end, target, pick.grasp, _world())
+        place = PLANNER.plan_place(pick.q_end, target, pick.grasp, _world(), held_turn=turn)
+        assert place.ok and free.ok, place.message
+        for res, kept in ((place, True), (free, False)):
+            tool = yaw_of(PLANNER.kin.fk(res.trajectory.q[-1]))
+            frame = tool - turn  # the carton frame's yaw as released
+            err = (frame - target.yaw + math.pi) % (2 * math.pi) - math.pi
+            if kept:
+                assert abs(err) < 1e-3, (math.degrees(err), math.degrees(turn))
+            else:
+                flipped_free += abs(err) > 1.0
+        q = place.q_end
+        assert abs(q[5]) < 2 * math.pi - 0.3
+    assert flipped_free > 0  # the symmetric choice does flip some
+
+
 def test_pick_uses_a_given_cup_block_offset():
     from palletizer.core.motion import Grasp
 

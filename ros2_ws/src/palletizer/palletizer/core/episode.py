@@ -142,7 +142,11 @@ class ExecutorPort(Protocol):
 
 
 class RefereePort(Protocol):
-    """Simulator truth for scoring only: world poses (x, y, z, yaw) of the given cartons."""
+    """Simulator truth for scoring only: world poses (x, y, z, yaw) of the given cartons.
+    Optional: `cog_offsets(package_ids) -> Mapping[str, (3,)]`, their true CoG offsets [m] in
+    the body frame whose yaw `poses` gives: the reported stability margin then uses them (the
+    weighed offsets are in the frame the carton was observed in, which may be a half turn from
+    the body's); referees without it report with the weighed offsets."""
 
     def poses(
         self, package_ids: Sequence[str]
@@ -304,9 +308,22 @@ class _Loop:
         )
 
     def stack_state(self, placements: Sequence[Placement], after_seq: int) -> PalletState:
+        """The stack as the player believes it (weighed CoGs in the frame each carton was
+        planned in)."""
         offsets = {a.spec.package_id: a.spec.cog_offset_m for a in self.attempts}
         return pallet_state(
             after_seq, placements, offsets, settle_drift_m=self.max_drift, pallet=self.s.pallet
+        )
+
+    def measured_state(self, after_seq: int) -> PalletState:
+        """The referee's stack: the measured poses with the true CoGs in the body frame those
+        poses' yaws are of (weighed ones where the referee has none)."""
+        offsets = {a.spec.package_id: a.spec.cog_offset_m for a in self.attempts}
+        truth = getattr(self.referee, 'cog_offsets', None)
+        if truth is not None and self.measured:
+            offsets.update(truth([p.package_id for p in self.measured]))
+        return pallet_state(
+            after_seq, self.measured, offsets, settle_drift_m=self.max_drift, pallet=self.s.pallet
         )
 
     # -- photos ------------------------------------------------------------------------------
@@ -519,7 +536,7 @@ class _Loop:
         )
         self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000))
         self.sink.placement(newest)
-        self.sink.pallet_state(self.stack_state(self.measured, newest.seq))
+        self.sink.pallet_state(self.measured_state(newest.seq))
         self.believed.append(self.believe(attempt))
         self.planner.record(self.believed[-1])
         collapsed = [
@@ -692,7 +709,7 @@ class _Loop:
     def result(self, failure: FailureCause | None, aborted: str | None = None) -> EpisodeResult:
         final = self.measured
         n_placed = sum(1 for p in final if p.placed)
-        state = self.stack_state(final, self.seq) if final else None
+        state = self.measured_state(self.seq) if final else None
         breakdown: dict[str, float] = {}
         for b in self.scores:
             for k, v in b.items():

@@ -33,6 +33,7 @@ from palletizer.core.motion import (
     placed_box,
     plan_grasp,
 )
+from palletizer.core.motion.path import wrap_pi
 from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
 from palletizer.execution.wrench import (
     ForceReading,
@@ -214,6 +215,9 @@ class PickPlaceSequencer:
         self.grasp: Grasp | None = None
         self.tare: ForceReading | None = None
         self.held_dims: tuple[float, float, float] | None = None  # carton in the cups [m]
+        # [rad] tool yaw less the carton frame's yaw (the observed one, which its weighed CoG
+        # is in) at the pick: the place keeps it, so the frame ends at the planned yaw.
+        self.held_turn: float | None = None
         self.parked: Parked | None = None  # the photo park the next motion first leaves
         self.park_pose: ParkPose | None = None
         # Cartons placed since the last height map: obstacles for the moves until a new one.
@@ -221,7 +225,7 @@ class PickPlaceSequencer:
 
     def new_episode(self) -> None:
         """The cell was reset: nothing is held, parked or placed since the last height map."""
-        self.grasp, self.tare, self.held_dims = None, None, None
+        self.grasp, self.tare, self.held_dims, self.held_turn = None, None, None, None
         self.parked = None
         self.placed = []
 
@@ -286,6 +290,7 @@ class PickPlaceSequencer:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
         self.grasp, self.tare = plan.grasp, tare
         self.held_dims = observation.dims_guess
+        self.held_turn = wrap_pi(plan.waypoints[-1].yaw - observation.yaw)
         ratio = plan.grasp.capacity_ratio
         return ExecResult(
             Outcome.OK,
@@ -316,7 +321,9 @@ class PickPlaceSequencer:
         try:
             grasp = self.grasp if self.grasp is not None else plan_grasp(L, W, spec.mass_kg)
             target = CartonPose(x, y, z, plan.yaw, spec.dims_m)
-            motion_plan = self.motion.plan_place(q, target, grasp, self.world(heightmap))
+            motion_plan = self.motion.plan_place(
+                q, target, grasp, self.world(heightmap), held_turn=self.held_turn
+            )
         except MotionError as exc:
             return ExecResult(Outcome.IK_UNREACHABLE, str(exc), 'ik_unreachable')
         if not motion_plan.ok:
@@ -344,7 +351,7 @@ class PickPlaceSequencer:
             return _controller('no wrench or vacuum reading around the release', motion)
         if not verdict.ok:
             return ExecResult(Outcome.GRASP_SLIP, verdict.message, 'grasp_slip', motion_s=motion)
-        self.grasp, self.tare, self.held_dims = None, None, None
+        self.grasp, self.tare, self.held_dims, self.held_turn = None, None, None, None
         return ExecResult(Outcome.OK, verdict.message, motion_s=motion)
 
     def park(

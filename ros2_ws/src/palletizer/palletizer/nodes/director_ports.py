@@ -54,6 +54,7 @@ from palletizer.core.contracts import (
     Placement,
     PlacementPlan,
     PlanResult,
+    floats3,
 )
 from palletizer.core.episode import STOP_REASON_ENV, EpisodeAborted, MotionOutcome, Presented
 from palletizer.core.errors import PalletizerError, UnknownKey
@@ -788,7 +789,8 @@ class RosReferee:
             raise EpisodeAborted(f'cell stability trials: {res.error_msg}')
         return dict(json.loads(res.summary_json or '{}'))
 
-    def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
+    def _truth(self, package_ids: Sequence[str]) -> dict[str, Any]:
+        """The ground truth's CartonTruth of each carton; UnknownKey for one it lacks."""
         res = self.calls.service(
             self.truth_c,
             GroundTruth.Request(),
@@ -797,17 +799,25 @@ class RosReferee:
             repeatable=True,
             retry_s=10.0,
         )
-        by_id = {c.package_id: c.pose for c in res.cartons}
-        out = {}
+        by_id = {c.package_id: c for c in res.cartons}
         for pid in package_ids:
             if pid not in by_id:
                 ids = ', '.join(sorted(by_id)) or '(none)'
                 raise UnknownKey(
                     f'referee: package_id {pid!r} is not in the ground truth; it has {ids}'
                 )
-            p, o = by_id[pid].position, by_id[pid].orientation
+        return {pid: by_id[pid] for pid in package_ids}
+
+    def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
+        out = {}
+        for pid, c in self._truth(package_ids).items():
+            p, o = c.pose.position, c.pose.orientation
             out[pid] = (p.x, p.y, p.z, yaw_of_quat((o.w, o.x, o.y, o.z)))
         return out
+
+    def cog_offsets(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float]]:
+        """True CoG offset [m] of each carton in its body frame (the frame of `poses`' yaw)."""
+        return {pid: floats3(c.cog_offset_m) for pid, c in self._truth(package_ids).items()}
 
 
 class RosSink:

@@ -311,7 +311,7 @@ def run_inprocess(
             gauge=weigher if probe is None else _ProbedGauge(weigher, probe),
             planner=planner,
             executor=executor,
-            referee=Referee(cell),
+            referee=Referee(cell, draws),
             sink=port_sink,
             settings=settings,
             oracle=oracle,

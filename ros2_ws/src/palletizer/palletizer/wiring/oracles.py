@@ -28,12 +28,22 @@ __all__ = [
 
 
 class Referee:
-    """Measurement for scoring: world (x, y, z, yaw) of cartons. Never feeds a control decision."""
+    """Measurement for scoring: world (x, y, z, yaw) of cartons, and their true CoG offsets
+    (from the load's draws). Never feeds a control decision."""
 
     oracle = False  # the referee scores; it is not a stub standing in for perception
 
-    def __init__(self, cell) -> None:
+    def __init__(self, cell, draws: Sequence[CartonDraw] = ()) -> None:
         self.cell = cell
+        self.draws = {d.package_id: d for d in draws}
+
+    def cog_offsets(self, package_ids: Sequence[str]) -> dict[str, tuple[float, float, float]]:
+        """True CoG offset [m] of each carton in its body frame (the frame whose yaw `poses`
+        gives); raises UnknownKey for a carton the load does not have."""
+        for pid in package_ids:
+            if pid not in self.draws:
+                raise _unknown('Referee.cog_offsets', pid, self.draws)
+        return {pid: floats3(self.draws[pid].cog_offset) for pid in package_ids}
 
     def poses(self, package_ids: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
         truth = self.cell.ground_truth().cartons

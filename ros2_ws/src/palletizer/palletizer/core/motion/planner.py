@@ -107,6 +107,37 @@ _CLIMB_SHARE = 0.4
 _MIN_CROSS_CLEARANCE = 0.05
 
 
+# The most a leg of a cross may turn the tool [rad]: a leg's yaw is taken within a half turn
+# of the previous waypoint's, so a longer turn (a carton frame kept at a wrist-3 limit) is cut.
+_MAX_LEG_TURN = 0.75 * math.pi
+
+
+def _split_turns(
+    wps: list[Waypoint], x0: float, y0: float, z0: float, yaw0: float
+) -> list[Waypoint]:
+    """wps with each leg that turns the tool more than _MAX_LEG_TURN cut into equal legs on
+    its straight line (the path and its corners are unchanged)."""
+    out: list[Waypoint] = []
+    px, py, pz, pyaw = x0, y0, z0, yaw0
+    for wp in wps:
+        n = math.ceil(abs(wp.yaw - pyaw) / _MAX_LEG_TURN - 1e-9)
+        for i in range(1, n):
+            f = i / n
+            out.append(
+                Waypoint(
+                    px + f * (wp.x - px),
+                    py + f * (wp.y - py),
+                    pz + f * (wp.z - pz),
+                    pyaw + f * (wp.yaw - pyaw),
+                    wp.speed,
+                    wp.name,
+                )
+            )
+        out.append(wp)
+        px, py, pz, pyaw = wp.x, wp.y, wp.z, wp.yaw
+    return out
+
+
 class MotionPlanner:
     """Plans tool-down Cartesian moves for the UR10e and checks them before timing them."""
 
@@ -225,8 +256,15 @@ class MotionPlanner:
         target: CartonPose,
         grasp: Grasp,
         world: CollisionWorld | None = None,
+        held_turn: float | None = None,
     ) -> MotionResult:
         """Rise, cross above the stack, descend to the release height; then the retract.
+
+        held_turn [rad]: the tool's yaw less the carton frame's yaw as the carton was picked
+        (the pick's last waypoint yaw less the observed yaw: 0 or a half turn). When given, the tool ends at
+        target.yaw + held_turn modulo a full turn, so the carton frame (the one its weighed CoG
+        is in) ends at target.yaw: a planner that turns an off-centre CoG by a half turn gets
+        it where it planned it. None: any half turn (the carton as a symmetric box).
 
         Release height = target centre z + H/2 + cup gap + drop clearance (docs/cell.md §3.11).
         The cross height clears the height map's top by the carried carton's height plus stack
@@ -237,7 +275,12 @@ class MotionPlanner:
         q0 = np.asarray(q_start, dtype=float)
         L, W, H = target.dims
         x0, y0, z0, yaw0 = self._tcp(q0)
-        yaw = self._choose_yaw(q0, yaw0, target.yaw, target.x, target.y)
+        if held_turn is None:
+            yaw = self._choose_yaw(q0, yaw0, target.yaw, target.x, target.y)
+        else:
+            yaw = self._choose_yaw(
+                q0, yaw0, target.yaw + held_turn, target.x, target.y, period=2.0 * math.pi
+            )
         off = tool_to_world_xy(grasp.offset, yaw)
         tx, ty = target.x - off[0], target.y - off[1]
         release_z = target.z + H / 2 + p.cup_gap + p.drop_clearance
@@ -391,14 +434,15 @@ class MotionPlanner:
                     x0 + f * (tx - x0),
                     y0 + f * (ty - y0),
                     z_cross,
-                    yaw0 + f * wrap_pi(yaw - yaw0),
+                    yaw0 + f * (yaw - yaw0),
                     None,
                     'climb',
                 )
             )
         for vx, vy, f in vias:
-            wps.append(Waypoint(vx, vy, z_cross, yaw0 + f * wrap_pi(yaw - yaw0), None, 'around'))
+            wps.append(Waypoint(vx, vy, z_cross, yaw0 + f * (yaw - yaw0), None, 'around'))
         wps.append(Waypoint(tx, ty, z_cross, yaw, None, 'cross'))
+        wps = _split_turns(wps, x0, y0, z0, yaw0)
         pre_z = final_z + p.place_clearance
         if z_cross > pre_z + 0.01:
             wps.append(Waypoint(tx, ty, pre_z, yaw, None, 'pre_' + final_name))
@@ -414,17 +458,25 @@ class MotionPlanner:
         return around_base(x0, y0, x1, y1, base_xy, self.params.base_clearance)
 
     def _choose_yaw(
-        self, q0: np.ndarray, yaw0: float, target_yaw: float, x: float, y: float
+        self,
+        q0: np.ndarray,
+        yaw0: float,
+        target_yaw: float,
+        x: float,
+        y: float,
+        period: float = math.pi,
     ) -> float:
-        """Tool yaw for a box at `target_yaw`: any target + k pi (a box is symmetric under a half
-        turn). Prefer the smallest turn from the current yaw whose predicted wrist-3 angle keeps
-        0.3 rad from its limits; q6 follows q1 - yaw in the working family."""
+        """Tool yaw for a box at `target_yaw`: any target + k period (pi: a box is symmetric
+        under a half turn; 2 pi: the carton frame must end at its yaw). Prefer the smallest turn
+        from the current yaw whose predicted wrist-3 angle keeps 0.3 rad from its limits; q6
+        follows q1 - yaw in the working family."""
         lo, hi = self.kin.limits.lower[5] + 0.3, self.kin.limits.upper[5] - 0.3
         cands = []
         for k in range(-3, 4):
-            c = yaw0 + wrap_pi(target_yaw - yaw0) + k * math.pi
-            if abs(c - yaw0) <= math.pi + 1e-9:
+            c = yaw0 + wrap_pi(target_yaw - yaw0) + k * period
+            if abs(c - yaw0) <= period + 1e-9:
                 cands.append(c)
+        # (A turn of more than a half turn is cut into legs by _split_turns.)
         best, best_cost = cands[0], math.inf
         base_dir = math.atan2(y - self.kin.base_xyz[1], x - self.kin.base_xyz[0])
         q = self.kin.ik_nearest(tool_down(x, y, self.params.transit_height, target_yaw), q0)
