@@ -12,6 +12,7 @@ live in their own modules.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -472,21 +473,37 @@ class MotionPlanner:
         follows q1 - yaw in the working family."""
         lo, hi = self.kin.limits.lower[5] + 0.3, self.kin.limits.upper[5] - 0.3
         cands = []
-        for k in range(-3, 4):
+        for k in range(-4, 5):
             c = yaw0 + wrap_pi(target_yaw - yaw0) + k * period
-            if abs(c - yaw0) <= period + 1e-9:
+            # Up to a full turn: where the short turns leave wrist 3 past a limit (a half turn
+            # and a hair, level 32 seed 1), a longer one is cut into legs by _split_turns.
+            if abs(c - yaw0) <= 2.0 * math.pi + 1e-9:
                 cands.append(c)
-        # (A turn of more than a half turn is cut into legs by _split_turns.)
         best, best_cost = cands[0], math.inf
-        base_dir = math.atan2(y - self.kin.base_xyz[1], x - self.kin.base_xyz[0])
-        q = self.kin.ik_nearest(tool_down(x, y, self.params.transit_height, target_yaw), q0)
-        dq1 = float(q[0] - q0[0]) if q is not None else wrap_pi(base_dir - (q0[0] + math.pi / 2))
+        dq1 = self._base_turn(q0, x, y, target_yaw)
         for c in cands:
             q6 = q0[5] + dq1 - (c - yaw0)
             cost = abs(c - yaw0) + (10.0 if not lo <= q6 <= hi else 0.0)
             if cost < best_cost - 1e-9:
                 best, best_cost = c, cost
         return best
+
+    def _base_turn(self, q0: np.ndarray, x: float, y: float, yaw: float) -> float:
+        """The shoulder-pan change [rad] a cross from q0 to above (x, y) makes: the TCP's sweep
+        round the base axis along the straight legs and the vias round the base (each leg
+        misses the axis, so its sweep is its wrapped angle), plus the change of the offset
+        between q1 and the TCP's bearing. The nearest IK alone can pick the solution a full
+        turn the other way round: level 32 seed 1 then chose a tool yaw whose wrist-3 angle
+        left its limits on the way round."""
+        bx, by = self.kin.base_xyz[0], self.kin.base_xyz[1]
+        x0, y0, _, _ = self._tcp(q0)
+        pts = [(x0, y0), *((vx, vy) for vx, vy, _ in self._around_base(x0, y0, x, y)), (x, y)]
+        bearing = [math.atan2(py - by, px - bx) for px, py in pts]
+        sweep = sum(wrap_pi(b - a) for a, b in itertools.pairwise(bearing))
+        q = self.kin.ik_nearest(tool_down(x, y, self.params.transit_height, yaw), q0)
+        if q is None:
+            return sweep
+        return sweep + wrap_pi(wrap_pi(q[0] - bearing[-1]) - wrap_pi(q0[0] - bearing[0]))
 
     # Checking and timing ----------------------------------------------------------------------
     def _two_phase(
