@@ -416,18 +416,31 @@ def test_a_held_turn_puts_the_carton_frame_at_the_planned_yaw_over_many_cycles()
     assert flipped_free > 0  # the symmetric choice does flip some
 
 
-def test_a_pick_round_the_base_turns_the_tool_the_way_that_keeps_wrist_3_in_its_limits():
-    """Level 32 seed 1: after a place with wrist 3 at 4.17 rad, the pick of the next carton
-    swings 2.2 rad round the base. The nearest IK at the target is the solution the other way
-    round, which predicted the short turn in limits; on the real way round it left them, and
-    the half turn the other way (3.154 rad, just past a half turn) was not a candidate."""
-    q0 = np.array([-2.11, -0.856, 1.867, -2.582, -1.571, 4.173])
-    carton = CartonPose(-0.428, -1.021, 0.12, -1.558, (0.3, 0.2, 0.2))
-    res = PLANNER.plan_pick(q0, carton, CollisionWorld(None, ()), mass=2.0)
+@pytest.mark.parametrize(
+    'q0, carton, turn',
+    [
+        # Level 32 seed 1: the nearest IK at the target is the solution a full turn the other
+        # way round; the half turn the other way (3.154 rad) was not a candidate.
+        ((-2.11, -0.856, 1.867, -2.582, -1.571, 4.173), (-0.428, -1.021, -1.558), 2.23),
+        # Level 33 seed 48: the nearest IK is on the other shoulder branch.
+        ((-2.55, -1.511, 2.261, -2.32, -1.571, 5.304), (-0.402, -1.106, -0.017), 2.75),
+    ],
+)
+def test_a_pick_round_the_base_turns_the_tool_the_way_that_keeps_wrist_3_in_its_limits(
+    q0, carton, turn
+):
+    """After places that leave wrist 3 near a limit, the pick of the next carton swings over
+    2 rad round the base: the tool yaw is chosen for the shoulder turn the path really makes."""
+    # The logged joints (3 decimals) put back exactly tool-down at their TCP.
+    T = PLANNER.kin.fk(np.array(q0))
+    q0 = PLANNER.kin.ik_nearest(tool_down(*T[:3, 3], float(yaw_of(T))), np.array(q0))
+    box = CartonPose(carton[0], carton[1], 0.12, carton[2], (0.3, 0.2, 0.2))
+    assert PLANNER._base_turn(q0, box.x, box.y) == pytest.approx(turn, abs=0.05)
+    res = PLANNER.plan_pick(q0, box, CollisionWorld(None, ()), mass=2.0)
     assert res.ok, res.message
-    q6 = np.concatenate([res.trajectory.q[:, 5], res.retreat.q[:, 5]])
-    assert np.all(np.abs(q6) <= 2 * math.pi)
-    assert PLANNER._base_turn(q0, carton.x, carton.y, carton.yaw) == pytest.approx(2.23, abs=0.05)
+    q = np.concatenate([res.trajectory.q, res.retreat.q])
+    assert np.all(np.abs(q[:, 5]) <= 2 * math.pi)
+    assert q[-1, 0] - q0[0] == pytest.approx(turn, abs=0.15)
 
 
 def test_pick_uses_a_given_cup_block_offset():

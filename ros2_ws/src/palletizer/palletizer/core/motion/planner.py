@@ -31,7 +31,7 @@ from palletizer.core.motion.check import (
 from palletizer.core.motion.collision import CarriedLoad, CollisionWorld
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.grasp import Grasp, GripperGeometry, plan_grasp, tool_to_world_xy
-from palletizer.core.motion.kinematics import UR10eKinematics, tool_down, yaw_of
+from palletizer.core.motion.kinematics import DH, UR10eKinematics, branch_index, yaw_of
 from palletizer.core.motion.params import MotionParams
 from palletizer.core.motion.path import (
     Waypoint,
@@ -480,7 +480,7 @@ class MotionPlanner:
             if abs(c - yaw0) <= 2.0 * math.pi + 1e-9:
                 cands.append(c)
         best, best_cost = cands[0], math.inf
-        dq1 = self._base_turn(q0, x, y, target_yaw)
+        dq1 = self._base_turn(q0, x, y)
         for c in cands:
             q6 = q0[5] + dq1 - (c - yaw0)
             cost = abs(c - yaw0) + (10.0 if not lo <= q6 <= hi else 0.0)
@@ -488,22 +488,26 @@ class MotionPlanner:
                 best, best_cost = c, cost
         return best
 
-    def _base_turn(self, q0: np.ndarray, x: float, y: float, yaw: float) -> float:
-        """The shoulder-pan change [rad] a cross from q0 to above (x, y) makes: the TCP's sweep
-        round the base axis along the straight legs and the vias round the base (each leg
-        misses the axis, so its sweep is its wrapped angle), plus the change of the offset
-        between q1 and the TCP's bearing. The nearest IK alone can pick the solution a full
-        turn the other way round: level 32 seed 1 then chose a tool yaw whose wrist-3 angle
-        left its limits on the way round."""
+    def _base_turn(self, q0: np.ndarray, x: float, y: float) -> float:
+        """The shoulder-pan change [rad] a cross from q0 to above (x, y) makes on q0's branch:
+        the TCP's sweep round the base axis along the straight legs and the vias round the base
+        (each leg misses the axis, so its sweep is its wrapped angle), plus the change of the
+        shoulder's offset from that bearing, +-acos(d4 / r) with r the distance from the axis
+        (the wrist centre stands above the TCP when the tool points down). The nearest IK is
+        no guide: level 32 seed 1 got the solution a full turn the other way round, level 33
+        seed 48 one on the other shoulder branch, and both chose a tool yaw whose wrist-3
+        angle left its limits on the way."""
         bx, by = self.kin.base_xyz[0], self.kin.base_xyz[1]
         x0, y0, _, _ = self._tcp(q0)
         pts = [(x0, y0), *((vx, vy) for vx, vy, _ in self._around_base(x0, y0, x, y)), (x, y)]
         bearing = [math.atan2(py - by, px - bx) for px, py in pts]
         sweep = sum(wrap_pi(b - a) for a, b in itertools.pairwise(bearing))
-        q = self.kin.ik_nearest(tool_down(x, y, self.params.transit_height, yaw), q0)
-        if q is None:
-            return sweep
-        return sweep + wrap_pi(wrap_pi(q[0] - bearing[-1]) - wrap_pi(q0[0] - bearing[0]))
+        sign = 1.0 if branch_index(q0) < 4 else -1.0
+
+        def offset(px: float, py: float) -> float:
+            return sign * math.acos(min(1.0, DH['d4'] / max(math.hypot(px - bx, py - by), 1e-9)))
+
+        return sweep + offset(x, y) - offset(x0, y0)
 
     # Checking and timing ----------------------------------------------------------------------
     def _two_phase(
