@@ -26,7 +26,7 @@ from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion import _kernels as kern
 from palletizer.core.motion.collision import AABB, CollisionWorld, HeightField
 from palletizer.core.motion.errors import MotionError
-from palletizer.core.motion.kinematics import HOME_Q
+from palletizer.core.motion.kinematics import HOME_Q, tool_down
 from palletizer.core.motion.params import TIMINGS, MotionParams
 from palletizer.core.motion.planner import CartonPose, MotionPlanner
 
@@ -101,6 +101,8 @@ def warm() -> float:
         if not b.ok:
             raise MotionError(f'warm-up place failed ({timing}): {b.cause} {b.message}')
     field.max_under(0.5, 0.0, 0.1, 0.1, 0.3)
+    # The nearest IK in the working family (the reach limits of a plan's second try, parks).
+    planner.kin.ik_nearest(tool_down(0.85, 0.1, 0.9, 0.0), np.array(HOME_Q))
     # The reach model: every IK branch and the wrist check on a batch.
     from palletizer.core.motion.reach import AnalyticReach
 
