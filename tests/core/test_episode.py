@@ -126,7 +126,7 @@ class _Referee:
         return self.w.poses_of(ids)
 
 
-def _run(world, planner=None, **kw):
+def _run(world, planner=None, referee=None, **kw):
     return run_episode(
         level=11,
         seed=1,
@@ -136,7 +136,7 @@ def _run(world, planner=None, **kw):
         gauge=world,
         planner=planner or ScorePlanner(),
         executor=world,
-        referee=_Referee(world),
+        referee=referee or _Referee(world),
         sink=world,
         oracle=True,
         git_sha='abc',
@@ -306,21 +306,7 @@ class _TruthReferee(_Referee):
 def test_the_reported_margin_takes_the_true_cog_in_the_frame_of_the_measured_yaw():
     def run(referee_cls):
         w = _TurnedLids(n=1)
-        r = run_episode(
-            level=11,
-            seed=1,
-            task='table',
-            cell=w,
-            perception=w,
-            gauge=w,
-            planner=ScorePlanner(),
-            executor=w,
-            referee=referee_cls(w),
-            sink=w,
-            oracle=True,
-            git_sha='abc',
-        )
-        assert r.n_placed == 1
+        assert _run(w, referee=referee_cls(w)).n_placed == 1
         return w
 
     truth, weighed = run(_TruthReferee), run(_Referee)
