@@ -700,3 +700,76 @@ def test_the_arm_margin_passes_a_low_truck_pick_beside_the_auxiliary_table():
     assert arm_box_hits(q[None], Tbw, lo, hi, 0.015)[0] == 0
     grow = 0.0148 - margin + 0.002  # the table 2 mm nearer than the margin allows
     assert arm_box_hits(q[None], Tbw, lo - grow, hi + grow, margin)[0] == 0
+
+
+def _tall_stack_world() -> CollisionWorld:
+    """A 1.1 m stack over the whole deck (level 16's last layers)."""
+    return CollisionWorld(HeightField(np.full((80, 120), 1.1)), (PICK_TABLE, PEDESTAL))
+
+
+def test_an_empty_arm_leaves_a_tall_stack_for_the_wait_point_descending_on_the_way():
+    """Level 16 seed 1: the stack clearance above a 1.1 m stack (1.46 m) is out of reach above
+    the pick table's wait point (~1.24 m): the hover ran the whole cross at that height and was
+    refused. It now keeps the full height over the stack and comes down on the way."""
+    world = _tall_stack_world()
+    safe = DECK + 1.1 + PLANNER.params.stack_clearance
+    q = PLANNER.kin.ik_nearest(tool_down(0.9, -0.2, safe, 0.0), np.array(HOME_Q))
+    res = PLANNER.plan_hover(q, -0.2, -1.22, 1.061, world, yaw=0.0)
+    assert res.ok, res.message
+    tcp = np.array([PLANNER.kin.fk(qq)[:3, 3] for qq in res.trajectory.q])
+    assert tcp[-1] == pytest.approx([-0.2, -1.22, 1.061], abs=2e-3)
+    over = (tcp[:, 0] > 0.0) & (tcp[:, 1] > -0.4)  # above the deck
+    assert over.sum() >= 5
+    assert tcp[over, 2].min() >= safe - 1e-3
+    # Unreachable at that height above the wait point: the fallback was needed.
+    assert PLANNER.kin.ik_nearest(tool_down(-0.2, -1.22, safe, 0.0), q) is None
+
+
+def test_a_pick_below_a_tall_stack_lifts_as_high_as_the_source_needs_not_the_stack():
+    """Level 16 seeds 1 and 4: the lift's floor was the stack's clearance, 1.46 m, which the
+    arm does not reach above the table; the fallback lift now stops where the arm reaches and
+    at least the carton's own clearance above its lid."""
+    world = _tall_stack_world()
+    dims = (0.33, 0.24, 0.14)
+    q = PLANNER.kin.ik_nearest(tool_down(-0.2, -1.22, 1.095, 0.0), np.array(HOME_Q))
+    pick = PLANNER.plan_pick(q, CartonPose(-0.199, -0.796, 0.58 + 0.07, -0.056, dims), world)
+    assert pick.ok, pick.message
+    lift_z = PLANNER.kin.fk(pick.q_end)[2, 3]
+    assert 0.58 + 2 * dims[2] < lift_z < DECK + 1.1 + PLANNER.params.stack_clearance
+
+
+def test_a_set_aside_beside_a_tall_stack_clears_only_the_stack_under_its_way():
+    """A set-aside on the auxiliary table while a 1.1 m stack stands on the pallet: the cross
+    asked the clearance over the stack's top although the way from the pick table never passes
+    over the deck, out of reach 1.15 m from the base axis. It now crosses as high as the
+    stack under its way asks, and still clears the table's edge."""
+    world = _tall_stack_world()
+    dims = (0.30, 0.20, 0.12)
+    q = PLANNER.kin.ik_nearest(tool_down(-0.2, -1.22, 1.095, 0.0), np.array(HOME_Q))
+    pick = PLANNER.plan_pick(q, CartonPose(-0.2, -0.8, 0.58 + 0.06, 0.0, dims), world)
+    assert pick.ok, pick.message
+    target = CartonPose(-0.37, -0.10, 0.62 + 0.06, 0.0, dims)
+    place = PLANNER.plan_place(pick.q_end, target, pick.grasp, world)
+    assert place.ok, place.message
+    # The cross runs below the least clearance over the stack's top (which the arm does not
+    # reach there); the carton is carried down from the lift.
+    cross = place.waypoints[[w.name for w in place.waypoints].index('cross')]
+    assert cross.z < DECK + 1.1 + dims[2]
+    tcp = np.array([PLANNER.kin.fk(qq)[:3, 3] for qq in place.trajectory.q])
+    assert tcp[-1] == pytest.approx([-0.37, -0.10, 0.62 + dims[2] + 0.0015 + 0.002], abs=3e-3)
+
+
+def test_corridor_top_sees_the_stack_near_the_way_only():
+    heights = np.zeros((80, 120))
+    heights[60:, 100:] = 0.9  # a column near the deck's corner x 1.0-1.2, y 0.2-0.4
+    placed = placed_box(0.2, -0.3, DECK + 0.55, 0.0, (0.2, 0.2, 0.3))
+    world = CollisionWorld(HeightField(heights), placed=(placed,))
+    # Along y = -0.6 (off the deck): the placed box's edge is 0.2 m away.
+    assert world.corridor_top(DECK, [(0.0, -0.6), (1.2, -0.6)], 0.1) == DECK
+    assert world.corridor_top(DECK, [(0.0, -0.6), (1.2, -0.6)], 0.25) == pytest.approx(DECK + 0.7)
+    # A diagonal across the deck passes under the column's corner.
+    assert world.corridor_top(DECK, [(0.0, -0.6), (0.6, 0.0), (1.1, 0.3)], 0.05) == (
+        pytest.approx(DECK + 0.9)
+    )
+    with pytest.raises(MotionError, match='empty path'):
+        world.corridor_top(DECK, [], 0.1)

@@ -121,6 +121,58 @@ class CollisionWorld:
         top = self.height_field.top_z if self.height_field is not None else deck_z
         return max([top, *(b.hi[2] for b in self.placed)])
 
+    def corridor_top(self, deck_z: float, path: list[tuple[float, float]], radius: float) -> float:
+        """Highest point [m] of the stack within `radius` [m] of the polyline `path` (x, y):
+        the height field's cells under each leg's rectangle (the leg grown by radius on every
+        side) and the placed cartons whose box comes that near; deck_z where none does."""
+        if not path:
+            raise MotionError('corridor_top: empty path; expected at least one (x, y) point')
+        top = deck_z
+        legs = list(zip(path, path[1:], strict=False)) or [(path[0], path[0])]
+        for (ax, ay), (bx, by) in legs:
+            if self.height_field is not None:
+                ln = math.hypot(bx - ax, by - ay)
+                yaw = math.atan2(by - ay, bx - ax) if ln > 1e-9 else 0.0
+                cx, cy = (ax + bx) / 2, (ay + by) / 2
+                top = max(top, self.height_field.max_under(cx, cy, ln / 2 + radius, radius, yaw))
+            for b in self.placed:
+                if _segment_box_xy(ax, ay, bx, by, b) <= radius:
+                    top = max(top, b.hi[2])
+        return top
+
+
+def _segment_box_xy(ax: float, ay: float, bx: float, by: float, box: AABB) -> float:
+    """Distance [m] in the XY plane from the segment (a, b) to the box's footprint; 0 when
+    they touch. Apart, the nearest pair has an end of the segment or a corner of the box."""
+    x0, y0, x1, y1 = box.lo[0], box.lo[1], box.hi[0], box.hi[1]
+    # Liang-Barsky: does the segment enter the rectangle?
+    t0, t1 = 0.0, 1.0
+    for p, q in ((ax - bx, ax - x0), (bx - ax, x1 - ax), (ay - by, ay - y0), (by - ay, y1 - ay)):
+        if abs(p) < 1e-12:
+            if q < 0:
+                t0, t1 = 1.0, 0.0
+                break
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+    if t0 <= t1:
+        return 0.0
+
+    def to_box(px: float, py: float) -> float:
+        return math.hypot(max(x0 - px, 0.0, px - x1), max(y0 - py, 0.0, py - y1))
+
+    def to_segment(px: float, py: float) -> float:
+        dx, dy = bx - ax, by - ay
+        n = dx * dx + dy * dy
+        t = 0.0 if n < 1e-18 else min(1.0, max(0.0, ((px - ax) * dx + (py - ay) * dy) / n))
+        return math.hypot(ax + t * dx - px, ay + t * dy - py)
+
+    corners = ((x0, y0), (x0, y1), (x1, y0), (x1, y1))
+    return min(to_box(ax, ay), to_box(bx, by), *(to_segment(cx, cy) for cx, cy in corners))
+
 
 def placed_box(x: float, y: float, z: float, yaw: float, dims: tuple[float, float, float]) -> AABB:
     """The axis-aligned box around a carton centred at (x, y, z) with yaw and dims (L, W, H)."""

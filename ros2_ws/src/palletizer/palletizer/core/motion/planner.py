@@ -108,6 +108,10 @@ _CLIMB_SHARE = 0.4
 _MIN_CROSS_CLEARANCE = 0.05
 
 
+# Beyond the carried footprint, the width [m] of the corridor whose stack a fallback cross
+# clears (a tracking error and the blend's cut of a corner stay well inside it).
+_CORRIDOR_MARGIN = 0.05
+
 # The most a leg of a cross may turn the tool [rad]: a leg's yaw is taken within a half turn
 # of the previous waypoint's, so a longer turn (a carton frame kept at a wrist-3 limit) is cut.
 _MAX_LEG_TURN = 0.75 * math.pi
@@ -239,12 +243,28 @@ class MotionPlanner:
         lift_z = max(safe_z, hf_top + H + p.cup_gap + p.stack_clearance, seal_z + H + rise)
         for fit in (False, True):
             approach = self._over_and_down(
-                q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, seal_z, 'seal', fit=fit
+                q0,
+                x0,
+                y0,
+                z0,
+                yaw0,
+                tx,
+                ty,
+                yaw,
+                safe_z,
+                seal_z,
+                'seal',
+                fit=fit,
+                z_floor=max(p.transit_height, seal_z + p.place_clearance),
             )
             if fit:
                 # As high as the arm reaches above the source (a tall stack's clearance over
                 # a far source): the place then climbs on its way.
-                lift_z = self._rise_limit(q0, tx, ty, yaw, safe_z, lift_z)
+                # At least what the source asks (above the transit height, the carton's
+                # bottom `rise` above its lid), not the stack's clearance: that may be out of
+                # reach here, and the place's own cross climbs to it.
+                lift_lo = min(lift_z, max(p.transit_height, seal_z + H + rise))
+                lift_z = self._rise_limit(q0, tx, ty, yaw, lift_lo, lift_z)
             lift = (Waypoint(tx, ty, lift_z, yaw, None, 'lift'),)
             res = self._two_phase(q0, approach, None, lift, load, world, grasp)
             if res.cause != IK_UNREACHABLE:
@@ -302,15 +322,22 @@ class MotionPlanner:
         # 1.42 m at 0.82 m from the base axis, which the UR10e reaches to ~1.40 m): the cross
         # then runs as high as the arm reaches on the way, down to _MIN_CROSS_CLEARANCE above
         # the stack; the swept checks verify every sample against the height map.
+        # The clearance is asked of the stack under the way only (within the carried
+        # footprint's reach of it): a set-aside on the auxiliary table, 1.15 m from the base
+        # axis where the arm reaches ~1.1 m, never passes the 1.2 m stack beside it.
         vias = [(vx, vy) for vx, vy, _ in self._around_base(x0, y0, tx, ty)]
         probes = [(x0 + f * (tx - x0), y0 + f * (ty - y0)) for f in (0.25, 0.5, 0.75, 1.0)]
+        if world is not None:
+            hf_top = world.corridor_top(
+                p.deck_z, [(x0, y0), *vias, (tx, ty)], self._sweep_radius(L, W, grasp)
+            )
         safe_z = reach_limit(
             self.kin,
             q0,
             probes + vias,
             yaw,
             max(low_z, hf_top + H + p.cup_gap + _MIN_CROSS_CLEARANCE),
-            safe_z,
+            max(low_z, hf_top + H + p.cup_gap + p.stack_clearance),
         )
         # A start above that (a lift as high as the source allowed) keeps its height across
         # only where the arm reaches it on the way; else the cross descends to safe_z.
@@ -347,16 +374,52 @@ class MotionPlanner:
         x0, y0, z0, yaw0 = self._tcp(q0)
         yaw1 = yaw0 if yaw is None else self._choose_yaw(q0, yaw0, yaw, x, y)
         safe_z = max(p.transit_height, self._stack_top(world) + p.stack_clearance)
+        res = self._hover(q0, x0, y0, z0, yaw0, x, y, z, yaw1, safe_z, world, fit=False)
+        if res.cause != IK_UNREACHABLE:
+            return res
+        # Above a tall stack the safe height can be out of reach on the way (level 16: 1.38 m
+        # above the pick table's wait point, which the arm reaches to ~1.24 m): each point of
+        # the cross then runs as high as the arm reaches there, down to the transit height;
+        # the swept checks say whether the stack allows that.
+        return self._hover(q0, x0, y0, z0, yaw0, x, y, z, yaw1, safe_z, world, fit=True)
+
+    def _hover(
+        self,
+        q0: np.ndarray,
+        x0: float,
+        y0: float,
+        z0: float,
+        yaw0: float,
+        x: float,
+        y: float,
+        z: float,
+        yaw1: float,
+        safe_z: float,
+        world: CollisionWorld | None,
+        fit: bool,
+    ) -> MotionResult:
+        """plan_hover's waypoints and plan; with `fit`, each waypoint no higher than the arm
+        reaches there (at least the transit height or z)."""
+        p = self.params
+        floor = max(p.transit_height, z)
+
+        def at(px: float, py: float, pyaw: float, pz: float) -> float:
+            return self._rise_limit(q0, px, py, pyaw, min(floor, pz), pz) if fit else pz
+
         wps = []
         if z0 < safe_z - 1e-6:
-            wps.append(Waypoint(x0, y0, safe_z, yaw0, None, 'rise'))
-            z0 = safe_z
+            z_rise = at(x0, y0, yaw0, safe_z)
+            if z_rise > z0 + 1e-6:
+                wps.append(Waypoint(x0, y0, z_rise, yaw0, None, 'rise'))
+                z0 = z_rise
         z1 = max(z, safe_z)
         vias = self._around_base(x0, y0, x, y)
         for vx, vy, f in vias:
+            vyaw = yaw0 + f * (yaw1 - yaw0)
             wps.append(
-                Waypoint(vx, vy, z0 + f * (z1 - z0), yaw0 + f * (yaw1 - yaw0), None, 'around')
+                Waypoint(vx, vy, at(vx, vy, vyaw, z0 + f * (z1 - z0)), vyaw, None, 'around')
             )
+        z1 = at(x, y, yaw1, z1)
         if math.dist((x, y, z1), (x0, y0, z0)) > 1e-6 or abs(yaw1 - yaw0) > 1e-6:
             wps.append(Waypoint(x, y, z1, yaw1, None, 'cross'))
         if z1 > z + 1e-6:
@@ -379,6 +442,14 @@ class MotionPlanner:
                 f'(tool z = {np.round(T[:3, 2], 4).tolist()}); move to a tool-down pose first'
             )
         return float(T[0, 3]), float(T[1, 3]), float(T[2, 3]), float(yaw_of(T))
+
+    def _sweep_radius(self, L: float, W: float, grasp: Grasp) -> float:
+        """How far [m] from the tool axis the tool body or a carried L x W carton (at the
+        grasp's offset) reaches, plus _CORRIDOR_MARGIN."""
+        bx, by, _ = self.gripper.body
+        body = math.hypot(bx, by) / 2
+        carton = math.hypot(L, W) / 2 + math.hypot(*grasp.offset)
+        return max(body, carton) + _CORRIDOR_MARGIN
 
     def _stack_top(self, world: CollisionWorld | None) -> float:
         if world is None:
@@ -407,6 +478,7 @@ class MotionPlanner:
         final_name: str,
         hold: bool = True,
         fit: bool = False,
+        z_floor: float | None = None,
     ) -> tuple[Waypoint, ...]:
         """Vertical rise, cross at max(safe_z, current z), fast drop to final_z + clearance,
         final descent at approach speed.
@@ -417,9 +489,20 @@ class MotionPlanner:
         reaches and climbs over the first part of the cross (to the first via round the base,
         else _CLIMB_SHARE of the way); the swept checks say whether the stack allows that.
         hold=False: a start above safe_z crosses down to safe_z instead of keeping its height.
+        z_floor (with `fit`): the least height the cross needs away from the stack (an empty
+        arm bound for a source). Each via and the cross's end then run as high as the arm
+        reaches there, down to z_floor: leaving a 1.1 m stack for the pick table, the cross
+        descends on the way instead of asking the stack's clearance where the arm reaches only
+        ~1.24 m (level 16). The swept checks say whether the stack allows it.
         """
         p = self.params
         z_cross = max(safe_z, z0) if hold else safe_z
+
+        def at(x: float, y: float, yaw_at: float) -> float:
+            if not fit or z_floor is None or z_floor >= z_cross:
+                return z_cross
+            return self._rise_limit(q0, x, y, yaw_at, z_floor, z_cross)
+
         wps = []
         z_rise = z_cross
         if z_cross > z0 + 1e-6:
@@ -430,22 +513,16 @@ class MotionPlanner:
         vias = self._around_base(x0, y0, tx, ty)
         if z_rise < z_cross - 1e-6 and not vias:
             f = _CLIMB_SHARE
-            wps.append(
-                Waypoint(
-                    x0 + f * (tx - x0),
-                    y0 + f * (ty - y0),
-                    z_cross,
-                    yaw0 + f * (yaw - yaw0),
-                    None,
-                    'climb',
-                )
-            )
+            cx, cy, cyaw = x0 + f * (tx - x0), y0 + f * (ty - y0), yaw0 + f * (yaw - yaw0)
+            wps.append(Waypoint(cx, cy, at(cx, cy, cyaw), cyaw, None, 'climb'))
         for vx, vy, f in vias:
-            wps.append(Waypoint(vx, vy, z_cross, yaw0 + f * (yaw - yaw0), None, 'around'))
-        wps.append(Waypoint(tx, ty, z_cross, yaw, None, 'cross'))
+            vyaw = yaw0 + f * (yaw - yaw0)
+            wps.append(Waypoint(vx, vy, at(vx, vy, vyaw), vyaw, None, 'around'))
+        z_end = at(tx, ty, yaw)
+        wps.append(Waypoint(tx, ty, z_end, yaw, None, 'cross'))
         wps = _split_turns(wps, x0, y0, z0, yaw0)
         pre_z = final_z + p.place_clearance
-        if z_cross > pre_z + 0.01:
+        if z_end > pre_z + 0.01:
             wps.append(Waypoint(tx, ty, pre_z, yaw, None, 'pre_' + final_name))
         wps.append(Waypoint(tx, ty, final_z, yaw, p.approach_speed, final_name))
         return tuple(wps)
