@@ -190,6 +190,35 @@ def test_the_placed_carton_is_an_obstacle_until_the_next_height_map():
     assert seq.world(hm).placed == ()
 
 
+def test_a_carton_set_aside_off_the_map_stays_an_obstacle_until_it_is_picked_back():
+    """Level 16 seed 10: a carton set aside on the auxiliary table was dropped from the
+    collision world at the next (pallet) height map, and a carried carton swept through it."""
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    dims = (0.30, 0.20, 0.12)
+    assert seq.pick(_obs(dims=dims)).ok
+    _, _, hm = _place_args()
+    spec = PackageSpec('small-00', 'small', dims, 2.0)
+    aside = PlacementPlan((-0.37, -0.10, 0.62 + dims[2] / 2), 0.0, 1, 'buffer-0', 0.0, 1.0)
+    res = seq.place(aside, spec, hm)
+    assert res.ok, res.message
+    seq.heightmap_updated()
+    (box,) = seq.world(hm).placed
+    np.testing.assert_allclose(np.add(box.lo, box.hi) / 2, aside.position)
+    # A pick elsewhere keeps it; the pick of the set-aside carton takes it out.
+    assert seq.pick(_obs()).ok
+    assert seq.world(hm).placed == (box,)
+    plan, spec, hm = _place_args()
+    assert seq.place(plan, spec, hm).ok
+    seq.heightmap_updated()
+    obs = Observation('small-00', aside.position, 0.0, dims, 0.9)
+    res = seq.pick(obs)
+    assert res.ok, res.message
+    assert seq.world(hm).placed == ()
+    seq.new_episode()
+    assert seq.world(hm).placed == ()
+
+
 def test_place_that_keeps_the_carton_is_a_grasp_slip():
     arm = RecordingArm(lets_go=False)
     seq = PickPlaceSequencer(arm)
