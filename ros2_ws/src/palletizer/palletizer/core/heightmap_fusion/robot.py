@@ -21,6 +21,13 @@ __all__ = ['RobotBody']
 # upper arm 0.176 out from the DH line, forearm 0.176 - 0.137 = 0.039, wrist 1 up to d4.
 _SHOULDER_OFF = 0.176
 _FOREARM_OFF = 0.039
+# [m] wrist 2's capsule runs this far behind its joint's DH origin (along -z4): the simulated
+# arm's wrist_2_col0 ends 0.055 m back (centre 0.01 forward, half-length 0.065). At 0.03 the
+# checks missed 25 mm of it, and level 15 seed 1 drove it into the pick table's corner.
+_WRIST_2_BACK = 0.056
+# [m] wrist 1's capsule starts this far out from DH origin 3 along the joint axes; the
+# simulated wrist_1_col reaches 0.029 (from the forearm's 0.039 it left 2 mm of it out).
+_WRIST_1_FROM = 0.025
 
 
 @dataclass(frozen=True)
@@ -104,8 +111,8 @@ class RobotBody:
             (o[1] + _SHOULDER_OFF * ax, o[2] + _SHOULDER_OFF * ax, 0.078),
             (o[2] + _SHOULDER_OFF * ax, o[2] + _FOREARM_OFF * ax, 0.065),
             (o[2] + _FOREARM_OFF * ax, o[3] + _FOREARM_OFF * ax, 0.058),
-            (o[3] + _FOREARM_OFF * ax, o[4] + 0.03 * F[3, :3, 2], 0.05),
-            (o[4] - 0.03 * F[4, :3, 2], o[5], 0.046),
+            (o[3] + _WRIST_1_FROM * ax, o[4] + 0.03 * F[3, :3, 2], 0.05),
+            (o[4] - _WRIST_2_BACK * F[4, :3, 2], o[5], 0.046),
             (o[5] - 0.03 * F[5, :3, 2], o[6], 0.046),
         ]
         L, W, H = self.gripper

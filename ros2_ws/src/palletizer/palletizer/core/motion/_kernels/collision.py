@@ -165,7 +165,8 @@ def arm_box_hits(
     a wrist link of q (n, 6) comes within `margin` [m] of; -1 where none does. The links are
     the capsules of the robot self-filter (heightmap_fusion.RobotBody.shapes, Menagerie's
     UR10e): forearm 0.058 m radius, 0.039 m out from the DH line; wrist 1 0.05 m; wrists 2
-    and 3 0.046 m; each sampled along its axis every 4 cm at most."""
+    and 3 0.046 m; each sampled along its axis every 4 cm at most. They hold the simulated
+    arm's collision geoms (tests/sim/test_models.py)."""
     n = q.shape[0]
     m = lo.shape[0]
     out = np.full(n, -1, dtype=np.int64)
@@ -192,9 +193,9 @@ def arm_box_hits(
             ax = zax[1, c]  # joints 2-4 are parallel
             seg[0, 0, c] = org[2, c] + 0.039 * ax
             seg[0, 1, c] = org[3, c] + 0.039 * ax
-            seg[1, 0, c] = org[3, c] + 0.039 * ax
+            seg[1, 0, c] = org[3, c] + 0.025 * ax  # robot.py _WRIST_1_FROM
             seg[1, 1, c] = org[4, c] + 0.03 * zax[3, c]
-            seg[2, 0, c] = org[4, c] - 0.03 * zax[4, c]
+            seg[2, 0, c] = org[4, c] - 0.056 * zax[4, c]  # robot.py _WRIST_2_BACK
             seg[2, 1, c] = org[5, c]
             seg[3, 0, c] = org[5, c] - 0.03 * zax[5, c]
             seg[3, 1, c] = org[6, c]
