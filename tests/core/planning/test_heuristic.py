@@ -660,3 +660,48 @@ def test_despeckle_is_checked():
 
     with pytest.raises(PalletizerError, match='despeckle'):
         HeuristicParams(despeckle=-0.001)
+
+
+class _RecordingReach(_DiscReach):
+    """_DiscReach that keeps every (x, y) it was asked about."""
+
+    def __init__(self, z_max: float) -> None:
+        super().__init__(z_max)
+        self.asked: list[tuple[float, float]] = []
+
+    def reachable(self, x, y, z_tcp, yaw):
+        self.asked += list(zip(np.asarray(x).tolist(), np.asarray(y).tolist(), strict=True))
+        return super().reachable(x, y, z_tcp, yaw)
+
+
+def test_reach_is_asked_where_the_tcp_stands_over_a_lid_gripped_off_centre():
+    """A book_s (240 x 180 mm) is gripped by an off-centre cup block: the TCP stands 44 mm off
+    the lid centre, on either side as the carton may be held either way round. Level 17 seed
+    5 planned slots whose centre the reach table passed and whose TCP the arm could not take;
+    the plan's TCP positions, both ways, are now inside the reachable disc."""
+    from palletizer.core.motion.grasp import GripperGeometry, plan_grasp
+
+    gripper = GripperGeometry()
+    ox, oy = plan_grasp(0.24, 0.18, None, gripper).offset
+    assert math.hypot(ox, oy) > 0.03
+    reach = _RecordingReach(z_max=0.144 + 0.40)
+    spec = PackageSpec('b', 'book_s', (0.24, 0.18, 0.10), 1.2)
+    plan = (
+        ScorePlanner(_params(), reach=reach, tool=gripper)
+        .choose(spec, HeightMap.flat(), None)
+        .plan
+    )
+    x, y = plan.position[:2]
+    c, s = math.cos(plan.yaw), math.sin(plan.yaw)
+    for sign in (-1.0, 1.0):
+        tx, ty = x + sign * (c * ox - s * oy), y + sign * (s * ox + c * oy)
+        assert 0.45 <= math.hypot(tx - 0.6, ty + 0.72) <= 1.0
+        assert any(math.dist(p, (tx, ty)) < 1e-9 for p in reach.asked)
+    # A centred cup block (a carton as large as the cup field) is asked at its centre.
+    reach = _RecordingReach(z_max=0.144 + 0.40)
+    plan = (
+        ScorePlanner(_params(), reach=reach, tool=gripper)
+        .choose(STD_M, HeightMap.flat(), None)
+        .plan
+    )
+    assert any(math.dist(p, plan.position[:2]) < 1e-9 for p in reach.asked)

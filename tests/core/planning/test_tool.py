@@ -68,3 +68,20 @@ def test_beam_search_keeps_the_body_off_a_taller_neighbour():
     with_tool, rej1 = gaps(VGP20)
     assert 0.04 in without and 'tool' not in rej0
     assert 0.04 not in with_tool and rej1['tool'] > 0
+
+
+def test_tcp_shifts_put_the_tcp_on_the_cup_block_either_way_round():
+    from palletizer.core.motion.grasp import GripperGeometry, plan_grasp
+    from palletizer.core.planning.tool import tcp_shifts
+
+    g = GripperGeometry()
+    ox, oy = plan_grasp(0.24, 0.18, None, g).offset
+    yaw = np.array([0.0, np.pi / 2])
+    (ax, ay), (bx, by) = tcp_shifts(0.24, 0.18, yaw, g)
+    np.testing.assert_allclose([ax[0], ay[0]], [-ox, -oy])  # tool at yaw: centre - offset
+    np.testing.assert_allclose([ax[1], ay[1]], [oy, -ox], atol=1e-12)  # turned a quarter
+    np.testing.assert_allclose([bx, by], [-ax, -ay])  # the tool a half turn round
+    # A centred block, or no gripper: the centre alone.
+    ((cx, cy),) = tcp_shifts(0.40, 0.30, yaw, g)
+    assert not cx.any() and not cy.any()
+    assert len(tcp_shifts(0.24, 0.18, yaw, None)) == 1

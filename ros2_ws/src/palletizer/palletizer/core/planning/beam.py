@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from palletizer.core.params.planning import BEAM_TERMS, BeamParams
 from palletizer.core.planning.base import LayerBook, PlannerKind
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
-from palletizer.core.planning.tool import GripperGeometry, tool_half_extents
+from palletizer.core.planning.tool import GripperGeometry, tcp_shifts, tool_half_extents
 from palletizer.core.stability import StackBox, StackModel
 
 __all__ = ['BeamPlanner', 'Move', 'expand']
@@ -425,16 +424,27 @@ class BeamPlanner:
         return bool(self._roots(stack, spec, heightmap, 8))
 
     def _reachable(self, moves: Sequence[Move]) -> np.ndarray:
-        """(len(moves),) bool: the release pose reachable with the tool at yaw and yaw + pi."""
+        """(len(moves),) bool: the release pose reachable with the tool at yaw and yaw + pi,
+        where the TCP stands for each (tool.tcp_shifts: off the centre over a small lid)."""
         assert self.reach is not None
         cx, cy = self.pallet.centre_xy
         x = np.array([m.box.x + cx for m in moves])
         y = np.array([m.box.y + cy for m in moves])
         z = np.array([self.pallet.deck_z + m.box.z + m.box.h + self.tcp_above_lid for m in moves])
         yaw = np.array([m.yaw for m in moves])
-        a = np.asarray(self.reach.reachable(x, y, z, yaw), dtype=bool)
-        b = np.asarray(self.reach.reachable(x, y, z, yaw + math.pi), dtype=bool)
-        return cast(np.ndarray, a & b)
+        sx, sy = np.zeros((2, len(moves))), np.zeros((2, len(moves)))
+        for i, m in enumerate(moves):
+            turned = round(m.yaw / (math.pi / 2)) % 2 == 1
+            L, W = (m.box.ey, m.box.ex) if turned else (m.box.ex, m.box.ey)
+            shifts = tcp_shifts(L, W, yaw[i : i + 1], self.tool)
+            for k, (dx, dy) in enumerate(shifts * (2 // len(shifts))):
+                sx[k, i], sy[k, i] = dx[0], dy[0]
+        ok = np.ones(len(moves), dtype=bool)
+        for k in range(2):
+            for turn in (0.0, math.pi):
+                got = self.reach.reachable(x + sx[k], y + sy[k], z, yaw + turn)
+                ok &= np.asarray(got, dtype=bool)
+        return ok
 
     def _slot(self, m: Move) -> str:
         x, y = round(m.box.x * 1000), round(m.box.y * 1000)

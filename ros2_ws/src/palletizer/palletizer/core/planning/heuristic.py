@@ -47,7 +47,7 @@ from palletizer.core.planning.heuristic_rejects import (
 )
 from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import stack_from_placements
-from palletizer.core.planning.tool import GripperGeometry
+from palletizer.core.planning.tool import GripperGeometry, tcp_shifts
 from palletizer.core.stability import StackBox, validate_stack
 
 __all__ = ['REJECT_REASONS', 'Candidates', 'RejectReason', 'ScorePlanner', 'score_candidates']
@@ -60,19 +60,21 @@ def _reachable(
     z_tcp: np.ndarray,
     yaw: np.ndarray,
     p: HeuristicParams,
+    shifts: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> np.ndarray:
-    """The release pose, and the pose approach_height above it when that is > 0."""
-    if p.approach_height <= 0.0:
-        return np.asarray(reach.reachable(x, y, z_tcp, yaw), dtype=bool)
+    """The release pose, and the pose approach_height above it when that is > 0, at the
+    carton centre (x, y) moved by each of `shifts` (tool.tcp_shifts: where the TCP stands;
+    None: the centre)."""
     n = len(x)
+    shifts = shifts or [(np.zeros(n), np.zeros(n))]
+    heights = [z_tcp] if p.approach_height <= 0.0 else [z_tcp, z_tcp + p.approach_height]
+    xs = [x + dx for dx, _ in shifts for _ in heights]
+    ys = [y + dy for _, dy in shifts for _ in heights]
+    zs = [z for _ in shifts for z in heights]
     ok = reach.reachable(
-        np.concatenate([x, x]),
-        np.concatenate([y, y]),
-        np.concatenate([z_tcp, z_tcp + p.approach_height]),
-        np.concatenate([yaw, yaw]),
+        np.concatenate(xs), np.concatenate(ys), np.concatenate(zs), np.tile(yaw, len(xs))
     )
-    ok = np.asarray(ok, dtype=bool)
-    return cast(np.ndarray, ok[:n] & ok[n:])
+    return cast(np.ndarray, np.asarray(ok, dtype=bool).reshape(len(xs), n).all(axis=0))
 
 
 class ScorePlanner:
@@ -277,7 +279,10 @@ class ScorePlanner:
         todo = np.flatnonzero(state[k:] == REACH_NOT_ASKED)[:n] + k
         z = self.pallet.deck_z + cands.z_base[todo] + spec.dims_m[2]
         z = z + self.params.cup_gap + self.params.drop_clearance
-        ok = _reachable(self.reach, cands.x[todo], cands.y[todo], z, cands.yaw[todo], self.params)
+        L, W, _ = spec.dims_m
+        yaw = cands.yaw[todo]
+        shifts = tcp_shifts(L, W, yaw, self.tool)
+        ok = _reachable(self.reach, cands.x[todo], cands.y[todo], z, yaw, self.params, shifts)
         state[todo] = np.where(ok, REACHABLE, UNREACHABLE)
 
     @staticmethod

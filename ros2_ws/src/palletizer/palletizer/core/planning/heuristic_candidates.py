@@ -18,7 +18,7 @@ from palletizer.core.params.planning import TERMS, HeuristicParams
 from palletizer.core.planning.heuristic_rejects import NOT_REJECTED, RejectReason
 from palletizer.core.planning.heuristic_windows import Shape, despeckle, pool, shape_terms
 from palletizer.core.planning.reach import ReachOracle
-from palletizer.core.planning.tool import GripperGeometry, tool_half_extents
+from palletizer.core.planning.tool import GripperGeometry, tcp_shifts, tool_half_extents
 
 __all__ = [
     'REACH_NOT_ASKED',
@@ -172,7 +172,9 @@ def score_candidates(
         reach_term = np.ones((Ny, Nx))
         if reach is not None and eager_reach:
             need = ~sh.collision & com_ok & (params.allow_unobserved | ~sh.unobserved)
-            reachable, reach_term = _reach(reach, cx, cy, sh.zb, H, yaw, need, params, geo)
+            reachable, reach_term = _reach(
+                reach, cx, cy, sh.zb, H, yaw, need, params, geo, (L, W, tool)
+            )
             reason[need & ~reachable] = RejectReason.out_of_reach
         reason[~com_ok] = RejectReason.com_unsupported
         if not params.allow_unobserved:
@@ -250,10 +252,12 @@ def _reach(
     need: np.ndarray,
     p: HeuristicParams,
     geo: PalletGeometry,
+    carton: tuple[float, float, GripperGeometry | None] = (0.0, 0.0, None),
 ) -> tuple[np.ndarray, np.ndarray]:
     """(reachable, reachability term) for the windows in `need`; others reachable, term 1.
 
-    Reachable: the release pose (and the approach pose, see _reachable). The term is the
+    Reachable: the release pose (and the approach pose, see _reachable), where the TCP stands
+    for a carton (length, width, gripper) gripped off-centre (tool.tcp_shifts). The term is the
     fraction of four release poses shifted by reach_probe along +-X and +-Y that are reachable:
     a slot deep inside the workspace keeps its neighbours reachable too.
     """
@@ -278,4 +282,15 @@ def _reach(
     ok = np.asarray(ok, dtype=bool).reshape(m, n)
     reachable[need] = ok[0] & ok[5] if m > 5 else ok[0]
     term[need] = ok[1:5].mean(axis=0)
+    length, width, gripper = carton
+    shifts = tcp_shifts(length, width, np.full(n, yaw), gripper)
+    if len(shifts) > 1:
+        heights = [z] if p.approach_height <= 0.0 else [z, z + p.approach_height]
+        sx = [x + dx for dx, _ in shifts for _ in heights]
+        sy = [y + dy for _, dy in shifts for _ in heights]
+        sz = [h for _ in shifts for h in heights]
+        at = reach.reachable(
+            np.concatenate(sx), np.concatenate(sy), np.concatenate(sz), np.full(len(sx) * n, yaw)
+        )
+        reachable[need] &= np.asarray(at, dtype=bool).reshape(len(sx), n).all(axis=0)
     return reachable, term

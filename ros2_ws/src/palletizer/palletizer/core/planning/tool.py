@@ -12,9 +12,11 @@ carton's base; the tool's reach beyond it is checked here against the new lid.
 
 from __future__ import annotations
 
+import numpy as np
+
 from palletizer.core.motion.grasp import GripperGeometry, plan_grasp
 
-__all__ = ['GripperGeometry', 'tool_half_extents']
+__all__ = ['GripperGeometry', 'tcp_shifts', 'tool_half_extents']
 
 
 def tool_half_extents(
@@ -31,3 +33,28 @@ def tool_half_extents(
     hx = gripper.body[0] / 2 + abs(grasp.offset[0])
     hy = gripper.body[1] / 2 + abs(grasp.offset[1])
     return (hy, hx) if quarter % 2 else (hx, hy)
+
+
+def tcp_shifts(
+    length: float, width: float, yaw: np.ndarray, gripper: GripperGeometry | None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Where the TCP stands relative to the centre of a carton `length` x `width` [m] placed at
+    `yaw` (n,) [rad]: [(dx (n,), dy (n,))] [m] for the tool at yaw and at yaw + pi (the grasp
+    may hold the carton either way round), or the centre alone when the cup block is centred
+    (or no gripper is given).
+
+    The cup-block rule moves the block, and the TCP with it, off the lid centre on a carton
+    smaller than the cup field (core.motion.grasp.plan_grasp): 44 mm on a 240 x 180 mm
+    book_s. The arm must reach the TCP there, not the carton's centre: level 17 seed 5 planned
+    three slots whose centre the reach table passed and whose TCP it refuses.
+    """
+    yaw = np.asarray(yaw, dtype=float)
+    zero = np.zeros_like(yaw)
+    if gripper is None:
+        return [(zero, zero)]
+    ox, oy = plan_grasp(length, width, None, gripper).offset
+    if abs(ox) < 1e-9 and abs(oy) < 1e-9:
+        return [(zero, zero)]
+    c, s = np.cos(yaw), np.sin(yaw)
+    dx, dy = c * ox - s * oy, s * ox + c * oy
+    return [(-dx, -dy), (dx, dy)]
