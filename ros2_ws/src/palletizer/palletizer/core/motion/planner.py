@@ -374,33 +374,31 @@ class MotionPlanner:
         x0, y0, z0, yaw0 = self._tcp(q0)
         yaw1 = yaw0 if yaw is None else self._choose_yaw(q0, yaw0, yaw, x, y)
         safe_z = max(p.transit_height, self._stack_top(world) + p.stack_clearance)
-        res = self._hover(q0, x0, y0, z0, yaw0, x, y, z, yaw1, safe_z, world, fit=False)
+        start, goal = (x0, y0, z0, yaw0), (x, y, z, yaw1)
+        res = self._hover(q0, start, goal, safe_z, world, fit=False)
         if res.cause != IK_UNREACHABLE:
             return res
         # Above a tall stack the safe height can be out of reach on the way (level 16: 1.38 m
         # above the pick table's wait point, which the arm reaches to ~1.24 m): each point of
         # the cross then runs as high as the arm reaches there, down to the transit height;
         # the swept checks say whether the stack allows that.
-        return self._hover(q0, x0, y0, z0, yaw0, x, y, z, yaw1, safe_z, world, fit=True)
+        return self._hover(q0, start, goal, safe_z, world, fit=True)
 
     def _hover(
         self,
         q0: np.ndarray,
-        x0: float,
-        y0: float,
-        z0: float,
-        yaw0: float,
-        x: float,
-        y: float,
-        z: float,
-        yaw1: float,
+        start: tuple[float, float, float, float],
+        goal: tuple[float, float, float, float],
         safe_z: float,
         world: CollisionWorld | None,
         fit: bool,
     ) -> MotionResult:
-        """plan_hover's waypoints and plan; with `fit`, each waypoint no higher than the arm
-        reaches there (at least the transit height or z)."""
+        """plan_hover's waypoints and plan from the TCP `start` to hover at `goal` (x, y, z,
+        yaw each); with `fit`, each waypoint no higher than the arm reaches there (at least
+        the transit height or the goal's z)."""
         p = self.params
+        x0, y0, z0, yaw0 = start
+        x, y, z, yaw1 = goal
         floor = max(p.transit_height, z)
 
         def at(px: float, py: float, pyaw: float, pz: float) -> float:
