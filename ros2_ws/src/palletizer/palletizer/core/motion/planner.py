@@ -263,7 +263,12 @@ class MotionPlanner:
                 # At least what the source asks (above the transit height, the carton's
                 # bottom `rise` above its lid), not the stack's clearance: that may be out of
                 # reach here, and the place's own cross climbs to it.
+                # Where the arm reaches the cross height there, the lift keeps it as its floor
+                # (a lower floor let level 33 seed 1's truck lift stop where the path found
+                # no continuous IK).
                 lift_lo = min(lift_z, max(p.transit_height, seal_z + H + rise))
+                if self._rise_limit(q0, tx, ty, yaw, lift_lo, safe_z) >= safe_z:
+                    lift_lo = safe_z
                 lift_z = self._rise_limit(q0, tx, ty, yaw, lift_lo, lift_z)
             lift = (Waypoint(tx, ty, lift_z, yaw, None, 'lift'),)
             res = self._two_phase(q0, approach, None, lift, load, world, grasp)
