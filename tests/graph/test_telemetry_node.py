@@ -21,7 +21,9 @@ def got() -> dict:
     proc = run_isolated([*argv, str(HERE / 'telemetry_run.py')], timeout=180)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('RESULT ')]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(lines[0].split(' ', 1)[1])
+    got = json.loads(lines[0].split(' ', 1)[1])
+    got['log_tail'] = proc.stdout[-3000:] + proc.stderr[-3000:]  # the nodes' own output
+    return got
 
 
 def test_telemetry_node_writes_confirms_counts_and_aborts_on_sigterm(got):
@@ -36,7 +38,7 @@ def test_telemetry_node_writes_confirms_counts_and_aborts_on_sigterm(got):
         'telemetry_off': 0,
         'telemetry_ro': 0,
         'telemetry_full': -9,  # SIGKILLed on purpose
-    }
+    }, got['log_tail']
     eps = got['episodes']
     assert [e['seed'] for e in eps] == [5, 6, 7]
     assert eps[0]['success'] and eps[0]['metrics']['mean_planner_score'] == 0.7

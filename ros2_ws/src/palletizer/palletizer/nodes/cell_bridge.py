@@ -57,6 +57,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.qos import LATCHED
+from palletizer.nodes.spin import spin_until_shutdown
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
 
@@ -517,7 +518,9 @@ def main(args=None) -> None:
     try:
         node = CellBridgeNode()
         # Multi-threaded so a cancel request is served while a goal's execute task runs.
-        rclpy.spin(node, executor=MultiThreadedExecutor(num_threads=4))
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        spin_until_shutdown(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -36,6 +36,7 @@ from palletizer.nodes.director_ports import (
     RosSink,
     Timeouts,
 )
+from palletizer.nodes.spin import spin_until_shutdown
 from palletizer.version import git_sha
 
 __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main', 'summary_line']
@@ -134,6 +135,7 @@ class EpisodeDirectorNode(Node):
         self.results: list[EpisodeResult] = []
         self._param_clients: dict[str, object] = {}
         self.exit_code = 0
+        self.finished = False  # set once run() is over, before it shuts the graph down
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -214,6 +216,7 @@ class EpisodeDirectorNode(Node):
             self.exit_code = EXIT_FAILED
             raise
         finally:
+            self.finished = True
             rclpy.try_shutdown()
 
     def _stability(self, result: EpisodeResult) -> EpisodeResult:
@@ -284,15 +287,18 @@ def main(args=None) -> None:
         worker = threading.Thread(target=node.run, daemon=True)
         worker.start()
         # The executor delivers service answers and action results while the worker waits.
-        executor.spin()
+        spin_until_shutdown(executor)
         worker.join(timeout=5.0)
         code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
-        if node is not None:
+        # a stop from outside, or the worker's own shutdown (its exit code then stands)
+        stopped = node is not None and not node.finished
+        if node is not None and stopped:
             node.calls.stop()  # the worker's pending call raises EpisodeAborted
-            if worker is not None:
-                worker.join(timeout=5.0)
-            code = 130
+        if worker is not None:
+            worker.join(timeout=5.0)
+        if node is not None:
+            code = 130 if stopped else node.exit_code
     finally:
         if node is not None:
             node.destroy_node()

@@ -32,6 +32,7 @@ from palletizer.core.contracts import EpisodeResult
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
+from palletizer.nodes.spin import spin_until_shutdown
 from palletizer.telemetry import (
     TOPICS,
     Recorder,
@@ -507,8 +508,7 @@ def main(args=None) -> None:
         # A bounded wait instead of spin(): under load a SIGTERM during the wait-set wait was
         # seen to be lost (1 in ~20 stops hung in _wait_for_ready_callbacks), and then the bag
         # would never be closed. Polling ok() every 0.2 s makes the stop certain.
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.2)
+        spin_until_shutdown(executor, poll_s=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
