@@ -152,3 +152,46 @@ def test_beam_reserve_settings_are_checked():
         BeamParams(reserve=(0.5, 0.3))
     with pytest.raises(PalletizerError, match='reserve_tries'):
         BeamParams(reserve_tries=-1)
+
+
+class _AskedDisc:
+    """Reachable inside an annulus around the robot base (a stand-in for the reach table);
+    keeps every (x, y) it was asked about."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[float, float]] = []
+
+    def reachable(self, x, y, z, yaw):
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        self.asked += list(zip(x.tolist(), y.tolist(), strict=True))
+        d = np.hypot(x - 0.60, y + 0.72)
+        return (d >= 0.45) & (d <= 1.0)
+
+
+def test_beam_asks_reach_where_the_tcp_stands_over_a_lid_gripped_off_centre():
+    """As the heuristic: a book_s (240 x 180 mm) is held by an off-centre cup block, so the TCP
+    stands 44 mm off the lid centre, on either side as the carton may be held either way round.
+    Both TCP positions of the beam's plan were asked and lie inside the reachable disc; a
+    carton as large as the cup field is asked at its centre."""
+    import math
+
+    from palletizer.core.motion.grasp import GripperGeometry, plan_grasp
+
+    gripper = GripperGeometry()
+    ox, oy = plan_grasp(0.24, 0.18, None, gripper).offset
+    assert math.hypot(ox, oy) > 0.03
+    reach = _AskedDisc()
+    spec = PackageSpec('b', 'book_s', (0.24, 0.18, 0.10), 1.2)
+    plan = BeamPlanner(reach=reach, tool=gripper).choose(spec, HeightMap.flat(), None).plan
+    assert plan is not None
+    x, y = plan.position[:2]
+    c, s = math.cos(plan.yaw), math.sin(plan.yaw)
+    for sign in (-1.0, 1.0):
+        tx, ty = x + sign * (c * ox - s * oy), y + sign * (s * ox + c * oy)
+        assert 0.45 <= math.hypot(tx - 0.6, ty + 0.72) <= 1.0
+        assert any(math.dist(p, (tx, ty)) < 1e-9 for p in reach.asked)
+    reach = _AskedDisc()
+    big = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    plan = BeamPlanner(reach=reach, tool=gripper).choose(big, HeightMap.flat(), None).plan
+    assert plan is not None
+    assert any(math.dist(p, plan.position[:2]) < 1e-9 for p in reach.asked)
