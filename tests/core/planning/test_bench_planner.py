@@ -1,4 +1,5 @@
-"""Planner benchmarks: the quality bench on a tiny injected load, the stamp helper."""
+"""Planner benchmarks: decision times (as episodes build the planners too), the quality bench
+on a tiny injected load, the stamp helper."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from palletizer.cli.bench_planner import bench_planner_quality, stamp
+from palletizer.cli.bench_planner import bench_planner, bench_planner_quality, stamp
 from palletizer.core.contracts import PackageSpec, PlacementPlan
 
 
@@ -45,3 +46,11 @@ def test_stamp_raises_the_cells_under_a_placed_box():
     stamp(cells, plan, spec)
     assert np.count_nonzero(cells) == 20 * 30
     np.testing.assert_allclose(cells[0:30, 5:25], 0.12)
+
+
+def test_decision_time_bench_times_the_planners_as_episodes_build_them_too():
+    out = bench_planner(repeats=1)
+    keys = ('heuristic', 'heuristic_analytic_reach', 'beam', 'beam_greedy')
+    for name in (*keys, 'heuristic_as_run', 'beam_as_run'):
+        assert out[f'{name}_ms_median'] > 0.0, name
+    assert out['repeats'] == 1 and out['placed_before'] == 8
