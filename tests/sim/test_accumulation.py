@@ -280,3 +280,25 @@ def test_the_next_carton_rolls_in_only_once_the_taken_one_has_left_the_station(l
     assert src._station_clear(world.data)
     got = src.present(world)
     assert got is not None and got.index == 1
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize('seed', [18, 20])
+def test_a_short_carton_behind_the_one_loading_stays_off_the_platform(seed):
+    """Level 17 seeds 18 and 20: the store head (a mini_s, 190 mm) followed the carton loading
+    onto the elevator along the infeed and stopped 11 mm over the platform; the lift caught its
+    front edge and threw it to the floor, and the line jammed after 3 cartons. The one behind
+    now waits at the hold front: every carton arrives, and each one waiting in the store
+    stays clear of the platform."""
+    src, draws = _line(17, seed)
+    world = _World(src)
+    p = src.p
+    for slot, d in enumerate(draws[:6]):
+        got = src.present(world)
+        assert got is not None and got.index == d.index, (slot, src.state())
+        for _ in range(round(8.0 / 0.002 / _TICK)):  # the arm's cycle: the line runs on
+            world.step(_TICK)
+            for i in src._queue:
+                assert _front(src, world, i) < p.platform_x[0], (world.time, i)
+        world.take(src, got.index, slot)
+        src.release(got.package_id)

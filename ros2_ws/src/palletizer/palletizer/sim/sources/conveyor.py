@@ -184,7 +184,10 @@ class ConveyorSource:
                     self._phase, self._phase_t0 = _Lift.LIFTING, t
             else:
                 move = x + hx < p.store_hold_front - p.store_brake_lead
-            if move:
+            # The carton behind rides the same infeed: once the loading one has left it, the
+            # infeed stops with the follower at the hold front. (A 190 mm mini_s followed the
+            # loading one to 11 mm over the platform; the lift caught its edge: level 17 seed 18.)
+            if move and (x - hx < p.infeed_x[1] + p.store_brake_lead or self._follower_held(data)):
                 v_infeed = p.store_speed
                 if x - hx < p.queue_end + 0.01:
                     v_queue = p.store_speed  # the whole queue closes up behind the head
@@ -286,6 +289,15 @@ class ConveyorSource:
             or hi[1] < p.belt_y - p.belt_width / 2
             or lo[1] > p.belt_y + p.belt_width / 2
         )
+
+    def _follower_held(self, data: mujoco.MjData) -> bool:
+        """True while the store head behind the loading carton has room to ride on: its front
+        short of the hold front by the slide of a stopping store deck (or no carton behind)."""
+        if not self._queue:
+            return True
+        h = self._handles[self._queue[0]]
+        front = float(data.xpos[h.body][0] + h.half_extents(data)[0])
+        return front < self.p.store_hold_front - self.p.store_brake_lead
 
     def _platform_clear(self, data: mujoco.MjData) -> bool:
         """True when no delivered carton still stands over the raised platform."""
