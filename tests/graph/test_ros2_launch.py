@@ -113,7 +113,18 @@ def test_ctrl_c_stops_every_node_of_each_launch_file(name):
             assert time.monotonic() < deadline, ''.join(lines[-40:])
         assert sorted(started) == want, ''.join(lines[-40:])
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired as exc:
+            # launch escalates to SIGTERM and SIGKILL within ~10 s: say who is left, and what
+            # the launch printed, before the group is killed below
+            alive = set(_alive(list(started.values())))
+            left = sorted(n for n, pid in started.items() if pid in alive)
+            late = exc.output.decode(errors='replace') if isinstance(exc.output, bytes) else ''
+            pytest.fail(
+                f'ros2 launch still running 60 s after Ctrl-C; nodes left: {left}\n'
+                + (''.join(lines) + late)[-4000:]
+            )
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
