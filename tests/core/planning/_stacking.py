@@ -1,7 +1,10 @@
 """Shared helpers: place a plan exactly, as a measured placement in the pallet frame; a deck
-free only in one corner."""
+free only in one corner; a plan's TCP positions over a lid gripped off-centre."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import numpy as np
 from palletizer.core.contracts import HeightMap, PackageSpec, Placement, PlacementPlan
@@ -23,3 +26,18 @@ def corner_map(nx: int, ny: int = 52) -> HeightMap:
     cells = np.full((80, 120), 1.30)
     cells[:ny, :nx] = 0.0
     return HeightMap(cells, None, (0.0, -0.4), 0.01)
+
+
+def assert_tcp_asked_and_in_disc(
+    plan: PlacementPlan, offset: tuple[float, float], asked: Sequence[tuple[float, float]]
+) -> None:
+    """Both TCP positions of `plan` (the cup block `offset` off the lid centre, on either side
+    as the carton may be held either way round) lie in the reach stand-ins' disc (0.45-1.0 m
+    round (0.6, -0.72)) and were among the positions the planner `asked` about."""
+    ox, oy = offset
+    x, y = plan.position[:2]
+    c, s = math.cos(plan.yaw), math.sin(plan.yaw)
+    for sign in (-1.0, 1.0):
+        tx, ty = x + sign * (c * ox - s * oy), y + sign * (s * ox + c * oy)
+        assert 0.45 <= math.hypot(tx - 0.6, ty + 0.72) <= 1.0
+        assert any(math.dist(p, (tx, ty)) < 1e-9 for p in asked)

@@ -8,7 +8,7 @@ from palletizer.core.planning import BEAM_TERMS, BeamParams, BeamPlanner, Planne
 from palletizer.core.planning import beam as beam_module
 from palletizer.core.stability import validate_stack
 
-from ._stacking import SMALL, corner_map, place_exactly
+from ._stacking import SMALL, assert_tcp_asked_and_in_disc, corner_map, place_exactly
 
 
 def _random_specs(seed: int, n: int) -> list[PackageSpec]:
@@ -184,12 +184,7 @@ def test_beam_asks_reach_where_the_tcp_stands_over_a_lid_gripped_off_centre():
     spec = PackageSpec('b', 'book_s', (0.24, 0.18, 0.10), 1.2)
     plan = BeamPlanner(reach=reach, tool=gripper).choose(spec, HeightMap.flat(), None).plan
     assert plan is not None
-    x, y = plan.position[:2]
-    c, s = math.cos(plan.yaw), math.sin(plan.yaw)
-    for sign in (-1.0, 1.0):
-        tx, ty = x + sign * (c * ox - s * oy), y + sign * (s * ox + c * oy)
-        assert 0.45 <= math.hypot(tx - 0.6, ty + 0.72) <= 1.0
-        assert any(math.dist(p, (tx, ty)) < 1e-9 for p in reach.asked)
+    assert_tcp_asked_and_in_disc(plan, (ox, oy), reach.asked)
     reach = _AskedDisc()
     big = PackageSpec('a', 'std_m', (0.42, 0.30, 0.18), 4.2)
     plan = BeamPlanner(reach=reach, tool=gripper).choose(big, HeightMap.flat(), None).plan

@@ -22,7 +22,7 @@ from palletizer.core.planning import (
 )
 from palletizer.core.planning.heuristic import score_candidates
 
-from ._stacking import SMALL, corner_map
+from ._stacking import SMALL, assert_tcp_asked_and_in_disc, corner_map
 
 STD_M = PackageSpec('std_m-00', 'std_m', (0.42, 0.30, 0.18), 4.2)
 
@@ -691,12 +691,7 @@ def test_reach_is_asked_where_the_tcp_stands_over_a_lid_gripped_off_centre():
         .choose(spec, HeightMap.flat(), None)
         .plan
     )
-    x, y = plan.position[:2]
-    c, s = math.cos(plan.yaw), math.sin(plan.yaw)
-    for sign in (-1.0, 1.0):
-        tx, ty = x + sign * (c * ox - s * oy), y + sign * (s * ox + c * oy)
-        assert 0.45 <= math.hypot(tx - 0.6, ty + 0.72) <= 1.0
-        assert any(math.dist(p, (tx, ty)) < 1e-9 for p in reach.asked)
+    assert_tcp_asked_and_in_disc(plan, (ox, oy), reach.asked)
     # A centred cup block (a carton as large as the cup field) is asked at its centre.
     reach = _RecordingReach(z_max=0.144 + 0.40)
     plan = (
