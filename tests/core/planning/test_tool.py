@@ -85,3 +85,19 @@ def test_tcp_shifts_put_the_tcp_on_the_cup_block_either_way_round():
     ((cx, cy),) = tcp_shifts(0.40, 0.30, yaw, g)
     assert not cx.any() and not cy.any()
     assert len(tcp_shifts(0.24, 0.18, yaw, None)) == 1
+
+
+def test_beam_search_filters_weak_support_with_or_without_the_tool():
+    # A carton the body does not reach past (its lid is wider than the cup block either way
+    # round) on a stack of one box: the same moves with and without the tool, and the windows
+    # overhanging the box's lid rejected for support before the whole-stack check in both.
+    low = StackBox(0.0, 0.0, 0.0, 0.40, 0.30, 0.20, 5.0, (0.0, 0.0, 0.10))
+    spec = PackageSpec('m', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    params = BeamParams(candidates_per_node=10_000)
+    rej0: dict[str, int] = {}
+    rej1: dict[str, int] = {}
+    without = expand([low], spec, params, PalletGeometry(), None, rej0)
+    with_tool = expand([low], spec, params, PalletGeometry(), None, rej1, tool=VGP20)
+    assert rej0.get('min_support', 0) > 0 and rej1.get('tool', 0) == 0
+    assert rej0 == {k: v for k, v in rej1.items() if k != 'tool'}
+    assert [(m.box, m.yaw) for m in without] == [(m.box, m.yaw) for m in with_tool]

@@ -194,6 +194,7 @@ def expand(
             )
             rej['tool'] = rej.get('tool', 0) + int(np.count_nonzero(ok & struck))
             ok &= ~struck
+        if n:
             on_top = np.abs(btop - z[:, None]) <= params.level_tol
             support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
         else:
