@@ -50,24 +50,26 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     points: (N, 2) [m]. Returns (M, 2) hull vertices counter-clockwise, without collinear points
     and without repeating the first vertex; fewer than 3 rows when the points are degenerate.
     """
-    pts = np.unique(np.asarray(points, dtype=float).reshape(-1, 2), axis=0)
+    # Python floats: the chain walks a handful of points, where numpy's per-element indexing
+    # and np.unique cost more than the arithmetic (the same doubles either way).
+    pts = sorted(set(map(tuple, np.asarray(points, dtype=float).reshape(-1, 2).tolist())))
     if len(pts) < 3:
-        return pts
+        return np.array(pts, dtype=float).reshape(-1, 2)
 
-    def cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
-        return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
+    def cross(o: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
 
-    lower: list[np.ndarray] = []
+    lower: list[tuple[float, float]] = []
     for p in pts:
         while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0.0:
             lower.pop()
         lower.append(p)
-    upper: list[np.ndarray] = []
-    for p in pts[::-1]:
+    upper: list[tuple[float, float]] = []
+    for p in reversed(pts):
         while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0.0:
             upper.pop()
         upper.append(p)
-    return np.array(lower[:-1] + upper[:-1])
+    return np.array(lower[:-1] + upper[:-1], dtype=float)
 
 
 def box_corners(x: float, y: float, dx: float, dy: float, yaw: float = 0.0) -> np.ndarray:
@@ -106,7 +108,7 @@ def support_polygon(base: Iterable[Sequence[float]]) -> Rect | None:
 def _hull_distance(hull: np.ndarray, x: float, y: float) -> float:
     """Signed distance [m] from (x, y) to the nearest edge line of a CCW hull; > 0 inside."""
     a = hull
-    b = np.roll(hull, -1, axis=0)
+    b = np.concatenate((hull[1:], hull[:1]))
     edge = b - a
     length = np.hypot(edge[:, 0], edge[:, 1])
     cross = edge[:, 0] * (y - a[:, 1]) - edge[:, 1] * (x - a[:, 0])

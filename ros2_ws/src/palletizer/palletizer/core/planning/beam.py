@@ -144,7 +144,9 @@ def expand(
     yaws = [0.0, 90.0]
     if math.hypot(off[0], off[1]) > 1e-9:
         yaws += [180.0, 270.0]
-    pre: list[tuple[float, int, float, StackBox]] = []
+    # The valid candidates of every yaw, as columns: quick score, base z, centre x and y, CoG
+    # x and y, footprint ex and ey, yaw [rad]; a StackBox is made only for those examined.
+    cols: list[np.ndarray] = []
     base_mass = sum(b.mass_kg for b in stack)
     base_moment = np.array([sum(b.mass_kg * b.cog[k] for b in stack) for k in range(2)])
     volume = sum(b.ex * b.ey * b.h for b in stack) + L * W * H
@@ -219,19 +221,26 @@ def expand(
             + w['low_height'] * low
             + w['compactness'] * compact
         )
-        for idx in np.flatnonzero(ok):
-            box = StackBox(
-                float(x0[idx] + ex / 2),
-                float(y0[idx] + ey / 2),
-                float(z[idx]),
-                ex,
-                ey,
-                H,
-                spec.mass_kg,
-                (float(cgx[idx]), float(cgy[idx]), float(z[idx] + H / 2 + off[2])),
+        sel = np.flatnonzero(ok)
+        cols.append(
+            np.stack(
+                [
+                    quick[sel],
+                    z[sel],
+                    x0[sel] + ex / 2,
+                    y0[sel] + ey / 2,
+                    cgx[sel],
+                    cgy[sel],
+                    np.full(len(sel), ex),
+                    np.full(len(sel), ey),
+                    np.full(len(sel), yaw),
+                ]
             )
-            pre.append((float(quick[idx]), len(pre), yaw, box))
-    pre.sort(key=lambda t: (-t[0], t[3].z, t[3].y, t[3].x, t[2]))
+        )
+    pre = np.concatenate(cols, axis=1) if cols else np.zeros((9, 0))
+    # Best quick score first; ties by base z, centre y, centre x, yaw; then in yaw and window
+    # order (lexsort is stable; its last key is the primary one).
+    order = np.lexsort((pre[8], pre[2], pre[3], pre[1], -pre[0]))
     moves: list[Move] = []
     w = params.weights
     limits = {
@@ -245,9 +254,11 @@ def expand(
     hmax = params.max_height_m
     model = StackModel(stack, pallet.size_xy, **limits)
     gx, gy, surface = _surface_grid(stack, params.surface_samples, pallet.size_xy)
-    for _, _, yaw, box in pre:
+    for col in order:
         if len(moves) >= params.candidates_per_node:
             break
+        _, bz, bx, by, cx, cy, ex, ey, yaw = (float(v) for v in pre[:, col])
+        box = StackBox(bx, by, bz, ex, ey, H, spec.mass_kg, (cx, cy, bz + H / 2 + off[2]))
         check = model.add(box)
         if not check.ok:
             rej['unstable'] = rej.get('unstable', 0) + 1
