@@ -107,6 +107,26 @@ def test_fast_forward_jumps_the_arm_and_carries_the_sealed_carton():
     assert cell.ground_truth().cartons['std_m-00'].pos[2] < 0.2
 
 
+def test_fast_forward_release_lets_the_carton_drop_onto_its_target_with_islands_asleep():
+    # Held still after a jump, the carton's tree counts down towards sleep with the arm's
+    # velocities all zero; released 4 mm above the lid below, it must still fall onto it
+    # (it used to fall asleep in the air on the first step and stay there).
+    cell = Cell(cartons=_two_cartons(), options=CellOptions(scene=SceneOptions(sleep=True)))
+    cell.settle(0.2)
+    lid = cell.ground_truth().cartons['std_m-00'].lid
+    cell.track(_point(ik_tool_down(lid + [0, 0, 0.0015], cell.q)), speed=0)
+    assert cell.set_vacuum(True).sealed
+    target = cell.ground_truth().cartons['small-01'].lid + [0, 0, 0.18 + 0.004 + 0.0015]
+    cell.track(_point(ik_tool_down(target, cell.q)), speed=0)
+    cell.settle(0.5)
+    cell.set_vacuum(False)
+    cell.track(_point(ik_tool_down(target + [0, 0, 0.2], cell.q)), speed=0)
+    cell.settle(1.25)
+    gt = cell.ground_truth()
+    top, bottom = gt.cartons['std_m-00'], gt.cartons['small-01']
+    assert top.pos[2] == pytest.approx(bottom.pos[2] + 0.06 + 0.09, abs=1e-3)
+
+
 def test_joint_state_reports_the_holding_torques():
     cell = Cell()
     cell.settle(0.3)

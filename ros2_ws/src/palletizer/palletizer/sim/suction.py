@@ -104,6 +104,7 @@ class Suction:
             if self._held is not None:
                 self.data.eq_active[self._pkgs[self._held].eq] = 0
                 self.model.geom_gap[self._cup_geoms] = self.params.seal_band
+                self._wake(self._pkgs[self._held].body)
                 idx, self._held = self._held, None
                 return SealResult(SealStatus.RELEASED, idx)
             return SealResult(SealStatus.RELEASED)
@@ -133,6 +134,20 @@ class Suction:
         self._held = idx
         self._block = block
         return SealResult(SealStatus.SEALED, idx, block.n_cups, cap, req, block)
+
+    def _wake(self, body: int) -> None:
+        """Restart the island-sleep countdown of a released carton's tree.
+
+        A carton held still counts down towards sleep like any tree at rest (welded to the arm,
+        whose trees never sleep): in fast-forward, where the arm jumps and every velocity is
+        zero, it reached the end of its countdown in hand and fell asleep in the air on the
+        first step after release, 2 mm above its slot, for good (nothing touches it there).
+        The countdown is reset only for an awake tree; a sleeping tree's sleep cycle is
+        MuJoCo's to wake.
+        """
+        tree = int(self.model.body_treeid[body])
+        if tree >= 0 and self.data.tree_asleep[tree] < 0:
+            self.data.tree_asleep[tree] = -(1 + mujoco.mjMINAWAKE)
 
     def release_all(self) -> None:
         """Drop whatever is held (reset)."""
