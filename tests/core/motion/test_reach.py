@@ -123,3 +123,33 @@ def test_reach_generator_cli_writes_a_loadable_table_and_summary(tmp_path, capsy
     assert table.meta['grid']['x_range'] == [0.0, 1.2, 0.4]
     assert 'highest_any_height' in summary.read_text()
     assert '"fraction_by_height"' in capsys.readouterr().out
+
+
+def test_reach_keeps_the_arm_off_every_box_the_executor_checks_round_a_table_pallet():
+    # The executor refuses a path whose forearm or wrists come near any of arm_boxes; a reach
+    # oracle that leaves one out offers slots the executor then refuses (level 15 seed 47:
+    # three deck slots beside the pedestal, wrong_placement at 2 of 12).
+    from palletizer.core.config import load_config
+    from palletizer.core.motion import ReachParams
+    from palletizer.execution.layout import arm_boxes
+
+    boxes = np.asarray(ReachParams().arm_box, dtype=float).reshape(-1, 6)
+    for b in arm_boxes(load_config(), 'table'):
+        want = np.array([*b.lo, *b.hi], dtype=float)
+        assert np.isclose(boxes, want, atol=1e-9).all(axis=1).any(), b.name
+
+
+def test_reach_refuses_the_deck_slots_beside_the_pedestal_the_executor_refused():
+    from palletizer.core.config import load_config
+
+    # Level 15 seed 47's refused releases (TCP, world): the forearm would strike the pedestal.
+    x = np.array([0.495, 0.34])
+    y = np.array([-0.26, -0.255])
+    z = np.array([0.299, 0.285])
+    yaw = np.array([0.0, math.pi / 2])
+    assert not ORACLE.reachable(x, y, z, yaw).any()
+    table = ReachTable.load(load_config().reach_table)
+    assert not table.reachable(x, y, z, yaw).any()
+    # Control: the same slots 0.30 m further from the robot are reachable.
+    assert ORACLE.reachable(x, y + 0.30, z, yaw).all()
+    assert table.reachable(x, y + 0.30, z, yaw).all()

@@ -74,19 +74,28 @@ class ReachParams:
     base_radius: float = 0.095
     shoulder_height: float = 0.181
     link_radius: float = 0.075
-    # The forearm and wrists must clear the furniture by the pallet's pick-side corner, as
-    # MotionParams checks every planned sample (CollisionWorld.arm_boxes, arm_margin): a world
-    # box (x0, y0, z0, x1, y1, z1) [m], the pick table (cell.yaml tables.pick), which also
-    # covers the conveyor's end there; () turns it off. Level 12 seeds 1 and 11 placed at the
-    # pallet corner beside it and drove wrist 2 into its top edge.
-    arm_box: tuple[float, ...] = (-0.56, -1.14, 0.0, 0.16, -0.46, 0.58)
+    # The forearm and wrists must clear the furniture round the pallet, as MotionParams checks
+    # every planned sample (CollisionWorld.arm_boxes, arm_margin): world boxes (x0, y0, z0,
+    # x1, y1, z1) [m], one after another, 6 numbers each; () turns it off. The pick table
+    # (cell.yaml tables.pick), which also covers the conveyor's end there: level 12 seeds 1 and
+    # 11 placed at the pallet corner beside it and drove wrist 2 into its top edge. The
+    # pedestal as the executor's box (robot.pedestal round robot.base_pos, static_boxes):
+    # level 15 seed 47 planned three deck slots along the pallet's robot-side edge, the
+    # executor refused each (the forearm would strike the pedestal) and the episode ended
+    # wrong_placement with 2 of 12 placed. The auxiliary table (tables.auxiliary), beside the
+    # pallet's -X edge.
+    arm_box: tuple[float, ...] = (
+        *(-0.56, -1.14, 0.0, 0.16, -0.46, 0.58),
+        *(0.36, -0.96, 0.0, 0.84, -0.48, 0.48),
+        *(-0.62, -0.43, 0.0, -0.12, 0.23, 0.58),
+    )
     arm_margin: float = 0.015
 
     def __post_init__(self) -> None:
-        if len(self.arm_box) not in (0, 6) or not all(math.isfinite(v) for v in self.arm_box):
+        if len(self.arm_box) % 6 or not all(math.isfinite(v) for v in self.arm_box):
             raise MotionError(
                 f'ReachParams.arm_box = {self.arm_box!r}; expected () or 6 finite numbers '
-                '(x0, y0, z0, x1, y1, z1)'
+                '(x0, y0, z0, x1, y1, z1) per box'
             )
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -128,9 +137,9 @@ def _column_ok(
         )
         good &= ~near.reshape(good.shape)
     if params is not None and params.arm_box:
-        b = np.asarray(params.arm_box, dtype=float)
+        b = np.asarray(params.arm_box, dtype=float).reshape(-1, 6)
         hit = arm_box_hits(
-            qu.reshape(-1, 6), kin.T_world_base, b[None, :3], b[None, 3:], params.arm_margin
+            qu.reshape(-1, 6), kin.T_world_base, b[:, :3], b[:, 3:], params.arm_margin
         )
         good &= (hit < 0).reshape(good.shape)
     step_ok = np.abs(np.diff(qu, axis=1)).max(axis=-1) <= max_step
