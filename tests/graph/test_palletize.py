@@ -143,25 +143,27 @@ def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
 
 
 def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_disk(tmp_path):
-    # Level 22 seed 2 with the default set-aside buffer (one place): small-02 finds no slot,
+    # Level 13 seed 4 with the default set-aside buffer (one place): random-01 finds no slot,
     # waits on the auxiliary table, is taken back once the stack has a slot for it, is set
-    # aside once more when that slot turns out not to take it, and comes back again; all six
-    # are placed. (Level 12 seed 43's book_s-01 needed no set-aside once the arm kept the
-    # planned half turns; seed 4's book_s-04 none after 59d159d.)
+    # aside once more when that slot turns out not to take it, and comes back again; all eight
+    # are placed. (Level 22 seed 2's small-02 did so until the reach table knew the pedestal:
+    # its slot had been one the executor refused. Level 12 seed 43's book_s-01 needed no
+    # set-aside once the arm kept the planned half turns; seed 4's book_s-04 none after
+    # 59d159d.)
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    proc = _palletize('--level', '22', '--seed', '2', '-n', '1', '--speed', '0', cwd=tmp_path)
+    proc = _palletize('--level', '13', '--seed', '4', '-n', '1', '--speed', '0', cwd=tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
-    assert 'small-02     -> buffer 0' in out and 'small-02     <- buffer 0' in out
+    assert f'{"random-01":12s} -> buffer 0' in out and f'{"random-01":12s} <- buffer 0' in out
     run = _run_dir(tmp_path)
     (graph,) = _lines(run / 'episodes.jsonl')
-    assert graph['success'] and graph['n_placed'] == 6
+    assert graph['success'] and graph['n_placed'] == 8
     assert graph['metrics']['buffer_moves'] == 4 and graph['metrics']['buffer_motion_s'] > 0
 
     local, sink = run_inprocess(
-        22, 2, build_planner('heuristic'), speed=0.0, sink=MemorySink(),
+        13, 4, build_planner('heuristic'), speed=0.0, sink=MemorySink(),
         git_sha=graph['git_sha'],
     )  # fmt: skip
     assert graph == json.loads(json.dumps(local.to_dict()))
@@ -173,8 +175,8 @@ def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_
     # The buffer moves are place and pick events with the slot; the set-down was measured.
     moves = [e for e in events if 'buffer_slot' in e['payload']]
     assert [(e['kind'], e['package_id']) for e in moves] == [
-        ('place', 'small-02'),
-        ('pick', 'small-02'),
+        ('place', 'random-01'),
+        ('pick', 'random-01'),
     ] * 2
     for e in moves[::2]:
         p = e['payload']
@@ -182,7 +184,7 @@ def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_
     # Only pallet placements are placements.
     placements = _lines(run / 'placements.jsonl')
     assert [p['package_id'] for p in placements] == [p.package_id for p in sink.placements]
-    assert len(placements) == 6 and 'small-02' in [p['package_id'] for p in placements]
+    assert len(placements) == 8 and 'random-01' in [p['package_id'] for p in placements]
     assert len(_lines(run / 'pallet_states.jsonl')) == len(sink.states)
     # The bag opens with rosbags and holds the run's topics.
     with AnyReader([run / 'bag']) as reader:
