@@ -211,22 +211,19 @@ def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_
     assert counts['/palletizer/episode_events'] == len(events)
 
 
-def test_level_12_writes_a_photo_per_layer_and_a_final_one_as_valid_pngs(tmp_path):
+def test_level_11_writes_a_photo_per_layer_and_a_final_one_as_valid_pngs(tmp_path):
     from palletizer.core.config import load_config
     from palletizer.telemetry import decode_png
 
-    # Level 12 seed 1: five cartons on the deck, the sixth on them. (Level 11 seed 1 did so
-    # until the heuristic left its first carton free of pallet_com, a861095; now its four
-    # std_m fit on the deck.)
-    proc = _palletize('--level', '12', '--seed', '1', '-n', '1', '--speed', '0', cwd=tmp_path)
+    proc = _palletize('--level', '11', '--seed', '1', '-n', '1', '--speed', '0', cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     run = _run_dir(tmp_path)
     layers = [(p['seq'], p['layer']) for p in _lines(run / 'placements.jsonl')]
-    assert [layer for _, layer in layers] == [1, 1, 1, 1, 1, 2]
+    assert [layer for _, layer in layers] == [1, 1, 1, 2]
     cfg = load_config()
     views = [v.value for v in cfg.telemetry.snapshots.views]
     # Before the first layer-2 carton (after the last layer-1 attempt) and at the end.
-    after = [layers[4][0], layers[5][0]]
+    after = [layers[2][0], layers[3][0]]
     rows = _lines(run / 'snapshots.jsonl')
     assert [(r['after_seq'], r['view']) for r in rows] == [(a, v) for a in after for v in views]
     assert set(after) <= {s['after_seq'] for s in _lines(run / 'pallet_states.jsonl')}
