@@ -141,11 +141,12 @@ def test_compare_scores_a_weights_file_against_the_configured_weights(local_ray,
     out = compare([None, str(f)], levels=[13], seeds=[1, 2], workers=2)
     assert list(out) == ['configs/planner.yaml', str(f)]
     default = out['configs/planner.yaml']
-    # level 13 seeds 1 and 2 with planner.yaml: all 16 cartons placed, 2 + 1 boxes tip
+    # level 13 seeds 1 and 2 with planner.yaml: all 16 cartons placed; 5 boxes tip over the
+    # 2 x 10 jolt trials (3 before the first carton was freed from the deck's centre)
     assert (default['loss'], default['missing'], default['fallen'], default['placed']) == (
-        3,
+        5,
         0,
-        3,
+        5,
         16,
     )
     assert default['levels']['13']['evaluations'] == 2

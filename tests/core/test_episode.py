@@ -36,7 +36,8 @@ class World:
         self.placements = []
         self.states = []
         self.unreachable: set[str] = set()
-        self.nudge: dict[int, tuple[float, float]] = {}  # carton index -> landing offset [m]
+        # carton index -> landing offset [m], or a distance [m] towards the deck's centre
+        self.nudge: dict[int, tuple[float, float] | float] = {}
         self.topple_after: int | None = None
         self.abort_at: int | None = None
         self.returned: list[str] = []
@@ -94,8 +95,12 @@ class World:
             raise EpisodeAborted('SIGTERM')
         if plan.slot in self.unreachable:
             return MotionOutcome(False, FailureCause.ik_unreachable, 'no IK', holding=True)
-        dx, dy = self.nudge.get(self.next - 1, (0.0, 0.0))
         x, y, z = plan.position
+        nudge = self.nudge.get(self.next - 1, (0.0, 0.0))
+        if isinstance(nudge, float):
+            d = max(math.hypot(0.6 - x, y), 1e-9)
+            nudge = (nudge * (0.6 - x) / d, -nudge * y / d)
+        dx, dy = nudge
         self.poses[spec.package_id] = (x + dx, y + dy, z, plan.yaw)
         return MotionOutcome(True, details={'drift_m': 0.001})
 
@@ -182,7 +187,7 @@ def test_jammed_source_ends_in_timeout():
 
 def test_a_carton_off_target_fails_wrong_placement_and_stops():
     w = World()
-    w.nudge = {1: (0.05, 0.0)}
+    w.nudge = {1: 0.05}  # inwards: still on the deck, 5 cm from where it was planned
     r = _run(w)
     assert r.failure is FailureCause.wrong_placement and len(w.placements) == 2
     assert w.events[-1][1] == 'fail'

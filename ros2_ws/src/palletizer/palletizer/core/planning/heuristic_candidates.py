@@ -75,7 +75,8 @@ def score_candidates(
 ) -> Candidates:
     """Enumerate, filter and score every window position of every yaw for one carton.
 
-    pallet_mass [kg] and pallet_cog (3,) [m, pallet frame] describe the stack for pallet_com.
+    pallet_mass [kg] and pallet_cog (3,) [m, pallet frame] describe the stack for pallet_com
+    (with no mass on the pallet the term reads 1).
     reach: when the reachability weight is > 0, every otherwise-valid window asks the oracle
     (filter and term); with weight 0 the filter is left to the caller (reach_state, see
     Candidates) and the term reads 1. tool: the gripper whose body must clear what stands
@@ -186,17 +187,20 @@ def score_candidates(
         if not valid.any():
             continue
 
-        # New stack CoG in the pallet frame -> pallet_com.
+        # New stack CoG in the pallet frame -> pallet_com. On an empty deck the stack's CoG
+        # would be the carton's own: the term then reads 1 everywhere, as the first carton's
+        # place decides nothing about the load's balance, and pulled to the deck's centre it
+        # split the deck in two (docs/planners.md §6.4).
         bx = cx[valid] - geo.centre_xy[0] + cog_x
         by = cy[valid] - geo.centre_xy[1] + cog_y
-        m = spec.mass_kg
-        tot = pallet_mass + m
-        if tot > 0.0:
+        if pallet_mass > 0.0:
+            m = spec.mass_kg
+            tot = pallet_mass + m
             gx = (pallet_mass * pallet_cog[0] + m * bx) / tot
             gy = (pallet_mass * pallet_cog[1] + m * by) / tot
+            pallet_com = np.clip(1.0 - np.hypot(gx, gy) / geo.half_diagonal, 0.0, 1.0)
         else:
-            gx, gy = bx, by
-        pallet_com = np.clip(1.0 - np.hypot(gx, gy) / geo.half_diagonal, 0.0, 1.0)
+            pallet_com = np.ones(len(bx))
 
         k = int(valid.sum())
         tmat = np.empty((k, len(TERMS)))
