@@ -216,6 +216,27 @@ def test_abort_closes_the_episode_without_inventing_a_failure():
     assert not r.success and r.failure is None and r.metrics['aborted'] is True
 
 
+def test_benchmark_rows_say_why_an_episode_failed_and_how_often_the_executor_refused():
+    from palletizer.cli.bench_reference import failure_reason, replans
+
+    def rows(w):  # MemorySink's (seq, ts, kind, package_id, payload)
+        return [(s, 0.0, k, pid, p) for s, k, pid, p in w.events]
+
+    clean = World(n=1)
+    _run(clean)
+    assert replans(rows(clean)) == 0 and failure_reason(rows(clean)) is None
+    refused = World(n=1)
+    refused.place = lambda plan, spec, hm: MotionOutcome(
+        False, FailureCause.ik_unreachable, 'x', True
+    )
+    _run(refused)
+    assert replans(rows(refused)) == 2
+    assert failure_reason(rows(refused)).startswith('std_m-00: no reachable slot after 3 tries')
+    none = World(n=1, dims=(2.0, 1.5, 0.2))
+    _run(none)
+    assert failure_reason(rows(none)).startswith('std_m-00: the planner found no slot')
+
+
 def test_no_slot_at_all_is_wrong_placement_with_the_reject_summary():
     w = World(n=1, dims=(2.0, 1.5, 0.2))
     r = _run(w)

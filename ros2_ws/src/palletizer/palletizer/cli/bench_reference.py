@@ -101,7 +101,26 @@ def run_one(job: tuple) -> dict:
         'oracle': result.oracle,
         'buffer_moves': int(result.metrics.get('buffer_moves', 0)),
         'buffer_motion_s': float(result.metrics.get('buffer_motion_s', 0.0)),
+        'replans': replans(sink.events),
+        'failure_reason': failure_reason(sink.events),
     }
+
+
+def replans(events: Sequence[tuple]) -> int:
+    """How many slots the executor refused before moving (each replan is a `plan` event
+    with retry > 0): the planner planned a slot the arm could not take."""
+    return sum(1 for e in events if e[2] == 'plan' and e[4].get('retry', 0) > 0)
+
+
+def failure_reason(events: Sequence[tuple]) -> str | None:
+    """'<package id>: <reason>' of the episode's last `fail` event (its cause where it gives
+    no reason), None when nothing failed. The closed failure cause says what failed; this says
+    why: a wrong_placement may be a planner with no slot or an executor that refused every
+    slot planned."""
+    for _, _, kind, package_id, payload in reversed(events):
+        if kind == 'fail':
+            return f'{package_id}: {payload.get("reason") or payload.get("cause")}'
+    return None
 
 
 def _summarise(rows: Sequence[dict]) -> dict:
