@@ -235,6 +235,11 @@ def test_benchmark_rows_say_why_an_episode_failed_and_how_often_the_executor_ref
     none = World(n=1, dims=(2.0, 1.5, 0.2))
     _run(none)
     assert failure_reason(rows(none)).startswith('std_m-00: the planner found no slot')
+    # A refused pick's event names no carton: the reason alone.
+    slipped = World(n=1)
+    slipped.pick = lambda obs: MotionOutcome(False, FailureCause.ik_unreachable, 'no IK', False)
+    _run(slipped)
+    assert failure_reason(rows(slipped)) == 'no IK'
 
 
 def test_no_slot_at_all_is_wrong_placement_with_the_reject_summary():

@@ -114,12 +114,14 @@ def replans(events: Sequence[tuple]) -> int:
 
 def failure_reason(events: Sequence[tuple]) -> str | None:
     """'<package id>: <reason>' of the episode's last `fail` event (its cause where it gives
-    no reason), None when nothing failed. The closed failure cause says what failed; this says
-    why: a wrong_placement may be a planner with no slot or an executor that refused every
-    slot planned."""
+    no reason; the reason alone where the event names no carton, as a refused pick's), None
+    when nothing failed. The closed failure cause says what failed; this says why: a
+    wrong_placement may be a planner with no slot or an executor that refused every slot
+    planned."""
     for _, _, kind, package_id, payload in reversed(events):
         if kind == 'fail':
-            return f'{package_id}: {payload.get("reason") or payload.get("cause")}'
+            why = str(payload.get('reason') or payload.get('cause'))
+            return f'{package_id}: {why}' if package_id else why
     return None
 
 
