@@ -270,9 +270,9 @@ class _Recording(ScorePlanner):
         self.recorded.append(placement)
         super().record(placement)
 
-    def choose(self, spec, heightmap, pallet, excluded_slots=()):
+    def choose(self, spec, heightmap, pallet, excluded_slots=(), last_resort=False):
         self.states.append(pallet)
-        return super().choose(spec, heightmap, pallet, excluded_slots)
+        return super().choose(spec, heightmap, pallet, excluded_slots, last_resort)
 
 
 def test_the_planner_builds_on_its_plans_never_on_the_referees_measurements():

@@ -24,18 +24,23 @@ def _table(slots: int = 2, reach=None) -> BufferTable:
 
 class Picky:
     """The score heuristic, except that it finds no slot for `refuse[pid]` until that many
-    cartons are on the pallet (-1: never)."""
+    cartons are on the pallet (-1: never), unless asked as a last resort for a carton in
+    `rescue`. `last_resorts` lists the cartons asked for as a last resort."""
 
-    def __init__(self, refuse: dict[str, int]) -> None:
+    def __init__(self, refuse: dict[str, int], rescue: tuple[str, ...] = ()) -> None:
         self.inner = ScorePlanner()
-        self.refuse = refuse
+        self.refuse, self.rescue = refuse, rescue
         self.placed = 0
+        self.last_resorts: list[str] = []
         self.kind, self.oracle = self.inner.kind, False
 
-    def choose(self, spec, heightmap, pallet, excluded_slots=()):
+    def choose(self, spec, heightmap, pallet, excluded_slots=(), last_resort=False):
+        if last_resort:
+            self.last_resorts.append(spec.package_id)
         need = self.refuse.get(spec.package_id)
         if need is not None and (need < 0 or self.placed < need):
-            return PlanResult(None, {'support': 1})
+            if not (last_resort and spec.package_id in self.rescue):
+                return PlanResult(None, {'support': 1})
         return self.inner.choose(spec, heightmap, pallet, excluded_slots)
 
     def record(self, placement):
@@ -131,19 +136,53 @@ def test_without_a_buffer_the_same_carton_ends_the_episode():
 
 def test_a_carton_that_never_fits_ends_the_episode_once_the_load_is_done():
     w = World()
-    r = _run(w, Picky({'std_m-01': -1}), settings=_settings(2))
+    picky = Picky({'std_m-01': -1})
+    r = _run(w, picky, settings=_settings(2))
     assert r.failure is FailureCause.wrong_placement and r.n_placed == 3
     last = w.events[-1]
     assert last[1] == 'fail' and last[2] == 'std_m-01'
     assert 'no slot for the 1 set aside: std_m-01' in last[3]['reason']
+    # Once the load was done the planner was asked for it as a last resort, and only then.
+    assert picky.last_resorts == ['std_m-01']
 
 
 def test_a_full_buffer_returns_the_carton_and_fails_honestly():
     w = World()
-    r = _run(w, Picky({'std_m-00': -1, 'std_m-01': -1}), settings=_settings(1))
+    picky = Picky({'std_m-00': -1, 'std_m-01': -1})
+    r = _run(w, picky, settings=_settings(1))
     assert r.failure is FailureCause.wrong_placement
     assert _moves(w) == [('place', 'std_m-00', 0)] and w.returned == ['std_m-01']
     assert 'the buffer has no place' in w.events[-1][3]['reason']
+    assert picky.last_resorts == ['std_m-01']  # the buffer had no place: the last resort
+
+
+def _plans(w):
+    return {pid: p for _, k, pid, p in w.events if k == 'plan'}
+
+
+def test_the_last_resort_places_what_waits_in_the_buffer_once_the_load_is_done():
+    w = World()
+    picky = Picky({'std_m-01': -1}, rescue=('std_m-01',))
+    r = _run(w, picky, settings=_settings(1))
+    assert r.success and r.n_placed == 4, w.events[-3:]
+    # Set aside, then taken back and placed only once the load was done, as a last resort.
+    assert _moves(w) == [('place', 'std_m-01', 0), ('pick', 'std_m-01', 0)]
+    assert [p.package_id for p in w.placements][-1] == 'std_m-01'
+    plans = _plans(w)
+    assert plans['std_m-01']['last_resort'] is True and 0.0 < plans['std_m-01']['support'] <= 1
+    assert not any('last_resort' in plans[pid] for pid in plans if pid != 'std_m-01')
+    assert picky.last_resorts == ['std_m-01', 'std_m-01']  # the drain's ask, then the plan
+
+
+def test_the_last_resort_places_the_carton_in_hand_when_the_buffer_has_no_place():
+    w = World()
+    picky = Picky({'std_m-00': -1, 'std_m-01': -1}, rescue=('std_m-01',))
+    r = _run(w, picky, settings=_settings(1))
+    # std_m-00 waits in the only slot; std_m-01 would have ended the episode.
+    assert r.failure is FailureCause.wrong_placement and r.n_placed == 3
+    assert _moves(w) == [('place', 'std_m-00', 0)] and w.returned == []
+    assert _plans(w)['std_m-01']['last_resort'] is True
+    assert 'no slot for the 1 set aside: std_m-00' in w.events[-1][3]['reason']
 
 
 def test_a_refused_set_down_leaves_the_carton_in_hand_and_returns_it():

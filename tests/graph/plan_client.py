@@ -18,9 +18,14 @@ def main() -> int:
     cli = node.create_client(PlanPlacement, '/planner/plan')
     assert cli.wait_for_service(timeout_sec=30.0), 'planner service never appeared'
 
-    def ask(spec: PackageSpec, hm: HeightMap, excluded=()) -> PlanPlacement.Response:
+    def ask(
+        spec: PackageSpec, hm: HeightMap, excluded=(), last_resort=False
+    ) -> PlanPlacement.Response:
         req = PlanPlacement.Request(
-            spec=spec_to_msg(spec), heightmap=heightmap_to_msg(hm), excluded_slots=list(excluded)
+            spec=spec_to_msg(spec),
+            heightmap=heightmap_to_msg(hm),
+            excluded_slots=list(excluded),
+            last_resort=last_resort,
         )
         fut = cli.call_async(req)
         rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
@@ -46,6 +51,16 @@ def main() -> int:
         'code': none.error_code,
         'has_plan': none.has_plan,
         'reasons': list(none.reject_reasons),
+    }
+    # Ridges 0.2 m high, 0.1 m wide, 0.15 m apart: a std_m lid finds at most half its
+    # footprint supported (configs/planner.yaml: min_support_ratio 0.60, last resort 0.50).
+    cells = np.zeros((80, 120))
+    for i in range(0, 120, 25):
+        cells[:, i : i + 10] = 0.2
+    ridges = HeightMap(cells, None, (0.0, -0.4), 0.01)
+    out['ridges'] = {
+        'usual': ask(std_m, ridges).has_plan,
+        'last_resort': ask(std_m, ridges, last_resort=True).has_plan,
     }
     bad = PlanPlacement.Request(spec=spec_to_msg(std_m), heightmap=heightmap_to_msg(empty))
     bad.heightmap.nx = 7

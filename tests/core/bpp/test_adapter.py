@@ -49,7 +49,7 @@ class _Stub:
         self.excluded = []
         self.recorded = []
 
-    def choose(self, spec, heightmap, pallet, excluded_slots=()):
+    def choose(self, spec, heightmap, pallet, excluded_slots=(), last_resort=False):
         self.excluded.append(list(excluded_slots))
         return PlanResult(self.plans.pop(0) if self.plans else None, {})
 

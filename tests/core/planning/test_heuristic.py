@@ -685,6 +685,41 @@ def test_despeckle_is_checked():
         HeuristicParams(despeckle=-0.001)
 
 
+def _ridges() -> HeightMap:
+    """0.2 m ridges 0.1 m wide, 0.15 m apart across the pallet: a std_m lid finds at most
+    half its footprint supported, and the deck between them is too narrow for it."""
+    cells = np.zeros((80, 120))
+    for i in range(0, 120, 25):
+        cells[:, i : i + 10] = 0.2
+    return _map(cells)
+
+
+def test_the_last_resort_relaxes_support_only_when_asked():
+    planner = ScorePlanner(_params(min_support_ratio=0.6, last_resort_support=(0.55, 0.45)))
+    usual = planner.choose(STD_M, _ridges(), None)
+    assert usual.plan is None and usual.reject_summary['min_support_ratio'] > 0
+    forced = planner.choose(STD_M, _ridges(), None, (), last_resort=True)
+    assert forced.plan is not None
+    assert 0.45 <= forced.plan.predicted_support < 0.55  # the second ratio found it
+    assert forced.reject_summary == usual.reject_summary  # why the usual rules found none
+    # Without relaxed ratios a last resort is the usual answer; with a slot, it is unchanged.
+    bare = ScorePlanner(_params(min_support_ratio=0.6))
+    assert bare.choose(STD_M, _ridges(), None, (), last_resort=True).plan is None
+    empty = _map(np.zeros((80, 120)))
+    assert planner.choose(STD_M, empty, None, (), last_resort=True).plan == (
+        planner.choose(STD_M, empty, None).plan
+    )
+
+
+def test_last_resort_support_is_checked():
+    from palletizer.core.errors import PalletizerError
+
+    for bad in ((0.6,), (0.4, 0.5), (0.5, 0.5), (-0.1,), 0.4):
+        with pytest.raises(PalletizerError, match='last_resort_support'):
+            HeuristicParams(min_support_ratio=0.6, last_resort_support=bad)
+    assert HeuristicParams(last_resort_support=[0.5, 0.4]).last_resort_support == (0.5, 0.4)
+
+
 class _RecordingReach(_DiscReach):
     """_DiscReach that keeps every (x, y) it was asked about."""
 

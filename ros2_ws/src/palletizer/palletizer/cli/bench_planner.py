@@ -85,7 +85,9 @@ def _episode(
     With a buffer, a carton with no slot is set aside while the buffer has a place for it, and
     after every placement each carton set aside is offered to the planner again (oldest first);
     the episode ends when the load is done and the buffer empty, or at a carton that fits
-    neither.
+    neither. As in the episode (core.episode), a carton that would end it is asked for once
+    more as a last resort (Planner.choose): one the buffer has no place for, and those still
+    set aside once the load is done.
     """
     cells = np.zeros((80, 120))
     placed: list[Any] = []
@@ -114,14 +116,16 @@ def _episode(
         margins.append(state.stability_margin_m)
         return True
 
-    def drain() -> bool:
-        """Take back every buffered carton that has a slot now; False on a collapse."""
+    def drain(last_resort: bool = False) -> bool:
+        """Take back every buffered carton that has a slot now (as a last resort, once the load
+        is done: Planner.choose); False on a collapse."""
         nonlocal moves
         again = True
+        ask = {'last_resort': True} if last_resort else {}
         while again and buffer is not None and len(buffer):
             again = False
             for waiting in buffer.specs():
-                res = planner.choose(waiting, HeightMap(cells), state)
+                res = planner.choose(waiting, HeightMap(cells), state, (), **ask)
                 if res.plan is not None:
                     buffer.take(waiting.package_id)
                     moves += 1
@@ -135,16 +139,18 @@ def _episode(
         res = planner.choose(spec, HeightMap(cells), state)
         if res.plan is None:
             slot = buffer.slot_for(spec) if buffer is not None else None
-            if slot is None:
+            if slot is not None:
+                buffer.put(spec, slot)  # type: ignore[union-attr]  # a slot exists only with a buffer
+                moves += 1
+                continue
+            res = planner.choose(spec, HeightMap(cells), state, (), last_resort=True)
+            if res.plan is None:
                 outcome = 'no_slot'
                 break
-            buffer.put(spec, slot)  # type: ignore[union-attr]  # a slot exists only with a buffer
-            moves += 1
-            continue
         if not put(spec, res.plan) or not drain():
             break
     else:
-        if buffer is not None and len(buffer):
+        if drain(last_resort=True) and buffer is not None and len(buffer):
             outcome = 'no_slot'
     return {
         'placed': len(placed),

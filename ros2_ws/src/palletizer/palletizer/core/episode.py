@@ -444,10 +444,19 @@ class _Loop:
         return self.place_held(spec, obs)
 
     def place_held(
-        self, spec: PackageSpec, obs: Observation, slot: BufferSlot | None = None
+        self,
+        spec: PackageSpec,
+        obs: Observation,
+        slot: BufferSlot | None = None,
+        last_resort: bool = False,
     ) -> FailureCause | None:
         """Plan and place the carton in hand (picked at `obs`; from buffer slot `slot`, or the
-        source), or set it aside when the pallet has no slot for it and the buffer a place."""
+        source), or set it aside when the pallet has no slot for it and the buffer a place.
+
+        Where the episode would end for want of a slot (no place in the buffer, or
+        `last_resort`: the load is done and this carton waits in the buffer), the planner is
+        asked once more with last_resort (Planner.choose), and the plan event says so.
+        """
         pid = spec.package_id
         attempt = _Attempt(self.seq, spec, None)
         self.attempts.append(attempt)
@@ -456,11 +465,26 @@ class _Loop:
         excluded: list[str] = []
         placed_out: MotionOutcome | None = None
         for retry in range(self.s.place_retries + 1):
-            result = self.planner.choose(spec, heightmap, pallet, tuple(excluded))
+            forced = last_resort
+            if last_resort:
+                result = self.planner.choose(
+                    spec, heightmap, pallet, tuple(excluded), last_resort=True
+                )
+            else:
+                result = self.planner.choose(spec, heightmap, pallet, tuple(excluded))
+                if result.plan is None:
+                    aside = self.set_aside(spec, heightmap, slot)
+                    if aside != 'refused':
+                        return aside  # type: ignore[return-value]  # not 'refused': a cause or None
+                    forced = True
+                    result = self.planner.choose(
+                        spec, heightmap, pallet, tuple(excluded), last_resort=True
+                    )
             if result.plan is None:
-                aside = self.set_aside(spec, heightmap, slot)
-                if aside != 'refused':
-                    return aside  # type: ignore[return-value]  # not 'refused': a cause or None
+                if last_resort:
+                    aside = self.set_aside(spec, heightmap, slot)
+                    if aside != 'refused':
+                        return aside  # type: ignore[return-value]  # not 'refused': a cause or None
                 self.executor.return_to_source(obs)
                 self.emit(
                     'fail',
@@ -482,6 +506,11 @@ class _Loop:
                 heightmap_top_mm=_r(heightmap.top * 1000),
                 observed_pct=_r(heightmap.observed_ratio * 100),
                 retry=retry,
+                **(
+                    {'last_resort': True, 'support': round(plan.predicted_support, 3)}
+                    if forced
+                    else {}
+                ),
             )
             self.scores.append(plan.breakdown)
             self.plan_scores.append(plan.score)
@@ -625,17 +654,19 @@ class _Loop:
         self.last_move = f'{spec.package_id} {spec.type_name} -> buffer {slot.index}'
         return None
 
-    def drain(self) -> FailureCause | None:
+    def drain(self, last_resort: bool = False) -> FailureCause | None:
         """Take back from the buffer, oldest first, each carton the stack now has a slot for,
         until a pass places none. A carton taken back that no slot takes after all goes back
-        to its place in the buffer."""
+        to its place in the buffer. last_resort (the load is done): a slot the planner finds
+        only as a last resort (Planner.choose) counts."""
         progress = True
         while progress and self.buffer is not None and len(self.buffer):
             progress = False
             heightmap = self.perception.heightmap()
             pallet = self.stack_state(self.believed, self.seq) if self.believed else None
             for waiting in self.buffer.specs():
-                if self.planner.choose(waiting, heightmap, pallet, ()).plan is None:
+                ask = {'last_resort': True} if last_resort else {}
+                if self.planner.choose(waiting, heightmap, pallet, (), **ask).plan is None:
                     continue
                 spec, slot = self.buffer.take(waiting.package_id)
                 obs = Buffer.observation(spec, slot)
@@ -672,7 +703,7 @@ class _Loop:
                     **{k: v for k, v in picked.details.items()},
                 )
                 placed = len(self.believed)
-                out = self.place_held(spec, obs, slot)
+                out = self.place_held(spec, obs, slot, last_resort)
                 if out is not None:
                     return out
                 if len(self.believed) > placed:
@@ -795,7 +826,8 @@ def run_episode(
         while True:
             outcome = loop.carton()
             if outcome is True:
-                failure = loop.buffer_left()
+                # The load is done: what still waits in the buffer gets the last resort.
+                failure = loop.drain(last_resort=True) or loop.buffer_left()
                 break
             if outcome is not None:
                 failure = outcome  # type: ignore[assignment]  # not True or None: a cause

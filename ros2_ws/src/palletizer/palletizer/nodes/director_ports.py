@@ -656,12 +656,14 @@ class RosPlanner:
         heightmap: HeightMap,
         pallet: PalletState | None,
         excluded_slots: Collection[str] = (),
+        last_resort: bool = False,
     ) -> PlanResult:
         req = PlanPlacement.Request(
             spec=spec_to_msg(spec),
             heightmap=heightmap_to_msg(heightmap),
             has_pallet=pallet is not None,
             excluded_slots=list(excluded_slots),
+            last_resort=last_resort,
             placements=[placement_to_msg(p) for p in self.placements],
             placed_specs=[spec_to_msg(s) for s in self.specs.values()],
         )

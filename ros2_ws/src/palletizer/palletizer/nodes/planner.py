@@ -89,7 +89,9 @@ class PlannerNode(Node):
         pallet = pallet_state_from_msg(req.pallet) if req.has_pallet else None
         self.record.sync(placements, specs)
         planner = self.record.planner
-        result = planner.choose(spec, heightmap, pallet, tuple(req.excluded_slots))
+        result = planner.choose(
+            spec, heightmap, pallet, tuple(req.excluded_slots), last_resort=req.last_resort
+        )
         try:  # what RViz shows must never cost the plan
             stamp = self.get_clock().now().to_msg()
             self.markers_pub.publish(

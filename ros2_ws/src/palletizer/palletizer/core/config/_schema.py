@@ -210,6 +210,7 @@ _PLANNER = {
         'reserve_tries': _num(0, 100000, integer=True),
         'exclude_radius': _Opt(_num(0, 100, integer=True), 0),
         'despeckle': _Opt(_num(0.0, 0.05), 0.0),
+        'last_resort_support': _Opt(_list_of(_num(0.0, 1.0)), ()),
         'weights': {t: _WEIGHT for t in HEURISTIC_TERMS},
     },
     'beam': {

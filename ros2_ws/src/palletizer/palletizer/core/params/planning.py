@@ -8,6 +8,7 @@ The values and their measurements: docs/planners.md §6.3-6.8.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Mapping
@@ -114,6 +115,21 @@ def _reserve(where: str, value: Any) -> tuple[float, float, float]:
         raise _err(where, 'reserve', value, 'three sizes L, W, H [m] > 0')
     L, W, H = (_number(where, 'reserve', v, 1e-3) for v in value)
     return (L, W, H)
+
+
+def _last_resort(where: str, value: Any, ratio: float) -> tuple[float, ...]:
+    """Support ratios in [0, ratio), strictly decreasing (each a further relaxation)."""
+    if not isinstance(value, (list, tuple)):
+        raise _err(where, 'last_resort_support', value, f'a list of ratios below {ratio}')
+    out = tuple(_number(where, 'last_resort_support', v, 0.0, 1.0) for v in value)
+    if any(v >= ratio for v in out) or any(b >= a for a, b in itertools.pairwise(out)):
+        raise _err(
+            where,
+            'last_resort_support',
+            list(value),
+            f'strictly decreasing ratios, each below min_support_ratio {ratio}',
+        )
+    return out
 
 
 def _weights(where: str, key: str, value: Any, names: tuple[str, ...]) -> Mapping[str, float]:
@@ -224,7 +240,9 @@ class HeuristicParams:
     late finds room. exclude_radius: a slot excluded by a replan (the executor refused its
     move) excludes the slots of its layer whose windows lie within this many cells of it.
     despeckle: lone map cells above all their neighbours are lowered by up to this much [m]
-    before planning (heuristic_windows.despeckle; 0: off).
+    before planning (heuristic_windows.despeckle; 0: off). last_resort_support: the least
+    support ratios tried in turn, each below min_support_ratio, when a carton would otherwise
+    end the episode (choose's last_resort; empty: none).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -249,6 +267,7 @@ class HeuristicParams:
     reserve_tries: int = 0
     exclude_radius: int = 0
     despeckle: float = 0.0
+    last_resort_support: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         w = 'HeuristicParams'
@@ -291,6 +310,11 @@ class HeuristicParams:
         )
         object.__setattr__(
             self, 'exclude_radius', _integer(w, 'exclude_radius', self.exclude_radius, 0)
+        )
+        object.__setattr__(
+            self,
+            'last_resort_support',
+            _last_resort(w, self.last_resort_support, self.min_support_ratio),
         )
 
     @classmethod

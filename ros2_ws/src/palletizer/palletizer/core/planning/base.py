@@ -27,6 +27,9 @@ class Planner(Protocol):
     """Chooses a slot for the carton in hand; learns from measured placements.
 
     `kind` names the planner; `oracle` is True when it reads simulator truth.
+    choose's `last_resort`: the episode ends unless this carton finds a slot now (the buffer
+    has no place for it, or the load is done and it waits there). A planner may then relax its
+    rules (the heuristic: last_resort_support); beam search and the grid plan as usual.
     """
 
     kind: PlannerKind
@@ -38,6 +41,7 @@ class Planner(Protocol):
         heightmap: HeightMap,
         pallet: PalletState | None,
         excluded_slots: Collection[str] = (),
+        last_resort: bool = False,
     ) -> PlanResult: ...
 
     def record(self, placement: Placement) -> None: ...

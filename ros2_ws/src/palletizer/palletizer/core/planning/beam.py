@@ -334,6 +334,7 @@ class BeamPlanner:
         heightmap: HeightMap,
         pallet: PalletState | None,
         excluded_slots: Collection[str] = (),
+        last_resort: bool = False,
     ) -> PlanResult:
         self.book.remember(spec)
         p = self.params

@@ -54,6 +54,7 @@ class GridPlanner:
         heightmap: HeightMap,
         pallet: PalletState | None,
         excluded_slots: Collection[str] = (),
+        last_resort: bool = False,
     ) -> PlanResult:
         self.book.remember(spec)
         p = self.params

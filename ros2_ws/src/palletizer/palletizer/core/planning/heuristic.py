@@ -134,15 +134,48 @@ class ScorePlanner:
         heightmap: HeightMap,
         pallet: PalletState | None,
         excluded_slots: Collection[str] = (),
+        last_resort: bool = False,
     ) -> PlanResult:
+        """The best valid slot for `spec`, or none with the reject counts.
+
+        last_resort: the episode ends unless this carton finds a slot (the buffer has no place
+        for it, or the load is done and it waits there): when the usual rules find none, each
+        of params.last_resort_support is tried in turn as the least support ratio, the reserve
+        kept no longer (the stack check still applies); the plan's predicted_support says
+        how much it found.
+        """
         self.book.remember(spec)
         cands = self.candidates(spec, heightmap, pallet)
+        found = self._walk(spec, heightmap, pallet, cands, excluded_slots, keep_room=True)
+        if found.plan is not None or not last_resort:
+            return found
+        for ratio in self.params.last_resort_support:
+            relaxed = dataclasses.replace(
+                self.params, min_support_ratio=ratio, last_resort_support=()
+            )
+            more = self._score(spec, heightmap, pallet, relaxed)
+            got = self._walk(spec, heightmap, pallet, more, excluded_slots, keep_room=False)
+            if got.plan is not None:
+                return PlanResult(got.plan, found.reject_summary)
+        return found
+
+    def _walk(
+        self,
+        spec: PackageSpec,
+        heightmap: HeightMap,
+        pallet: PalletState | None,
+        cands: Candidates,
+        excluded_slots: Collection[str],
+        keep_room: bool,
+    ) -> PlanResult:
+        """The first valid slot down the ranking of `cands` (see the class docstring); with
+        keep_room, the best that leaves the reserve box a slot while the map has one."""
         excluded = set(excluded_slots)
         near = _near_excluded(excluded, self.params.exclude_radius)
         n_excluded = 0
         unstable = 0
         chunk = 32
-        tries = self.params.reserve_tries if not self._reserve_sized(spec) else 0
+        tries = self.params.reserve_tries if keep_room and not self._reserve_sized(spec) else 0
         room: _Rooms | None = None  # the reserve box's slots on the map now
         best: PlacementPlan | None = None  # the best valid slot, if none tried keeps room
         crowded = 0
@@ -201,13 +234,17 @@ class ScorePlanner:
         return PlanResult(None, summary)
 
     def _score(
-        self, spec: PackageSpec, heightmap: HeightMap, pallet: PalletState | None
+        self,
+        spec: PackageSpec,
+        heightmap: HeightMap,
+        pallet: PalletState | None,
+        params: HeuristicParams | None = None,
     ) -> Candidates:
         mass, cog = (pallet.mass_kg, pallet.cog) if pallet is not None else self.book.state()
         return score_candidates(
             spec,
             heightmap,
-            self.params,
+            params or self.params,
             pallet_mass=mass,
             pallet_cog=cog,
             geometry=self.pallet,
