@@ -278,3 +278,13 @@ def test_overhang_is_how_far_a_carton_reaches_past_the_table_top():
     assert table.overhang((0.30, 0.20, 0.1), (-0.37, -0.10, 0.0)) == 0.0
     assert table.overhang((0.30, 0.20, 0.1), (-0.10, -0.10, 0.0)) == pytest.approx(0.17)
     assert table.overhang((0.30, 0.20, 0.1), (-0.37, 0.18, math.pi / 2)) == pytest.approx(0.10)
+
+
+def test_a_last_resort_plan_shows_in_the_progress_lines():
+    from palletizer.wiring.inprocess import MemorySink
+
+    lines: list[str] = []
+    sink = MemorySink(echo=lines.append)
+    sink.event(3, 1.0, 'plan', 'bulky_l-19', {'last_resort': True, 'support': 0.456, 'retry': 1})
+    sink.event(4, 2.0, 'plan', 'std_m-00', {'retry': 0})
+    assert lines == ['bulky_l-19   last resort: a slot with 46 % of its base supported (retry 1)']

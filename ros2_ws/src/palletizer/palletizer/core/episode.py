@@ -51,6 +51,7 @@ __all__ = [
     'STOP_REASON_ENV',
     'RefereePort',
     'SinkPort',
+    'last_resort_line',
     'run_episode',
 ]
 
@@ -216,6 +217,15 @@ class _Attempt:
 # A carton set aside whose centre rests farther than this from the set-down height is not on
 # the auxiliary table (it fell, or the table is not where the config says).
 _OFF_TABLE_M = 0.02
+
+
+def last_resort_line(payload: Mapping[str, Any]) -> str:
+    """The progress line of a `plan` event with last_resort (after the carton's id)."""
+    support = payload.get('support')
+    share = f'{float(support) * 100:.0f} %' if isinstance(support, (int, float)) else 'less'
+    return (
+        f'last resort: a slot with {share} of its base supported (retry {payload.get("retry", 0)})'
+    )
 
 
 def _r(x: float, nd: int = 1) -> float:

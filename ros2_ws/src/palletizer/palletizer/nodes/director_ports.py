@@ -56,7 +56,13 @@ from palletizer.core.contracts import (
     PlanResult,
     floats3,
 )
-from palletizer.core.episode import STOP_REASON_ENV, EpisodeAborted, MotionOutcome, Presented
+from palletizer.core.episode import (
+    STOP_REASON_ENV,
+    EpisodeAborted,
+    MotionOutcome,
+    Presented,
+    last_resort_line,
+)
 from palletizer.core.errors import PalletizerError, UnknownKey
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
@@ -877,6 +883,8 @@ class RosSink:
         if 'buffer_slot' in payload:  # a set-aside (place) or a take-back (pick)
             arrow = '->' if kind == 'place' else '<-'
             self.echo(f'  {package_id:12s} {arrow} buffer {payload["buffer_slot"]}')
+        if kind == 'plan' and payload.get('last_resort'):
+            self.echo(f'  {package_id:12s} {last_resort_line(payload)}')
         if kind == 'fail':
             self.echo(
                 f'  {package_id or "-":12s} fail: {payload.get("cause")} '

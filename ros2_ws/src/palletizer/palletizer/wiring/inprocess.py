@@ -15,7 +15,7 @@ from palletizer.bridge.stream import steps_per_sample
 from palletizer.core.config import Config, load_config
 from palletizer.core.config.cell import CameraConfig
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
-from palletizer.core.episode import EpisodeSettings, Presented, run_episode
+from palletizer.core.episode import EpisodeSettings, Presented, last_resort_line, run_episode
 from palletizer.core.errors import InvalidType, InvalidValue
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
@@ -134,6 +134,8 @@ class MemorySink:
         if self.echo is not None and 'buffer_slot' in payload:
             arrow = '->' if kind == 'place' else '<-'
             self.echo(f'{package_id:12s} {arrow} buffer {payload["buffer_slot"]}')
+        if self.echo is not None and kind == 'plan' and payload.get('last_resort'):
+            self.echo(f'{package_id:12s} {last_resort_line(payload)}')
 
     def placement(self, placement: Placement) -> None:
         self.placements.append(placement)
