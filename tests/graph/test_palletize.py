@@ -32,10 +32,14 @@ def _palletize(*args: str, cwd: Path | None = None, timeout: float = 420, env: d
 
 
 def _configs_with_buffer(
-    tmp_path: Path, slots: int, max_stack_height: float | None = None
+    tmp_path: Path,
+    slots: int,
+    max_stack_height: float | None = None,
+    support: tuple[float, str] | None = None,
 ) -> Path:
     """A copy of configs/ with `slots` places in the set-aside buffer (buffer.slots) and, when
-    given, the heuristic's stack height cap (heuristic.max_stack_height [m])."""
+    given, the heuristic's stack height cap (heuristic.max_stack_height [m]) and its `support`:
+    (min_support_ratio, last_resort_support as YAML)."""
     from palletizer.core.config import config_dir
 
     out = tmp_path / 'configs'
@@ -43,11 +47,17 @@ def _configs_with_buffer(
     planner = out / 'planner.yaml'
     text, n = re.subn(r'^(  slots:) *\d+', rf'\g<1> {slots}', planner.read_text(), flags=re.M)
     assert n == 1
+    heuristic, rest = text.split('\nbeam:', 1)  # the heuristic's block comes first
+    subs = []
     if max_stack_height is not None:
-        pattern = r'^(  max_stack_height:) *[\d.]+'
-        text, n = re.subn(pattern, rf'\g<1> {max_stack_height}', text, flags=re.M)
-        assert n == 1
-    planner.write_text(text)
+        subs.append((r'^(  max_stack_height:) *[\d.]+', max_stack_height))
+    if support is not None:
+        subs.append((r'^(  min_support_ratio:) *[\d.]+', support[0]))
+        subs.append((r'^(  last_resort_support:) *\[[\d., ]*\]', support[1]))
+    for pattern, value in subs:
+        heuristic, n = re.subn(pattern, rf'\g<1> {value}', heuristic, flags=re.M)
+        assert n == 1, pattern
+    planner.write_text(heuristic + '\nbeam:' + rest)
     return out
 
 
@@ -149,6 +159,27 @@ def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
     assert local['failure'] == 'wrong_placement'
     # The in-process loop puts the carton back too; the two wirings end the same episode.
     assert graph == local
+
+
+def test_a_last_resort_places_the_carton_and_the_wirings_agree(tmp_path):
+    # Level 13 seed 2 with the buffer off and the heuristic asking 99 % support, 60 % as its
+    # last resort: the eighth carton finds no slot by the usual rule and would end the episode;
+    # asked as a last resort over PlanPlacement.srv, the planner node gives it one on the third
+    # layer (87 % of its base supported), and the episode completes as in process.
+    configs = _configs_with_buffer(tmp_path, 0, support=(0.99, '[0.60]'))
+    env = {'PALLETIZER_CONFIG_DIR': str(configs)}
+    proc = _palletize(
+        '--level', '13', '--seed', '2', '-n', '1', '--speed', '0', cwd=tmp_path, env=env
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert f'{"random-07":12s} last resort: a slot with 87 % of its base supported' in out
+    run = _run_dir(tmp_path)
+    (graph,) = _lines(run / 'episodes.jsonl')
+    assert graph['success'] and graph['n_placed'] == 8
+    plans = [e for e in _lines(run / 'events.jsonl') if e['kind'] == 'plan']
+    assert [e['package_id'] for e in plans if e['payload'].get('last_resort')] == ['random-07']
+    assert graph == _in_process(13, 2, graph['git_sha'], configs)
 
 
 def test_a_carton_set_aside_comes_back_and_the_wirings_agree_with_everything_on_disk(tmp_path):
