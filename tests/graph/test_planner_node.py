@@ -31,8 +31,9 @@ def test_planner_node_plans_replans_and_explains_a_reject(kind):
     assert got['huge']['code'] == 101 and not got['huge']['has_plan']
     assert got['bad']['code'] == 102 and 'expected ny * nx' in got['bad']['msg']
     # A last resort reaches the node: the heuristic relaxes its support rule (configs/planner.yaml
-    # last_resort_support); beam search and the grid (which plans on its own record, not the
-    # map) answer as usual.
+    # last_resort_support). Beam search relaxes its own but builds on its record, which has no
+    # ridges (the map conflicts everywhere); the grid plans on its record alone. Both answer as
+    # usual.
     usual, forced = got['ridges']['usual'], got['ridges']['last_resort']
     assert (usual, forced) == (False, True) if kind == 'heuristic' else forced == usual
     assert f'planner ready: {kind}' in proc.stdout

@@ -190,3 +190,31 @@ def test_beam_asks_reach_where_the_tcp_stands_over_a_lid_gripped_off_centre():
     plan = BeamPlanner(reach=reach, tool=gripper).choose(big, HeightMap.flat(), None).plan
     assert plan is not None
     assert any(math.dist(p, plan.position[:2]) < 1e-9 for p in reach.asked)
+
+
+def test_beam_last_resort_relaxes_support_only_when_asked():
+    from palletizer.core.contracts import PlacementPlan
+
+    # A 0.24 x 0.18 m book stands alone in a 0.90 x 0.70 m patch of deck (the rest stands 1.30
+    # m high): a std_m fits beside it nowhere, and on its lid it rests on 34 % of its base.
+    small = PackageSpec('book_s-00', 'book_s', (0.24, 0.18, 0.10), 1.2)
+    std_m = PackageSpec('std_m-01', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    cells = np.full((80, 120), 1.30)
+    cells[5:75, 15:105] = 0.0
+    cells[31:49, 48:72] = 0.10
+    hm = HeightMap(cells, None, (0.0, -0.4), 0.01)
+    planner = BeamPlanner(BeamParams(lookahead=1, last_resort_support=(0.5, 0.3)))
+    planner.book.remember(small)
+    at = PlacementPlan((0.6, 0.0, 0.194), 0.0, 1, 'book', 0.0, 1.0, {})
+    planner.record(place_exactly(0, small, at, []))
+    usual = planner.choose(std_m, hm, None)
+    assert usual.plan is None and usual.reject_summary['min_support'] > 0
+    forced = planner.choose(std_m, hm, None, (), last_resort=True)
+    assert forced.plan is not None and 0.3 <= forced.plan.predicted_support < 0.5
+    assert forced.reject_summary == usual.reject_summary
+    assert planner.params.min_support_ratio == 0.62  # the usual rule is back
+    assert planner.choose(std_m, hm, None).plan is None
+    bare = BeamPlanner(BeamParams(lookahead=1))
+    bare.book.remember(small)
+    bare.record(place_exactly(0, small, at, []))
+    assert bare.choose(std_m, hm, None, (), last_resort=True).plan is None

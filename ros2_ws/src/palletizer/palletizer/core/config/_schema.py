@@ -222,6 +222,7 @@ _PLANNER = {
         'surface_samples': _list_of(_num(1, 1000, integer=True), 2),
         'reserve': _list_of(_num(0.001, 2.0), 3),
         'reserve_tries': _num(0, 1000, integer=True),
+        'last_resort_support': _Opt(_list_of(_num(0.0, 1.0)), ()),
         'weights': {t: _WEIGHT for t in BEAM_TERMS},
     },
     'grid': {'min_support_ratio': _num(0.0, 1.0), 'clearance': _num(0.0, 0.5)},

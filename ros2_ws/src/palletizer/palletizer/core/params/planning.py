@@ -336,7 +336,9 @@ class BeamParams:
     (something unrecorded is there) [m]; reserve (L, W, H [m]), reserve_tries: while the stack
     has a valid, reachable move for a box of the reserve's size, the search starts only from
     those of the first reserve_tries first moves that still leave one (0: off), as the
-    heuristic's reserve does.
+    heuristic's reserve does. last_resort_support: the least support ratios tried in turn,
+    each below min_support_ratio, when a carton would otherwise end the episode (choose's
+    last_resort; empty: none), as the heuristic's.
     """
 
     min_support_ratio: float = 0.62
@@ -352,6 +354,7 @@ class BeamParams:
     map_tol: float = 0.010
     reserve: tuple[float, float, float] = (0.55, 0.36, 0.26)
     reserve_tries: int = 0
+    last_resort_support: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         w = 'BeamParams'
@@ -362,6 +365,9 @@ class BeamParams:
         object.__setattr__(self, 'weights', _weights(w, 'weights', self.weights, BEAM_TERMS))
         ratio = _number(w, 'min_support_ratio', self.min_support_ratio, 0.0, 1.0)
         object.__setattr__(self, 'min_support_ratio', ratio)
+        object.__setattr__(
+            self, 'last_resort_support', _last_resort(w, self.last_resort_support, ratio)
+        )
         for key in ('min_tipping_margin', 'clearance', 'level_tol', 'map_tol'):
             object.__setattr__(self, key, _number(w, key, getattr(self, key), 0.0))
         object.__setattr__(

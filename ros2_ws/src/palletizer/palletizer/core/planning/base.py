@@ -29,7 +29,7 @@ class Planner(Protocol):
     `kind` names the planner; `oracle` is True when it reads simulator truth.
     choose's `last_resort`: the episode ends unless this carton finds a slot now (the buffer
     has no place for it, or the load is done and it waits there). A planner may then relax its
-    rules (the heuristic: last_resort_support); beam search and the grid plan as usual.
+    rules (the heuristic and beam search: last_resort_support); the grid plans as usual.
     """
 
     kind: PlannerKind

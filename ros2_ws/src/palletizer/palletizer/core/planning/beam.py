@@ -336,6 +336,31 @@ class BeamPlanner:
         excluded_slots: Collection[str] = (),
         last_resort: bool = False,
     ) -> PlanResult:
+        """The first move of the best sequence found for `spec` (and the forecast), or none
+        with the reject counts. last_resort (Planner): when none is found, each of
+        params.last_resort_support is tried in turn as the least support ratio, for the search
+        as a whole; the plan's predicted_support says how much it found."""
+        found = self._search(spec, heightmap, pallet, excluded_slots)
+        if found.plan is not None or not last_resort:
+            return found
+        usual = self.params
+        try:
+            for ratio in usual.last_resort_support:
+                self.params = replace(usual, min_support_ratio=ratio, last_resort_support=())
+                got = self._search(spec, heightmap, pallet, excluded_slots)
+                if got.plan is not None:
+                    return PlanResult(got.plan, found.reject_summary)
+        finally:
+            self.params = usual
+        return found
+
+    def _search(
+        self,
+        spec: PackageSpec,
+        heightmap: HeightMap,
+        pallet: PalletState | None,
+        excluded_slots: Collection[str],
+    ) -> PlanResult:
         self.book.remember(spec)
         p = self.params
         base = self.stack()
