@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, weigh
@@ -84,3 +86,25 @@ def test_a_carton_slipping_while_sampled_is_refused():
     with pytest.raises(WeighError, match='moved while weighing') as e:
         average_wrench(samples, GaugeParams(noise_sigma_n=0.1))
     assert e.value.verdict == 'slipped'
+
+
+def test_the_carton_centre_follows_the_cup_block_the_flange_stood_over():
+    """The executor may take another cup block than the rule's (a pick beside a wall): where
+    the flange stood over the lid says which, a few mm of aim error included."""
+    from palletizer.core.gauge import carton_centre_in_sensor, lid_in_tool
+    from palletizer.core.motion import plan_grasp, tool_down, tool_to_world_xy
+
+    dims = (0.182, 0.167, 0.212)
+    rule = plan_grasp(dims[0], dims[1]).offset
+    lid = (-0.006, -1.165)
+    for yaw in (1.56, -0.3):
+        for off in (rule, (0.0747, -0.024), (0.0, 0.024)):
+            d = tool_to_world_xy(off, yaw)
+            T = tool_down(lid[0] - d[0] + 0.003, lid[1] - d[1] - 0.002, 0.9, yaw)
+            got = lid_in_tool(lid, T)
+            assert math.dist(got, off) < 0.005
+            centre = carton_centre_in_sensor(dims, 0.092, 0.0015, got)
+            np.testing.assert_allclose(centre[:2], off, atol=1e-9)
+            assert centre[2] == pytest.approx(0.092 + 0.0015 + 0.106)
+    # Without a measurement the rule's block stands.
+    np.testing.assert_allclose(carton_centre_in_sensor(dims, 0.092, 0.0015)[:2], rule)

@@ -52,3 +52,33 @@ def test_tool_offset_mirrors_tool_y_against_world_y():
     np.testing.assert_allclose(
         tool_to_world_xy((0.03, 0.02), math.pi / 2), (0.02, 0.03), atol=1e-12
     )
+
+
+def test_alternative_blocks_keep_their_cups_over_the_lid_and_hold_the_heaviest_carton():
+    from palletizer.core.motion import GripperGeometry, grasp_alternatives
+
+    gripper = GripperGeometry()
+    # Level 33 seed 32's carton: the rule takes 2 x 3 cups, off-centre across it.
+    L, W = 0.182, 0.167
+    rule = plan_grasp(L, W)
+    alts = grasp_alternatives(L, W, 9.95, gripper)
+    assert alts, 'a 2 x 3 block can stand elsewhere over this lid'
+    offsets = [g.offset for g in alts]
+    assert len(set(offsets)) == len(offsets)
+    assert all(math.dist(o, rule.offset) > 0.02 for o in offsets)
+    for g in alts:
+        half_x = (g.c1 - g.c0 - 1) * gripper.pitch_x / 2
+        half_y = (g.r1 - g.r0 - 1) * gripper.pitch_y / 2
+        assert half_x <= L / 2 - gripper.cup_radius + 1e-12
+        assert half_y <= W / 2 - gripper.cup_radius + 1e-12
+        assert g.capacity >= 9.95 * 9.81 * 1.5 and g.required is None
+    # The same cup count first, and one that moves the tool a column along the lid is among them.
+    assert alts[0].n_cups == rule.n_cups
+    assert any(abs(g.offset[0] - rule.offset[0]) > 0.07 for g in alts)
+    # Most cups first, then the nearest the tool axis.
+    keys = [(-g.n_cups, math.hypot(*g.offset)) for g in alts]
+    assert keys == sorted(keys)
+    # A carton too heavy for any smaller block leaves only the rule's cup count.
+    heavy = grasp_alternatives(0.60, 0.40, 25.0, gripper)  # 368 N: 11 cups
+    assert heavy and all(g.n_cups >= 12 for g in heavy)
+    assert grasp_alternatives(0.30, 0.035, None, gripper) == []

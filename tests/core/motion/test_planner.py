@@ -656,12 +656,16 @@ def test_a_pick_refused_for_a_collision_is_tried_with_the_tool_turned_a_half_tur
     turned = PLANNER.kin.fk(res.trajectory.q[-1])[:2, 3]
     # The flange is now on the far side of the cup block from the post.
     assert float(np.dot(turned - centre, u)) < 0.0
-    # With the post on both sides neither yaw clears it: the first refusal is reported.
+    # With the post on both sides neither turn clears it with that block; another block
+    # over the lid moves the tool off the posts' line.
     c2 = centre - 0.20 * u
     post2 = AABB((c2[0] - 0.02, c2[1] - 0.02, 0.60), (c2[0] + 0.02, c2[1] + 0.02, 0.95), 'post2')
     both = CollisionWorld(HeightField(np.zeros((80, 120))), (PICK_TABLE, PEDESTAL, post, post2))
+    for turn in (0.0, math.pi):
+        yaw = math.atan2(seal[1, 0], seal[0, 0]) + turn
+        assert not PLANNER._pick_at_yaw(np.array(HOME_Q), carton, both, grasp, yaw).ok
     res = PLANNER.plan_pick(np.array(HOME_Q), carton, both, grasp=grasp)
-    assert not res.ok and res.cause == 'collision' and 'hits post at' in res.message
+    assert res.ok and res.grasp.offset != grasp.offset
 
 
 def test_a_pick_with_a_rise_lifts_the_carton_bottom_that_far_above_its_lid():
@@ -785,3 +789,35 @@ def test_a_release_that_drives_wrist_2_into_the_pick_tables_corner_is_seen():
     q = np.array([[-0.9581, -0.8327, 2.1716, -2.9097, -1.5708, 2.1835]])
     lo, hi = np.array([PICK_TABLE.lo]), np.array([PICK_TABLE.hi])
     assert arm_box_hits(q, PLANNER.kin.T_world_base, lo, hi, 0.0)[0] == 0
+
+
+def test_a_pick_against_the_bulkhead_takes_a_cup_block_that_moves_the_tool_off_the_wall():
+    """Level 33 seed 32: a small carton 94 mm from the trailer's bulkhead, its length along
+    the wall's normal. The tool body (264 mm along the carton's length) overhangs the wall at
+    either turn with the rule's block; another 2 x 3 block over the same lid moves the tool a
+    column along it, off the wall, and the pick is planned with that block."""
+    from palletizer.core.config import load_config
+    from palletizer.core.motion import AABB, plan_grasp
+    from palletizer.execution.layout import static_boxes
+
+    world = CollisionWorld(HeightField(np.zeros((80, 120))), static_boxes(load_config(), 'truck'))
+    dims = (0.182, 0.167, 0.212)
+    carton = CartonPose(-0.006, -1.165, 0.126, 1.56, dims)
+    q = np.array(HOME_Q)
+    rule = plan_grasp(dims[0], dims[1])
+    yaw = PLANNER._choose_yaw(q, PLANNER._tcp(q)[3], carton.yaw, carton.x, carton.y)
+    for turn in (yaw, yaw + math.pi, yaw - math.pi):
+        refused = PLANNER._pick_at_yaw(q, carton, world, rule, turn)
+        assert not refused.ok
+    res = PLANNER.plan_pick(q, carton, world)
+    assert res.ok, res.message
+    assert res.grasp.offset != rule.offset and res.grasp.n_cups == rule.n_cups
+    assert res.grasp.capacity >= PLANNER.params.max_carton_kg * 9.81 * 1.5
+    seal = PLANNER.kin.fk(res.trajectory.q[-1])
+    # The cup block's centre stands over the lid centre; the flange a column off the wall.
+    assert seal[1, 3] > carton.y + 0.05
+    # With the wall nearer still no block clears it: the rule's refusal is reported.
+    wall = AABB((-0.7, -1.40, 0.0), (0.2, -1.12, 1.3), 'wall')
+    near = CollisionWorld(HeightField(np.zeros((80, 120))), (wall,))
+    res = PLANNER.plan_pick(q, carton, near)
+    assert not res.ok and res.cause == 'collision' and res.grasp.offset == rule.offset

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from palletizer.core.contracts import PackageSpec, floats3
 from palletizer.core.errors import PalletizerError
-from palletizer.core.motion.grasp import plan_grasp
+from palletizer.core.motion.grasp import block_offsets, plan_grasp, tool_to_world_xy
 
 __all__ = [
     'GaugeParams',
@@ -27,6 +27,7 @@ __all__ = [
     'average_wrench',
     'carton_centre_in_sensor',
     'gauge_errors',
+    'lid_in_tool',
     'tool_tilt',
     'type_from_label',
     'weigh',
@@ -41,16 +42,36 @@ def type_from_label(package_id: str) -> str:
 
 
 def carton_centre_in_sensor(
-    dims: Sequence[float], tcp_offset: float, cup_gap: float
+    dims: Sequence[float],
+    tcp_offset: float,
+    cup_gap: float,
+    lid_xy: Sequence[float] | None = None,
 ) -> np.ndarray:
     """Geometric centre (3,) of the held carton in the flange (sensor) frame [m].
 
     The cup block's centre sat over the lid centre at sealing (the executor cancels the block
-    offset), so the lid centre is the block centre, cup_gap below the cup faces.
+    offset), so the lid centre is the block centre, cup_gap below the cup faces. The block is
+    the rule's (plan_grasp), unless `lid_xy` (where the lid centre stands in the tool frame,
+    lid_in_tool) lies nearer another block's centre: the executor takes another block where
+    the rule's strikes something (core.motion.grasp.grasp_alternatives). Blocks stand a cup
+    pitch apart (24 mm or more), the lid a few mm from where it was aimed at.
     """
     L, W, H = dims
-    g = plan_grasp(L, W)
-    return np.array([g.offset[0], g.offset[1], tcp_offset + cup_gap + H / 2])
+    off = plan_grasp(L, W).offset
+    if lid_xy is not None:
+        lx, ly = float(lid_xy[0]), float(lid_xy[1])
+        off = min(block_offsets(L, W), key=lambda o: math.hypot(o[0] - lx, o[1] - ly))
+    return np.array([off[0], off[1], tcp_offset + cup_gap + H / 2])
+
+
+def lid_in_tool(lid_xy: Sequence[float], T_world_tcp: np.ndarray) -> tuple[float, float]:
+    """Where a lid centre at world (x, y) [m] stands in the tool frame (x, y) [m] of a
+    tool-down pose T_world_tcp (4, 4)."""
+    T = np.asarray(T_world_tcp, dtype=float)
+    yaw = math.atan2(float(T[1, 0]), float(T[0, 0]))
+    d = (float(lid_xy[0]) - float(T[0, 3]), float(lid_xy[1]) - float(T[1, 3]))
+    v = tool_to_world_xy(d, yaw)  # the tool-down map is its own inverse (a reflection)
+    return float(v[0]), float(v[1])
 
 
 def R_sensor_package(carton_yaw: float, tool_yaw: float) -> np.ndarray:

@@ -30,6 +30,7 @@ from palletizer.core.gauge import (
     WeighError,
     average_wrench,
     carton_centre_in_sensor,
+    lid_in_tool,
     tool_tilt,
     type_from_label,
     weigh,
@@ -219,7 +220,9 @@ class WristGaugeNode(Node):
             res.error_code, res.error_msg = Weigh.Response.NOT_STILL, r
             return res
         obs = observation_from_msg(req.observation)
-        tool_yaw = float(yaw_of(self.kin.fk(self.q))) if self.q is not None else 0.0
+        T_tool = self.kin.fk(self.q) if self.q is not None else None
+        tool_yaw = float(yaw_of(T_tool)) if T_tool is not None else 0.0
+        lid = lid_in_tool(obs.position[:2], T_tool) if T_tool is not None else None
         try:
             reading = weigh(
                 tare,
@@ -228,7 +231,7 @@ class WristGaugeNode(Node):
                 type_name=type_from_label(obs.package_id),
                 dims=obs.dims_guess,
                 centre_sensor=carton_centre_in_sensor(
-                    obs.dims_guess, self.tcp_offset, self.cup_gap
+                    obs.dims_guess, self.tcp_offset, self.cup_gap, lid
                 ),
                 R_sensor_package=R_sensor_package(obs.yaw, tool_yaw),
                 params=self.params,

@@ -19,6 +19,7 @@ from palletizer.core.gauge import (
     WeighError,
     average_wrench,
     carton_centre_in_sensor,
+    lid_in_tool,
     tool_tilt,
     type_from_label,
     weigh,
@@ -128,7 +129,8 @@ class WristGauge:
         loaded = self._read()
         if loaded is None:
             return None
-        tool_yaw = float(yaw_of(self.kin.fk(self.cell.q)))
+        T_tool = self.kin.fk(self.cell.q)
+        tool_yaw = float(yaw_of(T_tool))
         try:
             reading = weigh(
                 self._tare,
@@ -137,7 +139,10 @@ class WristGauge:
                 type_name=type_from_label(observation.package_id),
                 dims=observation.dims_guess,
                 centre_sensor=carton_centre_in_sensor(
-                    observation.dims_guess, self.tcp_offset, self.cup_gap
+                    observation.dims_guess,
+                    self.tcp_offset,
+                    self.cup_gap,
+                    lid_in_tool(observation.position[:2], T_tool),
                 ),
                 R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
                 params=self.params,

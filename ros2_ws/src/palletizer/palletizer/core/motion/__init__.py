@@ -12,7 +12,14 @@ from palletizer.core.motion.collision import (
     placed_box,
 )
 from palletizer.core.motion.errors import MotionError
-from palletizer.core.motion.grasp import Grasp, GripperGeometry, plan_grasp, tool_to_world_xy
+from palletizer.core.motion.grasp import (
+    Grasp,
+    GripperGeometry,
+    block_offsets,
+    grasp_alternatives,
+    plan_grasp,
+    tool_to_world_xy,
+)
 from palletizer.core.motion.kinematics import (
     DH,
     HOME_Q,
@@ -48,6 +55,8 @@ __all__ = [
     'MotionResult',
     'Waypoint',
     'placed_box',
+    'block_offsets',
+    'grasp_alternatives',
     'plan_grasp',
     'tool_to_world_xy',
     'DH',

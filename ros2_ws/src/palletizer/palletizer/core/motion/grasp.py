@@ -13,7 +13,15 @@ import numpy as np
 
 from palletizer.core.motion.errors import MotionError
 
-__all__ = ['G', 'Grasp', 'GripperGeometry', 'plan_grasp', 'tool_to_world_xy']
+__all__ = [
+    'G',
+    'Grasp',
+    'GripperGeometry',
+    'block_offsets',
+    'grasp_alternatives',
+    'plan_grasp',
+    'tool_to_world_xy',
+]
 
 G = 9.81
 
@@ -138,6 +146,75 @@ def plan_grasp(
     capacity = n * gripper.force_per_cup * gripper.derating
     required = None if mass is None else mass * G * gripper.safety_factor
     return Grasp(c0, c1, r0, r1, offset, capacity, required)
+
+
+def _runs(centres: np.ndarray, half_room: float) -> list[tuple[int, int]]:
+    """Every contiguous run [i0, i1) of cups whose half-extent fits half_room."""
+    n = len(centres)
+    return [
+        (i0, i1)
+        for i0 in range(n)
+        for i1 in range(i0 + 1, n + 1)
+        if (centres[i1 - 1] - centres[i0]) / 2 <= half_room + 1e-12
+    ]
+
+
+def block_offsets(
+    length: float, width: float, gripper: GripperGeometry = GripperGeometry()
+) -> list[tuple[float, float]]:
+    """The offsets (tool x, y) [m] of every cup block whose cups all lie over a lid `length`
+    x `width` [m] centred under the block: the rule's first (plan_grasp), then the others by
+    distance from the tool axis. Where a block sat over the lid follows from where the flange
+    stood over the lid centre: one of these (core.gauge)."""
+    rule = plan_grasp(length, width, None, gripper).offset
+    out = [rule]
+    for g in grasp_alternatives(length, width, None, gripper, limit=None):
+        if g.offset not in out:
+            out.append(g.offset)
+    return out
+
+
+def grasp_alternatives(
+    length: float,
+    width: float,
+    hold_kg: float | None,
+    gripper: GripperGeometry = GripperGeometry(),
+    limit: int | None = 12,
+) -> list[Grasp]:
+    """Cup blocks other than the rule's for a lid `length` x `width` [m], each with its cups
+    all over the lid, for a pick whose tool or arm strikes something with the rule's block: the
+    block centre still stands over the lid centre, so another block moves the tool (and the
+    arm) along the lid, by a cup pitch or more (a column next to the trailer's bulkhead, a low
+    carton beside the auxiliary table).
+
+    One block per offset (the one with most cups), none at the rule's offset; only blocks
+    whose capacity holds `hold_kg` [kg] by the rule's safety factor (the heaviest carton the
+    arm may carry, as the carton is not weighed yet), all when None. Most cups first, then the
+    nearest the tool axis; at most `limit`. The mass is not known before the lift: each Grasp's
+    `required` is None.
+    """
+    rule = plan_grasp(length, width, None, gripper)
+    if rule.n_cups == 0:
+        return []
+    xs, ys = gripper.cup_x(), gripper.cup_y()
+    room_x = length / 2 - gripper.cup_radius
+    room_y = width / 2 - gripper.cup_radius
+    need = None if hold_kg is None else hold_kg * G * gripper.safety_factor
+    best: dict[tuple[float, float], Grasp] = {}
+    for c0, c1 in _runs(xs, room_x):
+        for r0, r1 in _runs(ys, room_y):
+            off = (round(float(xs[c0:c1].mean()), 9), round(float(ys[r0:r1].mean()), 9))
+            n = (c1 - c0) * (r1 - r0)
+            capacity = n * gripper.force_per_cup * gripper.derating
+            if need is not None and capacity < need:
+                continue
+            if math.dist(off, rule.offset) < 1e-6:
+                continue
+            held = best.get(off)
+            if held is None or n > held.n_cups:
+                best[off] = Grasp(c0, c1, r0, r1, off, capacity, None)
+    ranked = sorted(best.values(), key=lambda g: (-g.n_cups, math.hypot(*g.offset), g.c0, g.r0))
+    return ranked if limit is None else ranked[:limit]
 
 
 def tool_to_world_xy(v_tool: tuple[float, float] | np.ndarray, yaw: float) -> np.ndarray:

@@ -74,6 +74,11 @@ class MotionParams:
     # into the pick table's corner, which the shorter capsule kept 10-15 mm from), the level 33
     # seed 15 pick keeps 9.5 mm: 8 mm passes it and still refuses the level 12 and 15 drives.
     arm_margin: float = 0.008
+    # The heaviest carton the arm may carry [kg]: the UR10e's 12.5 kg payload less the VGP20's
+    # 2.55 kg (configs/cell.yaml robot.payload_kg, gripper.mass_kg). A cup block other than the
+    # rule's, tried where the rule's strikes something, must hold it (grasp_alternatives): the
+    # carton is weighed only once lifted.
+    max_carton_kg: float = 9.95
     # Above the seal / release pose before the final descent (docs/cell.md §3.11).
     place_clearance: float = 0.18
     # Carried load bottom above the tallest stack (docs/cell.md §3.11).
@@ -161,6 +166,7 @@ class MotionParams:
             'map_margin': m.map_margin,
             'timing': m.timing,
             'pedestal_radius': r.pedestal.radius,
+            'max_carton_kg': r.payload_kg - cell.gripper.mass_kg,
             'cup_gap': cell.gripper.cup_gap,
             'deck_z': cell.pallet.deck_z,
             'rate_hz': cell.physics.control_rate_hz,

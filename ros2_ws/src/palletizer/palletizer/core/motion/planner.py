@@ -30,7 +30,13 @@ from palletizer.core.motion.check import (
 )
 from palletizer.core.motion.collision import CarriedLoad, CollisionWorld
 from palletizer.core.motion.errors import MotionError
-from palletizer.core.motion.grasp import Grasp, GripperGeometry, plan_grasp, tool_to_world_xy
+from palletizer.core.motion.grasp import (
+    Grasp,
+    GripperGeometry,
+    grasp_alternatives,
+    plan_grasp,
+    tool_to_world_xy,
+)
 from palletizer.core.motion.kinematics import DH, UR10eKinematics, branch_index, yaw_of
 from palletizer.core.motion.params import MotionParams
 from palletizer.core.motion.path import (
@@ -188,7 +194,9 @@ class MotionPlanner:
         rise: float = 0.0,
     ) -> MotionResult:
         """Rise, cross at transit height, descend onto the lid (+ cup gap); then the lift.
-        A pick refused for a collision is tried once more with the tool turned by a half turn.
+        A pick refused for a collision is tried once more with the tool turned by a half turn,
+        then with each other cup block that holds the heaviest carton the arm may carry
+        (grasp_alternatives, MotionParams.max_carton_kg), at both turns.
         rise [m]: the lift takes the carton's bottom at least this far above its lid as it
         stood, before any move across (the source's other cartons may stand that high).
 
@@ -219,7 +227,19 @@ class MotionPlanner:
         # auxiliary table beside a low column) is tried once more with the tool turned by pi.
         other = yaw - math.copysign(math.pi, yaw - self._tcp(q0)[3])
         second = self._pick_at_yaw(q0, carton, world, grasp, other, rise)
-        return second if second.ok else first
+        if second.ok:
+            return second
+        # Then with another cup block over the lid, which moves the tool along the lid by a
+        # cup pitch or more (grasp_alternatives): a small carton against the bulkhead, whose
+        # block the rule set off-centre towards the wall (level 33 seeds 9 and 32), or a low
+        # one beside the auxiliary table that the wrist passes 5-8 mm too close to (level 33
+        # seeds 14 and 17). The block must hold the heaviest carton the arm may carry.
+        for alt in grasp_alternatives(L, W, self.params.max_carton_kg, self.gripper):
+            for turn in (yaw, other):
+                res = self._pick_at_yaw(q0, carton, world, alt, turn, rise)
+                if res.ok:
+                    return res
+        return first
 
     def _pick_at_yaw(
         self,
