@@ -218,3 +218,47 @@ def test_beam_last_resort_relaxes_support_only_when_asked():
     bare.book.remember(small)
     bare.record(place_exactly(0, small, at, []))
     assert bare.choose(std_m, hm, None, (), last_resort=True).plan is None
+
+
+def _centre_mm(slot: str) -> tuple[int, int]:
+    m = beam_module._SLOT.fullmatch(slot)
+    assert m is not None, slot
+    return int(m[2]), int(m[3])
+
+
+def test_a_refused_slot_excludes_its_neighbours_within_the_radius():
+    """Level 23 seed 18: the executor refused 475 x 288, then 475 x 304, then 475 x 288 turned
+    (the cross over the stack out of reach each time). With exclude_radius a refused slot
+    takes its layer's first moves within that distance with it, at any turn."""
+    spec = PackageSpec('std_m-01', 'std_m', (0.42, 0.30, 0.18), 4.2)
+    hm = HeightMap(np.zeros((80, 120)), None, (0.0, -0.4), 0.01)
+    plain = BeamPlanner(BeamParams(lookahead=1))
+    # On a bare deck the first moves stand in the corners, lengthwise then turned, the turned
+    # ones 60 mm off along x and y.
+    excluded: list[str] = []
+    for _ in range(4):
+        got = plain.choose(spec, hm, None, tuple(excluded)).plan
+        assert got is not None and got.slot.endswith('r0')
+        excluded.append(got.slot)
+    beside = plain.choose(spec, hm, None, tuple(excluded)).plan
+    assert beside is not None
+    bx, by = _centre_mm(beside.slot)
+    assert min(max(abs(bx - x), abs(by - y)) for x, y in (_centre_mm(e) for e in excluded)) == 60
+    wide = BeamPlanner(BeamParams(lookahead=1, exclude_radius=0.06))
+    assert wide.choose(spec, hm, None).plan.slot == excluded[0]
+    none = wide.choose(spec, hm, None, tuple(excluded))
+    assert none.plan is None and none.reject_summary['excluded'] == 8
+    narrow = BeamPlanner(BeamParams(lookahead=1, exclude_radius=0.05))
+    assert narrow.choose(spec, hm, None, tuple(excluded)).plan.slot == beside.slot
+    # A slot of another layer, or another planner's name, excludes nothing more.
+    fx, fy = _centre_mm(excluded[0])
+    other = f'beam-L7-{fx}x{fy}r0'
+    assert wide.choose(spec, hm, None, (other, 'score-L1-3x4')).plan.slot == excluded[0]
+
+
+def test_beam_exclude_radius_is_checked():
+    import pytest
+    from palletizer.core.errors import PalletizerError
+
+    with pytest.raises(PalletizerError, match='exclude_radius'):
+        BeamParams(exclude_radius=-0.01)

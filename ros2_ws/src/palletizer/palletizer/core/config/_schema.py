@@ -223,6 +223,7 @@ _PLANNER = {
         'reserve': _list_of(_num(0.001, 2.0), 3),
         'reserve_tries': _num(0, 1000, integer=True),
         'last_resort_support': _Opt(_list_of(_num(0.0, 1.0)), ()),
+        'exclude_radius': _Opt(_num(0.0, 1.0), 0.0),
         'weights': {t: _WEIGHT for t in BEAM_TERMS},
     },
     'grid': {'min_support_ratio': _num(0.0, 1.0), 'clearance': _num(0.0, 0.5)},

@@ -338,7 +338,10 @@ class BeamParams:
     those of the first reserve_tries first moves that still leave one (0: off), as the
     heuristic's reserve does. last_resort_support: the least support ratios tried in turn,
     each below min_support_ratio, when a carton would otherwise end the episode (choose's
-    last_resort; empty: none), as the heuristic's.
+    last_resort; empty: none), as the heuristic's. exclude_radius [m]: a slot excluded by a
+    replan (the executor refused it) also excludes the first moves of its layer whose centre
+    lies within this distance of it along x and y, at any turn, as the heuristic's (0: the
+    slot alone).
     """
 
     min_support_ratio: float = 0.62
@@ -355,6 +358,7 @@ class BeamParams:
     reserve: tuple[float, float, float] = (0.55, 0.36, 0.26)
     reserve_tries: int = 0
     last_resort_support: tuple[float, ...] = ()
+    exclude_radius: float = 0.0
 
     def __post_init__(self) -> None:
         w = 'BeamParams'
@@ -368,7 +372,7 @@ class BeamParams:
         object.__setattr__(
             self, 'last_resort_support', _last_resort(w, self.last_resort_support, ratio)
         )
-        for key in ('min_tipping_margin', 'clearance', 'level_tol', 'map_tol'):
+        for key in ('min_tipping_margin', 'clearance', 'level_tol', 'map_tol', 'exclude_radius'):
             object.__setattr__(self, key, _number(w, key, getattr(self, key), 0.0))
         object.__setattr__(
             self, 'max_height_m', _number(w, 'max_height_m', self.max_height_m, 1e-3)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,6 +24,9 @@ from palletizer.core.planning.reach import ReachOracle
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
 from palletizer.core.planning.tool import GripperGeometry, tcp_shifts, tool_half_extents
 from palletizer.core.stability import StackBox, StackModel
+
+# The names _slot gives: beam-L<layer>-<x>x<y>r<deg>, x and y in mm from the pallet centre.
+_SLOT = re.compile(r'beam-L(\d+)-(-?\d+)x(-?\d+)r(-?\d+)')
 
 __all__ = ['BeamPlanner', 'Move', 'expand']
 
@@ -368,7 +372,8 @@ class BeamPlanner:
         roots = self._roots(base, spec, heightmap, p.candidates_per_node, rejects)
         summary = {k: v for k, v in rejects.items() if v > 0}
         named = [(m, self._slot(m)) for m in roots]
-        roots = [m for m, slot in named if slot not in excluded_slots]
+        near = self._near_excluded(excluded_slots)
+        roots = [m for m, slot in named if slot not in excluded_slots and not near(m)]
         if len(roots) < len(named):
             summary['excluded'] = len(named) - len(roots)
         if not roots:
@@ -453,7 +458,10 @@ class BeamPlanner:
         keep = keepers(roots)
         if not keep and p.reserve_tries > p.candidates_per_node:
             wide = self._roots(base, spec, heightmap, p.reserve_tries)
-            keep = keepers([m for m in wide if self._slot(m) not in excluded_slots])
+            near = self._near_excluded(excluded_slots)
+            keep = keepers(
+                [m for m in wide if self._slot(m) not in excluded_slots and not near(m)]
+            )
         return keep or roots
 
     def _room(self, stack: list[StackBox], heightmap: HeightMap) -> bool:
@@ -483,6 +491,30 @@ class BeamPlanner:
                 got = self.reach.reachable(x + sx[k], y + sy[k], z, yaw + turn)
                 ok &= np.asarray(got, dtype=bool)
         return ok
+
+    def _near_excluded(self, excluded_slots: Collection[str]) -> Callable[[Move], bool]:
+        """Move -> whether its centre lies within params.exclude_radius (along x and y) of an
+        excluded slot of its layer, at any turn (slot names beam-L<layer>-<x>x<y>r<deg>, mm
+        from the pallet centre); never when the radius is 0 or nothing is excluded. A slot the
+        executor refused is seldom saved by one a centimetre off: level 23 seed 18 was
+        refused at 475 x 288, 475 x 304 and 475 x 288 turned, the cross over the stack out of
+        the arm's reach each time."""
+        r = self.params.exclude_radius
+        spots: dict[int, list[tuple[float, float]]] = {}
+        for name in excluded_slots if r > 0.0 else ():
+            m = _SLOT.fullmatch(name)
+            if m:
+                spots.setdefault(int(m[1]), []).append((int(m[2]) / 1000, int(m[3]) / 1000))
+        if not spots:
+            return lambda m: False
+
+        def near(m: Move) -> bool:
+            at = spots.get(self.book.layer(m.box.z), ())
+            return any(
+                abs(m.box.x - x) <= r + 1e-9 and abs(m.box.y - y) <= r + 1e-9 for x, y in at
+            )
+
+        return near
 
     def _slot(self, m: Move) -> str:
         x, y = round(m.box.x * 1000), round(m.box.y * 1000)
