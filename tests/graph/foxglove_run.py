@@ -21,9 +21,44 @@ from palletizer_msgs.msg import EpisodeEvent, HeightMap
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
+from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
 WANT = ('/robot_description', '/palletizer/heightmap', '/palletizer/episode_events')
+
+
+def old_client(port: int, deadline: float) -> dict:
+    """A client that offers only `foxglove.websocket.v1` (Lichtblick, Foxglove Studio): the
+    subprotocol it got and the robot description it received on subscribing."""
+    got: dict = {'old_subprotocol': None, 'old_description': None, 'old_refused': None}
+    try:
+        ws = connect(
+            f'ws://127.0.0.1:{port}',
+            subprotocols=[Subprotocol('foxglove.websocket.v1')],
+            open_timeout=5,
+        )
+    except InvalidStatus as exc:
+        got['old_refused'] = exc.response.status_code
+        return got
+    with ws:
+        got['old_subprotocol'] = ws.subprotocol
+        subscribed = False
+        while time.monotonic() < deadline and got['old_description'] is None:
+            try:
+                frame = ws.recv(timeout=1.0)
+            except TimeoutError:
+                continue
+            if isinstance(frame, str):
+                msg = json.loads(frame)
+                for c in msg.get('channels', []) if msg.get('op') == 'advertise' else []:
+                    if c['topic'] == '/robot_description' and not subscribed:
+                        sub = {'id': 3, 'channelId': c['id']}
+                        ws.send(json.dumps({'op': 'subscribe', 'subscriptions': [sub]}))
+                        subscribed = True
+            elif frame[0] == 0x01 and struct.unpack_from('<I', frame, 1)[0] == 3:
+                got['old_description'] = deserialize_message(frame[13:], String).data
+    return got
 
 
 def main() -> None:
@@ -53,7 +88,7 @@ def main() -> None:
             try:
                 ws = connect(
                     f'ws://127.0.0.1:{spec.parameters["port"]}',
-                    subprotocols=['foxglove.sdk.v1'],
+                    subprotocols=[Subprotocol('foxglove.sdk.v1')],
                     open_timeout=2,
                 )
             except OSError:
@@ -95,6 +130,7 @@ def main() -> None:
                         (got.ny, got.nx, list(got.cells), list(got.observed))
                         == (hm.ny, hm.nx, list(hm.cells), list(hm.observed))
                     )
+        out.update(old_client(spec.parameters['port'], time.monotonic() + 20))
     finally:
         bridge.send_signal(2)
         try:

@@ -7,11 +7,19 @@ subscribed (as serialized CDR, logged unchanged) while some Foxglove client subs
 channel, and subscribed afresh when a client joins, so latched topics (the robot description,
 static TF, the last height map) reach clients that connect late. Open `ws://127.0.0.1:8765` in
 Foxglove and load `foxglove/palletizer.json` for the layout.
+
+foxglove-sdk accepts only the `foxglove.sdk.v1` WebSocket subprotocol, the same protocol that
+older clients (Lichtblick, Foxglove Studio, roslibjs-foxglove) offer as `foxglove.websocket.v1`.
+So the SDK server listens on a loopback port of its own and `_SubprotocolRelay` serves `port`:
+it names `foxglove.sdk.v1` upstream for a client that offers only the old name, answers with
+the name the client offered, and then relays the bytes unchanged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import importlib
 import threading
 from collections.abc import Callable
@@ -97,6 +105,101 @@ class _Listener(foxglove.ServerListener):
         return out
 
 
+SDK_SUBPROTOCOL = 'foxglove.sdk.v1'
+OLD_SUBPROTOCOL = 'foxglove.websocket.v1'
+_PROTOCOL_HEADER = b'sec-websocket-protocol'
+_MAX_HEAD = 64 * 1024  # [bytes] an HTTP head longer than this is refused
+
+
+def _header_values(head: bytes, name: bytes) -> list[str]:
+    """The comma-separated values of every `name` header line of an HTTP head."""
+    values: list[str] = []
+    for line in head.split(b'\r\n')[1:]:
+        key, _, value = line.partition(b':')
+        if key.strip().lower() == name:
+            values += [v.strip() for v in value.decode('latin-1').split(',') if v.strip()]
+    return values
+
+
+def _with_protocol(head: bytes, protocol: str) -> bytes:
+    """`head` with its Sec-WebSocket-Protocol lines replaced by one naming `protocol`."""
+    lines = [
+        ln
+        for ln in head.split(b'\r\n')
+        if ln.partition(b':')[0].strip().lower() != _PROTOCOL_HEADER
+    ]
+    lines.insert(1, b'Sec-WebSocket-Protocol: ' + protocol.encode())
+    return b'\r\n'.join(lines)
+
+
+class _SubprotocolRelay:
+    """A loopback TCP relay in front of the SDK server that lets clients offering only
+    `foxglove.websocket.v1` in: their upgrade request names `foxglove.sdk.v1` upstream and the
+    101 answer names `foxglove.websocket.v1` back. Other handshakes pass unchanged (the SDK
+    refuses those that offer neither name, as before). Runs its own asyncio loop in a thread."""
+
+    def __init__(self, host: str, port: int, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._client, host, port))
+        self.port = int(self.server.sockets[0].getsockname()[1])
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_writer = None
+        try:
+            head, rest = await self._head(reader)
+            offered = _header_values(head, _PROTOCOL_HEADER)
+            old = OLD_SUBPROTOCOL in offered and SDK_SUBPROTOCOL not in offered
+            if old:
+                head = _with_protocol(head, SDK_SUBPROTOCOL)
+            up_reader, up_writer = await asyncio.open_connection('127.0.0.1', self.upstream_port)
+            up_writer.write(head + b'\r\n\r\n' + rest)
+            answer, rest = await self._head(up_reader)
+            if old and _header_values(answer, _PROTOCOL_HEADER) == [SDK_SUBPROTOCOL]:
+                answer = _with_protocol(answer, OLD_SUBPROTOCOL)
+            writer.write(answer + b'\r\n\r\n' + rest)
+            await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass  # a client or the server hung up mid-handshake
+        finally:
+            for w in (writer, up_writer):
+                if w is not None:
+                    w.close()
+
+    @staticmethod
+    async def _head(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+        """The HTTP head (without its blank line) and whatever already followed it."""
+        data = b''
+        while b'\r\n\r\n' not in data:
+            chunk = await reader.read(4096)
+            if not chunk or len(data) > _MAX_HEAD:
+                raise asyncio.IncompleteReadError(data, None)
+            data += chunk
+        head, _, rest = data.partition(b'\r\n\r\n')
+        return head, rest
+
+    def stop(self) -> None:
+        def close() -> None:
+            self.server.close()
+            self.loop.stop()
+
+        self.loop.call_soon_threadsafe(close)
+        self.thread.join(timeout=5)
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy `reader` to `writer` until either side closes."""
+    with contextlib.suppress(OSError):
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+    with contextlib.suppress(OSError):
+        if writer.can_write_eof():
+            writer.write_eof()
+
+
 class FoxgloveBridgeNode(Node):
     def __init__(self) -> None:
         super().__init__('foxglove_bridge')
@@ -106,13 +209,14 @@ class FoxgloveBridgeNode(Node):
         self.types = load_typestore()
         self.listener = _Listener()
         self.server = foxglove.start_server(
-            name='palletizer', host=host, port=port, server_listener=self.listener
+            name='palletizer', host='127.0.0.1', port=0, server_listener=self.listener
         )
+        self.relay = _SubprotocolRelay(host, port, self.server.port)
         self.channels: dict[str, tuple[foxglove.Channel, str] | None] = {}
         self.watchers: dict[str, set[int]] = collections.defaultdict(set)
         self.subs: dict[str, Any] = {}
         self.get_logger().info(
-            f'Foxglove WebSocket server on ws://{host}:{self.server.port}; '
+            f'Foxglove WebSocket server on ws://{host}:{self.relay.port}; '
             f'bridging {len(self.wanted)} topics as they appear'
         )
         self.discover()
@@ -172,6 +276,7 @@ class FoxgloveBridgeNode(Node):
         return log
 
     def destroy_node(self) -> None:
+        self.relay.stop()
         self.server.stop()
         super().destroy_node()
 
