@@ -14,8 +14,10 @@ import yourdfpy
 from palletizer.core.config import load_config
 from palletizer.core.description import (
     JOINTS,
+    LINKS,
     fixed_transforms,
     link_transforms,
+    robot_description,
     static_transforms,
     urdf,
 )
@@ -43,14 +45,7 @@ UR_FRAMES = {
 
 
 def _published() -> str:
-    return urdf(
-        DH,
-        ROBOT.joint_lower,
-        ROBOT.joint_upper,
-        [np.radians(v) for v in ROBOT.joint_speed_limits_deg_s],
-        ROBOT.torque_limits_nm,
-        TCP,
-    )
+    return robot_description(ROBOT, load_config().cell.gripper)
 
 
 @pytest.fixture(scope='module')
@@ -85,7 +80,8 @@ def test_urdf_names_the_ur_joints_and_limits():
 
 
 def test_a_urdf_parser_finds_ur_descriptions_frames_joints_and_limits(parsed):
-    assert set(parsed.link_map) == UR_FRAMES | {'tcp'}
+    # ours: the cup plane, and the cell's pedestal and gripper (tests/sim/test_urdf_matches_mjcf.py)
+    assert set(parsed.link_map) == UR_FRAMES | {'tcp', 'pedestal', 'gripper'}
     assert parsed.base_link == 'base_link'
     assert parsed.actuated_joint_names == list(JOINTS)
     for k, name in enumerate(JOINTS):
@@ -113,7 +109,9 @@ def test_the_parsed_urdf_agrees_with_ur_analytic_ik_at_random_poses(parsed):
 
 def test_static_transforms_match_the_urdf_fixed_joints(parsed):
     parsed.update_cfg(np.zeros(6))
-    for parent, child, T in fixed_transforms(TCP):
+    fixed = fixed_transforms(TCP, ROBOT.pedestal.height)
+    assert {child for _, child, _ in fixed} == set(parsed.link_map) - {'base_link', *LINKS[1:]}
+    for parent, child, T in fixed:
         np.testing.assert_allclose(parsed.get_transform(child, parent), T, atol=1e-9)
     (world, base_link, T), *_ = static_transforms(np.eye(4), TCP)
     assert (world, base_link) == ('world', 'base_link')

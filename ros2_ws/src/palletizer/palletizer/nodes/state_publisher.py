@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
-from palletizer.core.description import JOINTS, LINKS, link_transforms, static_transforms, urdf
+from palletizer.core.description import (
+    JOINTS,
+    LINKS,
+    link_transforms,
+    robot_description,
+    static_transforms,
+)
 from palletizer.core.motion import UR10eKinematics
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
@@ -30,19 +35,14 @@ class StatePublisherNode(Node):
         robot = load_config().cell.robot
         gripper = load_config().cell.gripper
         self.dh = dataclasses.asdict(robot.dh)
-        text = urdf(
-            self.dh,
-            robot.joint_lower,
-            robot.joint_upper,
-            [np.radians(v) for v in robot.joint_speed_limits_deg_s],
-            robot.torque_limits_nm,
-            gripper.tcp_offset,
-        )
+        text = robot_description(robot, gripper)
         self.create_publisher(String, '/robot_description', LATCHED).publish(String(data=text))
         self.tf = self.create_publisher(TFMessage, '/tf', 10)
         static = self.create_publisher(TFMessage, '/tf_static', LATCHED)
         stamp = self.get_clock().now().to_msg()
-        fixed = static_transforms(UR10eKinematics().T_world_base, gripper.tcp_offset)
+        fixed = static_transforms(
+            UR10eKinematics().T_world_base, gripper.tcp_offset, robot.pedestal.height
+        )
         static.publish(TFMessage(transforms=[transform_msg(stamp, *f) for f in fixed]))
         self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
 
