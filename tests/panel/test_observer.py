@@ -87,3 +87,39 @@ def test_the_live_state_follows_episodes_and_forgets_a_finished_run():
     snap = live.snapshot()
     assert live.version > before and live.camera_png is None
     assert snap['camera_seq'] == 0 and snap['heightmap'] is None and snap['rows'] == []
+
+
+def test_the_urdf_root_is_the_one_link_no_joint_has_as_child():
+    from palletizer.panel.observer import urdf_root
+
+    from tests.panel.robot_panel import FIXTURE_URDF
+
+    assert urdf_root(FIXTURE_URDF) == 'base_link'
+    two_roots = '<robot name="r"><link name="a"/><link name="b"/></robot>'
+    assert urdf_root(two_roots) is None
+    assert urdf_root('not xml <') is None
+
+
+def test_the_live_state_keeps_the_robot_in_the_pallet_frame_and_forgets_it_on_reset():
+    from palletizer.panel.observer import LiveState
+
+    live = LiveState()
+    live.on_robot_description('<robot name="r"/>')
+    T = np.eye(4)
+    T[:3, :3] = [[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]
+    T[:3, 3] = (0.6, -0.72, 0.48)
+    live.on_robot_origin(T)
+    joints_before = live.joints_version
+    live.on_joints(['a', 'b'], [0.5, -1.25])
+    live.on_joints(['a'], [0.75])  # a message that names some joints keeps the others
+    robot = live.robot()
+    assert robot['urdf'] == '<robot name="r"/>' and robot['joints'] == {'a': 0.75, 'b': -1.25}
+    cx, cy = live.pallet.centre_xy
+    want = T.copy()
+    want[:3, 3] -= (cx, cy, live.pallet.deck_z)
+    np.testing.assert_allclose(np.reshape(robot['origin'], (4, 4)), want, atol=1e-6)
+    assert live.joints_version == joints_before + 2
+    before = live.robot_version
+    live.reset()
+    assert live.robot() == {'urdf': None, 'origin': None, 'joints': {}}
+    assert live.robot_version > before

@@ -104,6 +104,31 @@ def test_the_websocket_sends_the_status_and_the_live_view(client):
         assert ws.receive_json()['type'] == 'live'
 
 
+def test_the_robot_reaches_the_page_and_then_only_its_joints_move(tmp_path, manager):
+    from palletizer.panel.observer import LiveState
+
+    from tests.panel.robot_panel import FIXTURE_URDF
+
+    live = LiveState()
+    cfg = PanelConfig(token=TOKEN, root=tmp_path, runs_dir=tmp_path / 'runs', live=False)
+    with TestClient(create_app(cfg, manager, live=live), cookies={COOKIE: TOKEN}) as c:
+        assert c.get('/api/live/robot').json() == {'urdf': None, 'origin': None, 'joints': {}}
+        live.on_robot_description(FIXTURE_URDF)
+        assert c.get('/api/live/robot').json()['urdf'] == FIXTURE_URDF
+        with c.websocket_connect('/ws') as ws:
+            kinds = [ws.receive_json()['type'] for _ in range(2)]
+            assert kinds == ['status', 'live']
+            assert ws.receive_json() == {
+                'type': 'robot',
+                'robot': {'urdf': FIXTURE_URDF, 'origin': None, 'joints': {}},
+            }
+            live.on_joints(['j1'], [0.25])
+            msg = ws.receive_json()
+            while msg['type'] == 'log':  # nothing else changed, so the joints come next
+                msg = ws.receive_json()
+            assert msg == {'type': 'joints', 'joints': {'j1': 0.25}}
+
+
 def test_level_cards_come_from_levels_yaml(client):
     doc = yaml.safe_load((config_dir() / 'levels.yaml').read_text(encoding='utf-8'))
     want = sorted((lv['id'], lv['source'], lv['name'], lv['n']) for lv in doc['levels'])

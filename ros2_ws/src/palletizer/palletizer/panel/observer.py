@@ -6,7 +6,9 @@ draws:
   records (the same ones telemetry writes to disk), fed to an `EpisodeScene`;
 - /palletizer/heightmap: the last fused height map, with its unobserved cells;
 - /palletizer/detection and the pick camera's colour frame, CameraInfo and optical frame on
-  /tf_static: the station camera's latest frame with the detected carton's box drawn on it.
+  /tf_static: the station camera's latest frame with the detected carton's box drawn on it;
+- /robot_description, its root link's pose on /tf_static and /joint_states: the robot, which the
+  page builds from the URDF's links, joints and visuals and moves with the joint positions.
 
 Nothing here reads simulator truth: the true centre of mass is the referee's
 (/palletizer/pallet_states), as the run reports it.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import json
 import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from typing import Any
 
 import cv2
@@ -25,16 +29,17 @@ from palletizer_msgs.msg import EpisodeEvent, HeightMap, Observation, PalletStat
 from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import PalletGeometry
 from palletizer.nodes.camera_inputs import image_to_array, transform_to_matrix
-from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, STATIC_TF
+from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS, STATIC_TF
 from palletizer.panel.scene import EpisodeScene
 
-__all__ = ['LiveState', 'Observer', 'draw_detection', 'pick_camera']
+__all__ = ['LiveState', 'Observer', 'draw_detection', 'pick_camera', 'urdf_root']
 
 
 def pick_camera(level: int) -> str:
@@ -44,6 +49,19 @@ def pick_camera(level: int) -> str:
     if cfg.level(level).source == 'truck':
         return str(det.truck_cameras[0])
     return str(det.camera)
+
+
+def urdf_root(text: str) -> str | None:
+    """The URDF's root link (the one link that is no joint's child), or None when the text is
+    not a URDF with exactly one root."""
+    try:
+        robot = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+    links = [str(link.get('name')) for link in robot.findall('link')]
+    children = {str(c.get('link')) for c in robot.findall('joint/child')}
+    roots = [name for name in links if name not in children]
+    return roots[0] if len(roots) == 1 else None
 
 
 def _pose(p) -> dict[str, float]:
@@ -117,6 +135,14 @@ class LiveState:
         self.camera_png: bytes | None = None
         self.camera_seq = 0
         self.version = 0  # bumped on every change; the server pushes when it moves
+        # The robot: the URDF, its root link's pose in the pallet frame (row-major 4x4, [m]),
+        # and the latest joint positions ([rad] or [m]), each with its own version so that a
+        # joint update pushes only the joints.
+        self.robot_urdf: str | None = None
+        self.robot_origin: list[float] | None = None
+        self.robot_version = 0
+        self.joints: dict[str, float] = {}
+        self.joints_version = 0
 
     def reset(self) -> None:
         """Forget the last run's scene, map and frame (a new run starts)."""
@@ -126,6 +152,10 @@ class LiveState:
             self.heightmap = self.detection = self.camera_png = None
             self.camera_seq = 0
             self.version += 1
+            self.robot_urdf = self.robot_origin = None
+            self.joints = {}
+            self.robot_version += 1
+            self.joints_version += 1
 
     def _episode(self, run_id: str, seed: int) -> None:
         if self.episode != (run_id, seed):
@@ -168,6 +198,40 @@ class LiveState:
             self.camera_seq += 1
             self.version += 1
 
+    def on_robot_description(self, text: str) -> None:
+        with self.lock:
+            self.robot_urdf = text
+            self.robot_version += 1
+
+    def on_robot_origin(self, T_world_root: np.ndarray) -> None:
+        """The URDF root's pose in the world (4x4 [m]), kept in the pallet frame of the scene
+        (origin at the deck centre, z up from the deck top)."""
+        ox, oy = self.pallet.centre_xy
+        T = np.array(T_world_root, dtype=float)
+        T[:3, 3] -= (ox, oy, self.pallet.deck_z)
+        with self.lock:
+            self.robot_origin = [round(float(v), 6) for v in T.reshape(-1)]
+            self.robot_version += 1
+
+    def on_joints(self, names: Sequence[str], positions: Sequence[float]) -> None:
+        with self.lock:
+            for name, q in zip(names, positions, strict=False):
+                self.joints[name] = round(float(q), 6)
+            self.joints_version += 1
+
+    def robot(self) -> dict[str, Any]:
+        """What the page needs to draw the robot: {urdf, origin, joints}."""
+        with self.lock:
+            return {
+                'urdf': self.robot_urdf,
+                'origin': self.robot_origin,
+                'joints': dict(self.joints),
+            }
+
+    def joint_positions(self) -> dict[str, float]:
+        with self.lock:
+            return dict(self.joints)
+
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             return {
@@ -192,6 +256,8 @@ class Observer:
         self._info: CameraInfo | None = None
         self._optical: np.ndarray | None = None
         self._det: dict[str, Any] | None = None
+        self._root: str | None = None  # the URDF's root link
+        self._from_world: dict[str, np.ndarray] = {}  # static frames under world
         n, cam = self.node, self.camera
         n.create_subscription(EpisodeEvent, '/palletizer/episode_events', self._on_event, EVENTS)
         n.create_subscription(Placement, '/palletizer/placements', self._on_placement, EVENTS)
@@ -201,6 +267,8 @@ class Observer:
         n.create_subscription(Image, f'/cameras/{cam}/color/image_raw', self._on_frame, COMMANDS)
         n.create_subscription(CameraInfo, f'/cameras/{cam}/camera_info', self._on_info, COMMANDS)
         n.create_subscription(TFMessage, '/tf_static', self._on_tf, STATIC_TF)
+        n.create_subscription(String, '/robot_description', self._on_description, LATCHED)
+        n.create_subscription(JointState, '/joint_states', self._on_joints, SENSORS)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, name='panel-observer', daemon=True)
@@ -238,6 +306,20 @@ class Observer:
         for t in msg.transforms:
             if t.child_frame_id == f'{self.camera}_optical':
                 self._optical = transform_to_matrix(t.transform)
+            if t.header.frame_id.lstrip('/') == 'world':
+                child = t.child_frame_id.lstrip('/')
+                self._from_world[child] = transform_to_matrix(t.transform)
+                if child == self._root:
+                    self.live.on_robot_origin(self._from_world[child])
+
+    def _on_description(self, msg: String) -> None:
+        self._root = urdf_root(msg.data)
+        self.live.on_robot_description(msg.data)
+        if self._root in self._from_world:
+            self.live.on_robot_origin(self._from_world[self._root])
+
+    def _on_joints(self, msg: JointState) -> None:
+        self.live.on_joints(list(msg.name), list(msg.position))
 
     def _on_info(self, info: CameraInfo) -> None:
         self._info = info

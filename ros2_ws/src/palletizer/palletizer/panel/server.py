@@ -52,7 +52,7 @@ SPEED_PRESETS = (
     ('x2', 2.0),
 )
 EPISODES_MAX = 1000
-PUSH_PERIOD_S = 0.25  # how often the WebSocket looks for news
+PUSH_PERIOD_S = 0.1  # how often the WebSocket looks for news (the arm moves at 10 Hz on the page)
 
 
 @dataclass(frozen=True)
@@ -94,14 +94,14 @@ def _run_dir(runs_dir: Path, name: str) -> Path:
     return d
 
 
-def create_app(cfg: PanelConfig, manager: RunManager | None = None) -> Any:
-    """The FastAPI app; `manager` defaults to one that runs in cfg.root with a live observer."""
+def create_app(cfg: PanelConfig, manager: RunManager | None = None, live: Any = None) -> Any:
+    """The FastAPI app; `manager` defaults to one that runs in cfg.root with a live observer.
+    With a manager of its own, the caller may pass the `LiveState` its observer feeds."""
     if not (THREE / 'build' / 'three.module.js').is_file():
         raise PanelError(
             f'three.js is not installed in {THREE}: run scripts/setup (it runs npm ci in {WEB})',
             500,
         )
-    live = None
     if manager is None:
         observe = None
         if cfg.live:
@@ -194,6 +194,12 @@ def create_app(cfg: PanelConfig, manager: RunManager | None = None) -> Any:
             raise PanelError('no station camera frame yet: it comes with the first detection', 404)
         return Response(png, media_type='image/png', headers={'Cache-Control': 'no-store'})
 
+    @app.get('/api/live/robot')
+    async def robot() -> dict[str, Any]:
+        """The robot as the page draws it: the URDF from /robot_description, its root link's
+        pose in the pallet frame (row-major 4x4) and the joint positions from /joint_states."""
+        return _robot_message(live)
+
     replica = ReplicaHistory(cfg.replica_dsn) if cfg.replica_dsn else None
 
     @app.get('/api/history')
@@ -234,9 +240,12 @@ def create_app(cfg: PanelConfig, manager: RunManager | None = None) -> Any:
         status = manager.status(log_lines=0)
         lines, index = manager.log_since(0)
         live_version = -1 if live is None else live.version
+        robot_version = -1 if live is None else live.robot_version
+        joints_version = -1 if live is None else live.joints_version
         try:
             await socket.send_json({'type': 'status', 'run': {**status, 'log': lines}})
             await socket.send_json({'type': 'live', 'live': _live_message(live)})
+            await socket.send_json({'type': 'robot', 'robot': _robot_message(live)})
             while True:
                 try:  # wait for news, or for the page to go (a closed page ends the handler)
                     msg = await asyncio.wait_for(socket.receive(), timeout=PUSH_PERIOD_S)
@@ -254,6 +263,13 @@ def create_app(cfg: PanelConfig, manager: RunManager | None = None) -> Any:
                 if live_now != live_version:
                     live_version = live_now
                     await socket.send_json({'type': 'live', 'live': _live_message(live)})
+                if live is not None and live.robot_version != robot_version:
+                    robot_version = live.robot_version
+                    await socket.send_json({'type': 'robot', 'robot': _robot_message(live)})
+                if live is not None and live.joints_version != joints_version:
+                    joints_version = live.joints_version
+                    joints = live.joint_positions()
+                    await socket.send_json({'type': 'joints', 'joints': joints})
         except (WebSocketDisconnect, RuntimeError):
             return
 
@@ -266,6 +282,12 @@ def _live_message(live: Any) -> dict[str, Any]:
     snap = live.snapshot()
     snap.pop('rows', None)
     return snap
+
+
+def _robot_message(live: Any) -> dict[str, Any]:
+    if live is None:
+        return {'urdf': None, 'origin': None, 'joints': {}}
+    return dict(live.robot())
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 // Operator panel: start runs, follow them live, browse the run history.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { buildRobot, parseUrdf } from './robot.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const ACTIVE = new Set(['starting', 'running']);
@@ -293,6 +294,8 @@ function connectWs() {
     if (msg.type === 'status') applyStatus(msg.run);
     else if (msg.type === 'log') appendLog(msg.lines);
     else if (msg.type === 'live') applyLive(msg.live);
+    else if (msg.type === 'robot') view3d.setRobot(msg.robot);
+    else if (msg.type === 'joints') view3d.setJoints(msg.joints);
   };
   ws.onclose = () => {
     ind.textContent = 'reconnecting…';
@@ -427,6 +430,29 @@ function createView(canvas) {
     support.visible = pts.length >= 2;
   }
 
+  // The robot from /robot_description, rebuilt when the URDF changes, moved by /joint_states.
+  let robot = null, robotUrdf = null;
+  function setRobot(r) {
+    const urdf = typeof r?.urdf === 'string' ? r.urdf : null;
+    if (urdf !== robotUrdf) {
+      if (robot) { scene.remove(robot.group); robot.dispose(); }
+      robot = null;
+      robotUrdf = urdf;
+      if (urdf) {
+        try {
+          robot = buildRobot(parseUrdf(urdf));
+          scene.add(robot.group);
+        } catch (err) {
+          showError(`robot description: ${err.message}`);
+        }
+      }
+    }
+    robot?.setOrigin(r?.origin);
+    robot?.setJoints(r?.joints);
+  }
+  const setJoints = (joints) => robot?.setJoints(joints);
+  const robotInfo = () => (robot ? { ...robot.stats(), linkPosition: robot.linkPosition } : null);
+
   function frame() {
     const w = canvas.clientWidth, h = canvas.clientHeight;
     const pr = renderer.getPixelRatio();
@@ -440,10 +466,10 @@ function createView(canvas) {
     requestAnimationFrame(frame);
   }
   requestAnimationFrame(frame);
-  return { update };
+  return { update, setRobot, setJoints, robotInfo };
 }
 
-let view3d = { update() {} };
+let view3d = { update() {}, setRobot() {}, setJoints() {}, robotInfo: () => null };
 
 // ---------------------------------------------------------------- height map
 
@@ -683,6 +709,8 @@ function init() {
 
   try {
     view3d = createView($('#scene3d'));
+    // What the 3D view holds of the robot, for the browser tests and the console.
+    window.panelRobot = () => view3d.robotInfo();
   } catch (err) {
     showError(`3D view unavailable: ${err.message}`);
   }
