@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from io import BytesIO, StringIO
@@ -31,7 +33,15 @@ from ruamel.yaml import YAML
 from palletizer.core.errors import close_match
 from palletizer.telemetry.vocab import TelemetryError, TelemetryWriteError
 
-__all__ = ['BAG_VERSION', 'TOPICS', 'BagWriter', 'find_msg_dir', 'load_typestore']
+__all__ = [
+    'BAG_VERSION',
+    'CHUNK_BYTES',
+    'CHUNK_S',
+    'TOPICS',
+    'BagWriter',
+    'find_msg_dir',
+    'load_typestore',
+]
 
 BAG_VERSION: Final = 8  # tooling-notes: version 9 metadata is reported not to load on Humble
 
@@ -90,72 +100,161 @@ _NUMPY = {
 }
 
 
-class _KeepOpen:
-    """The MCAP file as McapWriter.close sees it during a checkpoint: its close() is a no-op."""
+CHUNK_BYTES: Final = 256 * 1024  # [B] uncompressed chunk bound: the most a full disk loses
+CHUNK_S: Final = 2.0  # [s] wall time after which a chunk goes to disk even when not full
 
-    def __init__(self, f: Any) -> None:
-        self._f = f
+
+class _Spool:
+    """Records on their way to the file; tell() counts from the offset they will be written at."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.buf = BytesIO()
 
     def write(self, data: Any) -> int:
-        return int(self._f.write(data))
+        return self.buf.write(data)
 
     def tell(self) -> int:
-        return int(self._f.tell())
+        return self.at + self.buf.tell()
 
     def close(self) -> None:
         pass
 
 
 class _CheckpointMcap(McapWriter):
-    """McapWriter whose file is a complete MCAP after every written chunk.
+    """McapWriter whose file is a complete MCAP after every written chunk, also on a full disk.
 
     rosbags writes the summary and footer only at close, so a killed writer leaves a file no
-    reader opens. Here every chunk is followed by a summary, a footer and a fresh
-    metadata.yaml, all fsynced; the next chunk overwrites that summary. A kill then loses only
-    the messages after the last chunk (and a kill in the milliseconds of a checkpoint may
-    leave it torn).
+    reader opens. Here every chunk (at most CHUNK_BYTES uncompressed or CHUNK_S old) is
+    written with a summary, a footer and a fresh metadata.yaml, all fsynced; the next chunk
+    overwrites that summary. Records are built in memory and written whole with pwrite, so no
+    hidden buffer holds half a record. When the disk refuses a chunk, the file is cut back to
+    its last whole chunk and the last summary is written again (it fitted before): the bag
+    stays readable with every message up to that chunk, and the writer stops (`stopped`).
     """
 
     describe: Callable[[], dict[str, Any]] | None = None  # the rosbag2 metadata of now
+    chunk_bytes: int = CHUNK_BYTES
+    chunk_s: float = CHUNK_S
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    def __init__(self, path: Path, compression: CompressionMode) -> None:
+        super().__init__(path, compression)
+        self.bio.flush()  # the magic and the header record
+        self.data_end = self.bio.tell()  # the file's end of whole records [B]
+        self.bio.close()
+        self.fd = os.open(self.path, os.O_WRONLY)
+        self.summary = b''  # summary + footer now on disk after data_end
+        self.meta = ''  # metadata.yaml now on disk
+        self.kept: dict[int, int] = {}  # channel id -> messages on disk
+        self.kept_chunks = 0  # chunk indexes in the summary on disk
+        self.stopped = ''  # why the writer stopped ('' while it writes)
+        self.chunk_opened = 0.0  # clock() at the pending chunk's first message [s]
+
+    def write(self, connection: Any, timestamp: int, data: bytes | memoryview) -> None:
+        if not self.chunk.msgs:
+            self.chunk_opened = self.clock()
+        McapWriter.write(self, connection, timestamp, data)  # closes a chunk at 1 MiB itself
+        if self.chunk.bio.tell() >= self.chunk_bytes or (
+            self.chunk.msgs and self.clock() - self.chunk_opened >= self.chunk_s
+        ):
+            self.close_chunk()
 
     def close_chunk(self) -> None:
-        super().close_chunk()
-        self.write_summary()
+        if self.stopped:
+            self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+            return
+        spool = _Spool(self.data_end)
+        self.bio = spool  # type: ignore[assignment]  # rosbags types bio as its BufferedWriter
+        if self.chunk.msgs:
+            McapWriter.close_chunk(self)
+        else:
+            # Schemas and channels only: loose records of the data section, so that recover
+            # finds every topic even when no chunk reached the disk.
+            spool.write(self.chunk.bio.getvalue())
+            self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+        self._commit(spool.buf.getvalue())
 
     def checkpoint(self) -> None:
-        """Write the pending messages as a chunk (if any), then summary, footer and metadata."""
-        if self.chunk.msgs:
+        """Write the pending records as a chunk (if any), then summary, footer and metadata."""
+        if self.chunk.bio.tell():
             self.close_chunk()
-        else:
-            self.write_summary()
+        elif not self.stopped:
+            self._commit(b'')
 
-    def write_summary(self) -> None:
+    def _summary(self, at: int) -> tuple[bytes, str]:
+        """Summary and footer for a data section ending at `at`, and metadata.yaml's text."""
         meta = self.describe() if self.describe is not None else {}
         body = _yaml(meta.get('rosbag2_bagfile_information', {})).strip()
-        data_end = self.bio.tell()
-        # A pending chunk (schemas and channels before the first message) stays pending: the
-        # summary lists them anyway.
-        pending = self.chunk
+        pending = self.chunk  # empty here: close() would otherwise write it as a chunk
         self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
-        bio = self.bio
-        self.bio = _KeepOpen(bio)  # type: ignore[assignment]  # rosbags types bio as its BufferedWriter
+        spool = _Spool(at)
+        self.bio = spool  # type: ignore[assignment]
         try:
             McapWriter.close(self, 0, body)
         finally:
-            self.bio = bio
             self.chunk = pending
-        bio.truncate()
-        bio.flush()
-        os.fsync(bio.fileno())
-        bio.seek(data_end)
-        if meta:
-            _replace_durably(self.path.parent / 'metadata.yaml', _yaml(meta))
+        return spool.buf.getvalue(), _yaml(meta) if meta else ''
+
+    def _pwrite(self, data: bytes, at: int) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(self.fd, view, at)
+            view, at = view[n:], at + n
+
+    def _commit(self, records: bytes) -> None:
+        """Append `records` at data_end with a fresh summary; on a refusal go back and stop."""
+        summary, meta = self._summary(self.data_end + len(records))
+        try:
+            self._pwrite(records + summary, self.data_end)
+            os.ftruncate(self.fd, self.data_end + len(records) + len(summary))
+            os.fsync(self.fd)
+            if meta and meta != self.meta:
+                _replace_durably(self.path.parent / 'metadata.yaml', meta)
+        except OSError as exc:
+            self._stop(exc)
+            return
+        self.data_end += len(records)
+        self.bio = _Spool(self.data_end)  # type: ignore[assignment]  # bio.tell(): the data's end
+        self.summary, self.meta = summary, meta
+        self.kept = dict(self.channel_stats)
+        self.kept_chunks = len(self.chunks)
+
+    def _stop(self, exc: OSError) -> None:
+        """Cut the file back to its last whole chunk and summary, and stop writing."""
+        del self.chunks[self.kept_chunks :]
+        try:
+            os.ftruncate(self.fd, self.data_end)  # frees what the refused chunk took
+            self._pwrite(self.summary, self.data_end)
+            os.fsync(self.fd)
+        except OSError:
+            # No footer then: the whole chunks stay, and recover rebuilds the summary.
+            try:
+                os.ftruncate(self.fd, self.data_end)
+            except OSError:
+                pass
+        self.bio = _Spool(self.data_end)  # type: ignore[assignment]
+        try:
+            free = f'{shutil.disk_usage(self.path.parent).free / 1024:.0f} KiB'
+        except OSError:
+            free = 'unknown space'
+        kept = sum(self.kept.values())
+        self.stopped = (
+            f'bag {self.path.parent}: {exc.strerror or exc} with {free} free on its disk; '
+            f'stopped writing it: it keeps the {kept} messages of its chunks on disk and opens '
+            'as it is'
+        )
+
+    def finish(self) -> None:
+        """The last chunk and summary (unless stopped), then close the file."""
+        try:
+            if not self.stopped:
+                self.checkpoint()
+        finally:
+            os.close(self.fd)
 
     def close(self, version: int, metadata: str) -> None:
-        if self.chunk.bio.tell():
-            McapWriter.close_chunk(self)  # the final summary follows; no interim one
-        self.bio.truncate()  # drop the last interim summary
-        super().close(version, metadata)
+        raise NotImplementedError('BagWriter.close finishes the file through finish()')
 
 
 class _Writer(Writer):
@@ -172,10 +271,14 @@ def _yaml(data: Any) -> str:
 
 def _replace_durably(path: Path, text: str) -> None:
     tmp = path.with_suffix('.yaml.tmp')
-    with tmp.open('w', encoding='utf-8') as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with tmp.open('w', encoding='utf-8') as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:
+        tmp.unlink(missing_ok=True)  # the old metadata.yaml stays, and so does its space
+        raise
     tmp.replace(path)
     fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -229,9 +332,13 @@ class BagWriter:
     so a reader lists it even when no message came. Not thread-safe.
 
     The bag is readable from its opening on, not only after close(): metadata.yaml and the MCAP
-    summary are written at open, after every 1 MiB chunk and at each checkpoint() (the node
-    calls it at every episode end). A killed writer leaves a bag that opens and holds every
-    message up to the last chunk. A refused write raises TelemetryWriteError.
+    summary are written at open, after every chunk and at each checkpoint() (the node calls it
+    at every episode end). A chunk goes to disk when it holds `chunk_bytes` [B] (uncompressed)
+    or its first message is `chunk_s` [s] old, so a killed writer or a full disk loses at most
+    one such chunk. When the disk refuses a chunk, the bag is cut back to the chunks already on
+    it and stays readable, and the writer stops: `stopped` says why in one line (path, cause,
+    free space, messages kept), write() raises TelemetryWriteError with it, checkpoint() and
+    close() do nothing more.
     """
 
     def __init__(
@@ -241,8 +348,14 @@ class BagWriter:
         *,
         msg_dir: str | os.PathLike[str] | None = None,
         compress: bool = True,
+        chunk_bytes: int = CHUNK_BYTES,
+        chunk_s: float = CHUNK_S,
     ) -> None:
         self.path = Path(path)
+        if chunk_bytes <= 0 or chunk_s <= 0:
+            raise TelemetryError(
+                f'bag {self.path}: chunk_bytes = {chunk_bytes}, chunk_s = {chunk_s}; expected > 0'
+            )
         self.typestore = load_typestore(msg_dir)
         for topic, msgtype in topics.items():
             if msgtype not in self.typestore.types:
@@ -271,12 +384,35 @@ class BagWriter:
         }
         self.counts: dict[str, int] = dict.fromkeys(topics, 0)
         self._closed = False
-        self._storage.describe = self._metadata
-        self.checkpoint()
+        self._finished: _CheckpointMcap | None = None  # the storage once closed
+        st = self._storage
+        st.describe = self._metadata
+        st.chunk_bytes, st.chunk_s = chunk_bytes, chunk_s
+        st.checkpoint()
+        if st.stopped:  # a disk too full for the first summary: no bag
+            os.close(st.fd)
+            self._closed = True
+            raise TelemetryWriteError(st.stopped)
+
+    @property
+    def stopped(self) -> str:
+        """Why the writer stopped (a full disk), in one line; '' while it writes."""
+        return self._storage.stopped
+
+    @property
+    def chunk_bytes(self) -> int:
+        """[B] the uncompressed size at which a chunk goes to disk: what a full disk loses."""
+        return self._storage.chunk_bytes
+
+    @property
+    def kept(self) -> dict[str, int]:
+        """Messages per topic in the chunks on disk (counts: every message written)."""
+        by_id = self._storage.kept
+        return {t: by_id.get(c.id, 0) for t, c in self._conns.items()}
 
     @property
     def _storage(self) -> _CheckpointMcap:
-        storage = self._writer.storage
+        storage = self._writer.storage or self._finished
         assert isinstance(storage, _CheckpointMcap)
         return storage
 
@@ -325,13 +461,14 @@ class BagWriter:
         }
 
     def checkpoint(self) -> None:
-        """Make everything written so far survive a kill: chunk, summary, metadata.yaml, fsync."""
+        """Make everything written so far survive a kill: chunk, summary, metadata.yaml, fsync.
+
+        On a full disk the bag stops (see `stopped`); that is no error here, so an episode end
+        is not failed for the bag's sake.
+        """
         if self._closed:
             raise TelemetryError(f'bag {self.path} is closed')
-        try:
-            self._storage.checkpoint()
-        except OSError as exc:
-            raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
+        self._storage.checkpoint()
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -357,10 +494,11 @@ class BagWriter:
             or stamp_ns < 0
         ):
             raise TelemetryError(f'bag {topic}: stamp_ns = {stamp_ns!r}; expected an integer >= 0')
-        try:
+        st = self._storage
+        if not st.stopped:
             self._writer.write(self._conns[topic], int(stamp_ns), bytes(cdr))
-        except OSError as exc:  # a full chunk is written to disk inside write()
-            raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
+        if st.stopped:  # a full chunk goes to disk inside write(); the disk refused it
+            raise TelemetryWriteError(st.stopped)
         self.counts[topic] += 1
 
     def encode(self, topic: str, fields: Mapping[str, Any]) -> bytes:
@@ -377,10 +515,11 @@ class BagWriter:
         """Finish the bag (metadata.yaml, MCAP summary); safe to call more than once."""
         if not self._closed:
             self._closed = True
-            try:
-                self._writer.close()
-            except OSError as exc:
-                raise TelemetryWriteError(f'bag {self.path}: {exc.strerror or exc}') from None
+            # Not rosbags' Writer.close: the last checkpoint writes the same summary and
+            # metadata.yaml, and on a full disk leaves the bag as it was.
+            self._finished = self._storage
+            self._finished.finish()
+            self._writer.storage = None
 
     def __enter__(self) -> BagWriter:
         return self

@@ -19,9 +19,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
 from palletizer.core.errors import PalletizerError
 from palletizer.telemetry.bag import BagWriter
-from palletizer.telemetry.vocab import TelemetryError
+from palletizer.telemetry.vocab import TelemetryError, TelemetryWriteError
 
 __all__ = ['Salvage', 'main', 'recover', 'salvage']
 
@@ -136,6 +139,18 @@ def salvage(mcap: str | Path) -> Salvage:
     return Salvage(topics, messages, stopped)
 
 
+def _metadata_topics(path: Path) -> dict[str, str]:
+    """topic -> message type from a rosbag2 metadata.yaml; {} when it is missing or unreadable."""
+    try:
+        info = YAML(typ='safe').load(path.read_text(encoding='utf-8'))
+        entries = info['rosbag2_bagfile_information']['topics_with_message_count']
+        return {
+            str(e['topic_metadata']['name']): str(e['topic_metadata']['type']) for e in entries
+        }
+    except (OSError, YAMLError, KeyError, TypeError):
+        return {}
+
+
 def recover(bag_dir: str | Path) -> dict[str, int]:
     """Rebuild bag_dir's MCAP file and metadata.yaml from its readable messages.
 
@@ -147,17 +162,28 @@ def recover(bag_dir: str | Path) -> dict[str, int]:
         raise TelemetryError(f'{bag}: {len(files)} .mcap files; expected one')
     mcap = files[0]
     found = salvage(mcap)
-    if not found.topics:
+    types = {topic: msgtype for topic, msgtype in found.topics.values()}
+    if not types:
+        # A bag written before its channels went to the data section: when its first chunk
+        # was torn (a full disk), only metadata.yaml still names the topics.
+        types = _metadata_topics(bag / 'metadata.yaml')
+    if not types:
         raise TelemetryError(
             f'{mcap}: no channel is readable ({found.stopped}); nothing to recover'
         )
-    types = {topic: msgtype for topic, msgtype in found.topics.values()}
     tmp = bag.with_name(bag.name + '.recovering')
     shutil.rmtree(tmp, ignore_errors=True)
-    with BagWriter(tmp, types) as out:
-        for cid, stamp, data in found.messages:
-            out.write(found.topics[cid][0], stamp, data)
-        counts = dict(out.counts)
+    try:
+        with BagWriter(tmp, types) as out:
+            for cid, stamp, data in found.messages:
+                out.write(found.topics[cid][0], stamp, data)
+            out.checkpoint()
+            if out.stopped:
+                raise TelemetryWriteError(out.stopped)
+            counts = dict(out.counts)
+    except TelemetryError:
+        shutil.rmtree(tmp, ignore_errors=True)  # the bag stays as it was; free space first
+        raise
     mcap.replace(mcap.with_name(mcap.name + '.orig'))
     (tmp / f'{tmp.name}.mcap').replace(mcap)
     (tmp / 'metadata.yaml').replace(bag / 'metadata.yaml')
