@@ -44,9 +44,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _run_with_kill(victim: str, cwd: Path) -> tuple[int, list[tuple[float, str]], float, set]:
+def _run_with_kill(
+    victim: str, cwd: Path, sig: signal.Signals = signal.SIGKILL
+) -> tuple[int, list[tuple[float, str]], float, set, float]:
     """Start level 11 seed 1 at speed 1 in its own network namespace; SIGKILL `victim` once the
-    first carton is on the pallet. Returns (exit code, (time, line) list, kill time, pids)."""
+    first carton is on the pallet (`sig` to the launcher itself when `victim` is 'launcher').
+    Returns (exit code, (time, line) list, kill time, pids, the
+    time the run ended)."""
     script = 'ip link set lo up && ip link set lo multicast on && exec "$@"'
     argv = [sys.executable, '-m', 'palletizer.cli.palletize', '--level', '11', '--seed', '1']
     proc = subprocess.Popen(
@@ -77,18 +81,19 @@ def _run_with_kill(victim: str, cwd: Path) -> tuple[int, list[tuple[float, str]]
                 pids[started.group(1)] = int(started.group(2))
                 all_pids.add(int(started.group(2)))
             if not killed_at[0] and 'std_m-00' in line and ' L1 ' in line:
-                os.kill(pids[victim], signal.SIGKILL)
+                os.kill(proc.pid if victim == 'launcher' else pids[victim], sig)
                 killed_at[0] = time.monotonic()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         code = proc.wait(timeout=300)
+        ended_at = time.monotonic()
     finally:
         if proc.poll() is None:
             proc.kill()
     reader.join(timeout=10)
-    return code, lines, killed_at[0], all_pids
+    return code, lines, killed_at[0], all_pids, ended_at
 
 
 # The default run kills five of the eight nodes; the three perception nodes (69-80 s each in CI
@@ -101,7 +106,7 @@ SLOW_VICTIMS = ('state_publisher', 'depth_fusion', 'wrist_gauge')
     [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_VICTIMS else n for n in NODES],
 )
 def test_a_node_killed_mid_episode_recovers_or_fails_fast_naming_it(victim, tmp_path):
-    code, lines, killed_at, pids = _run_with_kill(victim, tmp_path)
+    code, lines, killed_at, pids, ended_at = _run_with_kill(victim, tmp_path)
     text = '\n'.join(ln for _, ln in lines)
     assert killed_at, f'the first carton never landed:\n{text[-4000:]}'
     # No orphans: every process the launcher started is gone once it has exited.
@@ -136,6 +141,11 @@ def test_a_node_killed_mid_episode_recovers_or_fails_fast_naming_it(victim, tmp_
         assert t - killed_at <= BOUND_S, f'{t - killed_at:.1f} s after the kill: {line}'
         named = [ln for _, ln in lines if victim in ln and ('ABORTED' in ln or 'stopping' in ln)]
         assert named, f'no failure line names {victim}:\n{text[-4000:]}'
+        # The run itself ends within the bound too, not only its report.
+        print(f'{victim}: run ended {ended_at - killed_at:.2f} s after the kill')
+        assert ended_at - killed_at <= BOUND_S, (
+            f'the run ended {ended_at - killed_at:.1f} s after the kill (bound {BOUND_S:g} s)'
+        )
 
     # What telemetry wrote up to the kill is on disk; the episode's line too unless telemetry
     # itself was the node killed.
@@ -149,3 +159,25 @@ def test_a_node_killed_mid_episode_recovers_or_fails_fast_naming_it(victim, tmp_
         assert ep['success'] is recovered
         if not recovered and ep['metrics'].get('aborted'):
             assert ep['level'] == 11 and ep['task'] == 'table' and ep['oracle'] is False
+            # The real cause and the carton count, under the key the director writes.
+            assert ep['n_objects'] == 4, ep
+            assert 'aborted_reason' not in ep['metrics'], ep['metrics']
+            assert victim in ep['metrics']['abort_reason'], ep['metrics']
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGKILL], ids=['sigint', 'kill'])
+def test_a_stopped_run_records_the_real_cause_and_the_carton_count(sig, tmp_path):
+    """Ctrl-C of the launcher, or the launcher killed: the open episode's line says why."""
+    code, lines, killed_at, pids, _ = _run_with_kill('launcher', tmp_path, sig)
+    text = '\n'.join(ln for _, ln in lines)
+    assert killed_at, f'the first carton never landed:\n{text[-4000:]}'
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if _alive(p)], 'processes left behind'
+    (run,) = sorted((tmp_path / 'runs').iterdir())
+    (ep,) = [json.loads(x) for x in (run / 'episodes.jsonl').read_text().splitlines()]
+    assert ep['metrics']['aborted'] is True and 'aborted_reason' not in ep['metrics'], ep
+    assert ep['n_objects'] == 4, ep
+    cause = 'received SIGINT' if sig == signal.SIGINT else 'its launcher died'
+    assert cause in ep['metrics']['abort_reason'], ep['metrics']

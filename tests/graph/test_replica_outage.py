@@ -156,7 +156,7 @@ def test_outage_and_crash_lose_no_row_and_duplicate_none(tmp_path, pg):
         assert graph == _in_process(11, graph['seed'], graph['git_sha'])
     eps = query(dsn, 'SELECT seed, status, metrics FROM episodes ORDER BY seed')
     assert [(s, st) for s, st, _ in eps] == [(1, 'success'), (2, 'success'), (3, 'failure')]
-    assert eps[2][2]['aborted'] is True and 'died' in eps[2][2]['aborted_reason']
+    assert eps[2][2]['aborted'] is True and 'died' in eps[2][2]['abort_reason']
     assert query(dsn, "SELECT count(*) FROM episodes WHERE status = 'running'") == [(0,)]
     assert query(dsn, 'SELECT count(*) FROM runs WHERE ended_at IS NULL') == [(0,)]
     snaps = lines(run_dir / 'snapshots.jsonl')

@@ -42,10 +42,12 @@ def test_telemetry_node_writes_confirms_counts_and_aborts_on_sigterm(got):
     eps = got['episodes']
     assert [e['seed'] for e in eps] == [5, 6, 7]
     assert eps[0]['success'] and eps[0]['metrics']['mean_planner_score'] == 0.7
-    # SIGTERM closed seed 7 as aborted, with no invented failure.
+    # SIGTERM (from outside a launcher) closed seed 7 as aborted, saying so, with no invented
+    # failure.
     assert eps[2]['metrics'] == {
         'aborted': True,
-        'aborted_reason': 'the telemetry node stopped with the episode open',
+        'abort_reason': 'the run was stopped by a signal from outside its launcher (SIGINT or '
+        'SIGTERM)',
     }
     assert eps[2]['failure'] is None
     assert not eps[2]['success'] and (eps[2]['level'], eps[2]['task']) == (11, 'table')

@@ -148,7 +148,7 @@ def test_a_run_replicates_every_row_once_and_equal_to_disk(tmp_path, dsn):
     )
     assert [e[:5] for e in eps] == [(5, 'success', 2, 2, None), (6, 'failure', 3, 1, None)]
     assert eps[0][6] == pytest.approx(0.9) and eps[0][7] and eps[1][7]
-    assert eps[1][5] == {'aborted': True, 'aborted_reason': 'the run closed with the episode open'}
+    assert eps[1][5] == {'aborted': True, 'abort_reason': 'the run closed with the episode open'}
     (run,) = _q(dsn, 'SELECT task, level, git_sha, oracle, label, ended_at IS NOT NULL FROM runs')
     assert run == ('table', 11, 'abc1234', False, w.path.name, True)
     # Shipping everything again (a crash between the commit and the outbox mark) lands once.
@@ -250,7 +250,7 @@ def test_an_episode_left_running_by_a_dead_run_is_closed_at_the_next_start(tmp_p
     assert adopt_orphans(tmp_path) == []
     ((status, metrics, level),) = _q(dsn, 'SELECT status, metrics, level FROM episodes')
     assert status == 'failure' and level == 12 and metrics['aborted'] is True
-    assert metrics['aborted_reason'].startswith('its run process died; closed at the next start')
+    assert metrics['abort_reason'].startswith('its run process died; closed at the next start')
     assert _q(dsn, 'SELECT count(*) FROM events') == [(len(package_events('p0')),)]
     assert _q(dsn, 'SELECT count(*) FROM runs WHERE ended_at IS NULL') == [(0,)]
 

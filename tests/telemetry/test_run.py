@@ -288,7 +288,7 @@ def test_an_aborted_episode_line_has_the_run_info_given_at_begin(tmp_path):
     )
     assert line['metrics'] == {
         'aborted': True,
-        'aborted_reason': 'the run closed with the episode open',
+        'abort_reason': 'the run closed with the episode open',
     }
 
 

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from palletizer.core.config.cell import CellConfig
@@ -53,6 +56,7 @@ __all__ = [
     'SinkPort',
     'last_resort_line',
     'run_episode',
+    'stop_cause',
 ]
 
 EVENT_KINDS = EventKind.names()
@@ -61,6 +65,30 @@ EVENT_KINDS = EventKind.names()
 # Names the file where a launcher that stops the graph writes why (a node died, a signal), so
 # the episode it interrupts is closed with that cause rather than a bare "stopped".
 STOP_REASON_ENV = 'PALLETIZER_STOP_REASON_FILE'
+
+
+def stop_cause(launcher_pid: int | None = None) -> str:
+    """Why the graph is stopping, for an episode closed by the stop: the launcher's reason
+    (read from $PALLETIZER_STOP_REASON_FILE), else that the launcher (`launcher_pid`, the
+    parent the node started under) died, else a signal from outside the launcher."""
+    path = os.environ.get(STOP_REASON_ENV, '')
+    if path:
+        try:
+            reason = Path(path).read_text(encoding='utf-8').strip()
+        except OSError:
+            reason = ''  # no reason written: the launcher did not stop the graph
+        if reason:
+            return f'the run was stopped: {reason}'
+        # Launched, with no reason written: the launcher died, or a signal came from elsewhere.
+        # When the launcher is killed, its children are first handed to its other threads
+        # (and get their SIGTERM as the spawning thread dies), so the parent changes only once
+        # the whole launcher is gone: wait a moment for that.
+        deadline = time.monotonic() + 1.0
+        while launcher_pid is not None and time.monotonic() < deadline:
+            if os.getppid() != launcher_pid:
+                return 'the run was stopped: its launcher died'
+            time.sleep(0.05)
+    return 'the run was stopped by a signal from outside its launcher (SIGINT or SIGTERM)'
 
 
 class EpisodeAborted(PalletizerError):

@@ -107,6 +107,7 @@ class EpisodeDirectorNode(Node):
         )
         self.settings = EpisodeSettings.from_config(cfg.cell, cfg.planner.buffer)
         self.task = cfg.level(self.level).source
+        self.n_objects = cfg.level(self.level).n  # the cartons the cell presents
         self.abort = threading.Event()
         self.calls = Calls(self, self.abort, Timeouts(speed=self.speed))
         self.group = ReentrantCallbackGroup()
@@ -240,7 +241,13 @@ class EpisodeDirectorNode(Node):
         """
         if self.telemetry == 'off':
             return
-        info = {'level': self.level, 'task': self.task, 'oracle': oracle, 'git_sha': sha}
+        info = {
+            'level': self.level,
+            'task': self.task,
+            'oracle': oracle,
+            'git_sha': sha,
+            'n_objects': self.n_objects,
+        }
         req = BeginEpisode.Request(seed=seed, run_id=self.run_id, info_json=json.dumps(info))
         res = self.calls.service(
             self.begin_c, req, 'telemetry begin_episode', self.calls.t.quick_s

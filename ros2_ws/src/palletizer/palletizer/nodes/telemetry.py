@@ -29,6 +29,7 @@ from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult
+from palletizer.core.episode import stop_cause
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
@@ -69,6 +70,7 @@ class TelemetryNode(Node):
 
     def __init__(self) -> None:
         super().__init__('telemetry')
+        self._launcher_pid = os.getppid()  # a different parent at close: the launcher died
         cfg = load_config().telemetry
 
         def param(name: str, default, what: str):
@@ -466,7 +468,7 @@ class TelemetryNode(Node):
             return
         with self._lock:
             try:
-                seed = self.rec.close()
+                seed = self.rec.close(stop_cause(self._launcher_pid))
                 if seed is not None:
                     self._log_line('warning', f'episode seed {seed} aborted at shutdown')
             except PalletizerError as exc:

@@ -132,6 +132,7 @@ class ReplicaHistory:
                     'success': None if status == 'running' else status == 'success',
                     'failure': failure,
                     'aborted': bool(metrics.get('aborted')),
+                    'abort_reason': metrics.get('abort_reason'),
                     'open': status == 'running',
                     'n_placed': n_placed,
                     'n_objects': n_objects,

@@ -274,6 +274,7 @@ def read_run(run_dir: Path, url_prefix: str = '') -> RunRecords:
                 'success': ep.get('success'),
                 'failure': ep.get('failure'),
                 'aborted': bool(metrics.get('aborted')),
+                'abort_reason': metrics.get('abort_reason'),
                 'open': seed not in closed,
                 'n_placed': ep.get('n_placed'),
                 'n_objects': _n_objects(ep) if ep else None,

@@ -534,8 +534,9 @@ class RunWriter:
         """Close the open episode as aborted; return its events written, or None if none is open.
 
         The line says success False, failure None (no cause is invented) and metrics
-        {"aborted": true} (with "aborted_reason" when a reason is given); n_placed counts the placed cartons recorded so far, duration_s is
-        the last event's ts, and n_objects is None when begin() did not give it.
+        {"aborted": true} (with "abort_reason" when a reason is given, the key the director
+        writes); n_placed counts the placed cartons recorded so far, duration_s is the last
+        event's ts, and n_objects is None when begin() did not give it.
         """
         if self._episode is None:
             return None
@@ -552,7 +553,7 @@ class RunWriter:
             'oracle': self.info.oracle,
             'git_sha': self.info.git_sha,
             'task': self.info.task,
-            'metrics': {'aborted': True, **({'aborted_reason': reason} if reason else {})},
+            'metrics': {'aborted': True, **({'abort_reason': reason} if reason else {})},
         }
         self._episode = None  # closed even when the disk refuses the line
         self._write('episodes', line)

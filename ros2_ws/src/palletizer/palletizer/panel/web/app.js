@@ -588,7 +588,8 @@ function episodeCharts(ep) {
 // ---------------------------------------------------------------- history
 
 function outcomeText(ep) {
-  const head = ep.success ? 'SUCCESS' : ep.aborted ? 'ABORTED' : ep.open ? 'OPEN'
+  const aborted = ep.abort_reason ? `ABORTED (${ep.abort_reason})` : 'ABORTED';
+  const head = ep.success ? 'SUCCESS' : ep.aborted ? aborted : ep.open ? 'OPEN'
     : `FAILED${ep.failure ? `: ${ep.failure}` : ''}`;
   const parts = [`seed ${ep.seed ?? '–'}`, `level ${ep.level ?? '–'}`,
     `${ep.n_placed ?? '–'}/${ep.n_objects ?? '–'} placed`, head];

@@ -99,7 +99,7 @@ def backfill(run_dir: Path) -> int:
                 ),
                 'metrics': {
                     'aborted': True,
-                    'aborted_reason': 'no episode line on disk: its run process died',
+                    'abort_reason': 'no episode line on disk: its run process died',
                 },
             }
             rows.append(episode_end_row(u, line, ended))

@@ -125,7 +125,7 @@ def episode_end_row(run_uuid: str, line: Mapping[str, Any], ended_at: str) -> Ro
     """The episode's final row from its episodes.jsonl line (EpisodeResult.to_dict()).
 
     An aborted episode (metrics.aborted) closes as `failure` with no cause, as the reference
-    did, and its metrics say why (`aborted_reason` when known).
+    did, and its metrics say why (`abort_reason` when known).
     """
     metrics = dict(line.get('metrics') or {})
     data = {

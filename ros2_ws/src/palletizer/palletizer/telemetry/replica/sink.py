@@ -81,7 +81,7 @@ def close_orphan(run_dir: Path, reason: str) -> int | None:
     """Close the episode a dead writer left open in its outbox; return its seed or None.
 
     Takes the run's writer lock (ReplicaError if the writer is alive). Queues the episode's
-    aborted row (n_placed and duration from its queued rows, metrics.aborted_reason = reason)
+    aborted row (n_placed and duration from its queued rows, metrics.abort_reason = reason)
     and runs.ended_at.
     """
     with Outbox(run_dir, create=False, lock=True) as ob:
@@ -99,7 +99,7 @@ def close_orphan(run_dir: Path, reason: str) -> int | None:
                 'failure': None,
                 'n_placed': placed,
                 'duration_s': max(ts, default=0.0),
-                'metrics': {'aborted': True, 'aborted_reason': reason},
+                'metrics': {'aborted': True, 'abort_reason': reason},
             }
             rows.append(episode_end_row(ob.run_uuid, line, now_iso()))
         if ob.rows('runs') and not ob.get('closed'):
