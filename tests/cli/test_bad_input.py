@@ -292,3 +292,94 @@ def test_planner_node_without_its_reach_table_exits_2_with_one_line(configs):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert lines == [lines[0]] and lines[0].startswith('planner: error: ')
     assert 'reach_ur10e.npz: reach table not found; build it with' in lines[0]
+
+
+def _weights(root: Path, text: str) -> list[str]:
+    path = root.parent / 'weights.json'
+    path.write_text(text, encoding='utf-8')
+    return ['--planner', 'heuristic', '--planner-weights', str(path)]
+
+
+def _unwritable_runs(root: Path) -> list[str]:
+    (root.parent / 'a-file').write_text('not a folder\n')
+    return [
+        _params(root, f'telemetry:\n  ros__parameters: {{runs_dir: {root.parent}/a-file/runs}}\n')
+    ]
+
+
+# Issue 44 point 4: bad input that used to start the graph. (case, argv, env, stderr)
+GRAPH_START_CASES = [
+    (
+        'params file with a wrong parameter type',
+        lambda root: [_params(root, 'planner:\n  ros__parameters: {kind: 5}\n')],
+        {},
+        r'planner.ros__parameters.kind = 5; expected a string \(the node declares kind as str',
+    ),
+    (
+        'params file with a double where an integer is declared',
+        lambda root: [_params(root, '/**:\n  ros__parameters: {level: 11.0}\n')],
+        {},
+        r'\*\*.ros__parameters.level = 11.0; expected an integer',
+    ),
+    (
+        'params file with an unwritable runs folder',
+        _unwritable_runs,
+        {},
+        r"params_file:='.*params.yaml': runs folder .*a-file/runs: ",
+    ),
+    (
+        'corrupt fastdds.xml',
+        lambda root: _write(root / 'fastdds.xml', b'<profiles><participant>\n'),
+        {},
+        r'fastdds.xml: not valid XML at line 2, column 1; Fast DDS would fall back to its '
+        r'defaults \(a 20 s lease, not 2 s\)',
+    ),
+    (
+        'weights file that is not JSON',
+        lambda root: _weights(root, '{"weights": {"a": 1,,}}\n'),
+        {},
+        r'weights.json: not JSON or YAML \(.* at line 1, column \d+\); expected',
+    ),
+    (
+        'MUJOCO_GL=glfw without a display',
+        [],
+        {'MUJOCO_GL': 'glfw'},
+        r'MUJOCO_GL=glfw needs a display, and DISPLAY is not set',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    'argv, env, match', [c[1:] for c in GRAPH_START_CASES], ids=[c[0] for c in GRAPH_START_CASES]
+)
+def test_bad_input_that_used_to_start_the_graph_exits_2_with_one_line(
+    configs, monkeypatch, capsys, argv, env, match
+):
+    monkeypatch.setattr(palletize, 'GraphRunner', _NoGraph)
+    monkeypatch.setattr(subprocess, 'Popen', _NoGraph)
+    for name in ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE', 'DISPLAY'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv('WAYLAND_DISPLAY', raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = argv(configs) if callable(argv) else argv
+    assert palletize.main([*args, '--planner', 'grid'] if not args else args) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith('palletize: error: ')
+    assert re.search(match, err), err
+
+
+def test_a_params_file_of_the_declared_types_and_a_named_runs_folder_is_accepted(
+    configs, tmp_path
+):
+    from palletizer.launcher.graph import check_runs_folder
+
+    arg = _params(
+        configs,
+        f'/**:\n  ros__parameters: {{level: 11, speed: 0.0}}\ntelemetry:\n  ros__parameters: '
+        f'{{runs_dir: {tmp_path}/elsewhere, min_free_mb: 1.0}}\n',
+    )
+    opts = palletize.build_options(['--planner', 'grid', arg])
+    check_runs_folder(opts)
+    assert (tmp_path / 'elsewhere').is_dir()

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from palletizer.core.config import SOURCES, load_config
+from palletizer.core.config import SOURCES
 from palletizer.core.errors import GraphError, PalletizerError
 from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import (
@@ -24,11 +24,11 @@ from palletizer.launcher.graph import (
     TELEMETRY_MODES,
     VIZ_MODES,
     GraphOptions,
+    check_runs_folder,
     describe,
     options_from_mapping,
 )
 from palletizer.launcher.process import GraphRunner
-from palletizer.telemetry import preflight
 from palletizer.telemetry.replica import replica_line
 
 __all__ = ['build_options', 'main', 'missing_nodes']
@@ -187,12 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
-    if opts.telemetry != 'off':
-        try:  # a runs folder that cannot take the run fails now, not after the episodes
-            preflight(load_config().telemetry)
-        except PalletizerError as exc:
-            print(f'palletize: error: {exc}', file=sys.stderr)
-            return 2
+    try:  # a runs folder that cannot take the run fails now, not after the episodes
+        check_runs_folder(opts)
+    except PalletizerError as exc:
+        print(f'palletize: error: {exc}', file=sys.stderr)
+        return 2
     try:  # the run's own DDS domain, held while it runs (README "Runs are isolated")
         domain = claim_domain(robot=opts.robot)
     except PalletizerError as exc:

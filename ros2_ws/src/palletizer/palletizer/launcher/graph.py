@@ -31,9 +31,13 @@ __all__ = [
     'GraphOptions',
     'LaunchArgument',
     'NodeSpec',
+    'check_dds_profile',
+    'check_mujoco_gl',
+    'check_runs_folder',
     'describe',
     'launch_node_kwargs',
     'options_from_mapping',
+    'params_file_value',
     'parse_launch_args',
 ]
 
@@ -237,6 +241,9 @@ def options_from_mapping(
     if params_file:
         _check_params_file(params_file)
     robot = _as_choice('robot', v['robot'], ROBOTS)
+    check_dds_profile()
+    if robot == 'sim':
+        check_mujoco_gl()
     stability = _as_bool('stability', v['stability'])
     if stability and robot != 'sim':
         raise GraphError(
@@ -337,6 +344,66 @@ def _check_params_file(text: str) -> None:
                 f'{where}: {key} has no ros__parameters mapping; expected {key}: '
                 f'{{ros__parameters: {{...}}}}'
             )
+        for pname, value in section['ros__parameters'].items():
+            _check_param_type(where, name, str(pname), value)
+
+
+# Parameters a node declares that the launcher does not set, by node: their defaults' types.
+_NODE_OWN_PARAMETERS: dict[str, dict[str, Any]] = {
+    'telemetry': {
+        'runs_dir': '',
+        'run_stamp': '',
+        'tag': '',
+        'min_free_mb': 0.0,
+        'end_wait_s': 0.0,
+    },
+}
+_ROS_TYPES = {
+    bool: 'a bool (true or false)',
+    int: 'an integer',
+    float: 'a double',
+    str: 'a string',
+}
+
+
+def _declared_types(node: str) -> dict[str, type]:
+    """The type of each parameter `node` is known to declare (for a wildcard: of every node
+    that declares it with one type); rclpy refuses a value of another type at the node's start."""
+    graph = _nodes(GraphOptions(level=0, robot='sim'))
+    seen: dict[str, set[type]] = {}
+    for n in graph:
+        if '*' in node or n.name == node:
+            params = {**_NODE_OWN_PARAMETERS.get(n.name, {}), **n.parameters}
+            for pname, default in params.items():
+                seen.setdefault(pname, set()).add(type(default))
+    return {k: next(iter(t)) for k, t in seen.items() if len(t) == 1}
+
+
+def _check_param_type(where: str, node: str, name: str, value: Any) -> None:
+    """A params-file value of the declared type, as rclpy checks it (no int for a double)."""
+    want = _declared_types(node).get(name)
+    if want is None or type(value) is want:
+        return
+    shown = 'null' if value is None else repr(value)
+    raise GraphError(
+        f'{where}: {node}.ros__parameters.{name} = {shown}; expected {_ROS_TYPES[want]} '
+        f'(the node declares {name} as {want.__name__} and would refuse to start)'
+    )
+
+
+def params_file_value(text: str, node: str, name: str) -> Any:
+    """The value a params file gives `node`'s parameter `name` (a named section wins over a
+    wildcard), or None when it gives none. The file was checked by options_from_mapping."""
+    if not text:
+        return None
+    doc = read_yaml(Path(text))
+    found = None
+    for key, section in doc.items():
+        key = str(key).lstrip('/')
+        params = section.get('ros__parameters', {})
+        if name in params and (key == node or ('*' in key and found is None)):
+            found = params[name]
+    return found
 
 
 def parse_launch_args(
@@ -365,6 +432,75 @@ def dds_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     if env.get(DDS_PROFILE_ENV) or env.get('FASTDDS_DEFAULT_PROFILES_FILE'):
         return {}
     return {DDS_PROFILE_ENV: str(config_dir() / 'fastdds.xml')}
+
+
+def check_dds_profile(environ: Mapping[str, str] | None = None) -> None:
+    """The Fast DDS profile the nodes get must parse: Fast DDS replaces a corrupt one by its
+    defaults without a word, and then a dead node stays in the graph for the 20 s default lease
+    instead of the profile's 2 s (Calls relies on it)."""
+    import xml.etree.ElementTree as ET
+
+    env = os.environ if environ is None else environ
+    named = env.get(DDS_PROFILE_ENV) or env.get('FASTDDS_DEFAULT_PROFILES_FILE')
+    path = Path(named) if named else config_dir() / 'fastdds.xml'
+    try:
+        root = ET.parse(path).getroot()
+    except OSError as exc:
+        raise GraphError(
+            f'{path}: cannot read the Fast DDS profile ({exc.strerror or exc}); expected the '
+            'participant profile of configs/fastdds.xml'
+        ) from None
+    except ET.ParseError as exc:
+        line, col = exc.position
+        raise GraphError(
+            f'{path}: not valid XML at line {line}, column {col + 1}; Fast DDS would fall back '
+            'to its defaults (a 20 s lease, not 2 s): fix the file or restore configs/fastdds.xml'
+        ) from None
+    if root.tag.rpartition('}')[2] not in ('profiles', 'dds'):
+        raise GraphError(
+            f'{path}: root element <{root.tag.rpartition("}")[2]}>; expected <profiles> (a '
+            'Fast DDS profiles file)'
+        )
+
+
+def check_mujoco_gl(environ: Mapping[str, str] | None = None) -> None:
+    """MUJOCO_GL the cell can render with: glfw needs a display; egl and osmesa do not."""
+    env = os.environ if environ is None else environ
+    gl = env.get('MUJOCO_GL')
+    if gl is None:
+        return  # palletizer.sim picks egl when there is no display
+    if gl not in ('egl', 'osmesa', 'glfw'):
+        raise GraphError(
+            f'MUJOCO_GL={gl!r}; expected egl (headless GPU), osmesa (headless CPU) or glfw '
+            '(a display)'
+        )
+    if gl == 'glfw' and not (env.get('DISPLAY') or env.get('WAYLAND_DISPLAY')):
+        raise GraphError(
+            'MUJOCO_GL=glfw needs a display, and DISPLAY is not set; for a headless run use '
+            'MUJOCO_GL=egl (or unset MUJOCO_GL)'
+        )
+
+
+def check_runs_folder(opts: GraphOptions, config: Config | None = None) -> None:
+    """The runs folder telemetry will write (configs/telemetry.yaml, or the params file's
+    telemetry runs_dir and min_free_mb) takes a run; checked before any node starts."""
+    if opts.telemetry == 'off':
+        return
+    from palletizer.telemetry import preflight
+
+    tel = (config or load_config()).telemetry
+    runs = params_file_value(opts.params_file, 'telemetry', 'runs_dir')
+    free = params_file_value(opts.params_file, 'telemetry', 'min_free_mb')
+    tel = replace(
+        tel,
+        runs_dir=runs or tel.runs_dir,
+        min_free_mb=tel.min_free_mb if free is None else float(free),
+    )
+    try:
+        preflight(tel)
+    except PalletizerError as exc:
+        where = f'params_file:={opts.params_file!r}: ' if runs or free is not None else ''
+        raise GraphError(f'{where}{exc}') from None
 
 
 def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
@@ -531,6 +667,7 @@ def launch_node_kwargs(
     to Node(...). Keeping the translation here makes it testable without the launch package.
     """
     opts = options_from_mapping(values, source=source)
+    check_runs_folder(opts)  # as scripts/palletize does before it starts a node
     out = []
     for n in describe(opts):
         params: list[Any] = [dict(n.parameters), *n.params_files]

@@ -183,7 +183,14 @@ def read_weights(path: str | os.PathLike[str]) -> Mapping[str, float]:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f'{where}: not JSON or YAML ({exc})') from None
+        # One line: the parser's problem and where, not its multi-line dump of the text.
+        mark = getattr(exc, 'problem_mark', None)
+        at = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+        problem = getattr(exc, 'problem', None) or type(exc).__name__
+        raise ConfigError(
+            f'{where}: not JSON or YAML ({problem}{at}); expected a JSON or YAML file with a '
+            '`weights` mapping of the 14 heuristic terms'
+        ) from None
     if not isinstance(doc, Mapping) or 'weights' not in doc:
         keys = ', '.join(map(str, doc)) if isinstance(doc, Mapping) else type(doc).__name__
         raise ConfigError(
