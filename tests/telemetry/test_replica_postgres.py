@@ -149,8 +149,11 @@ def test_a_run_replicates_every_row_once_and_equal_to_disk(tmp_path, dsn):
     assert [e[:5] for e in eps] == [(5, 'success', 2, 2, None), (6, 'failure', 3, 1, None)]
     assert eps[0][6] == pytest.approx(0.9) and eps[0][7] and eps[1][7]
     assert eps[1][5] == {'aborted': True, 'abort_reason': 'the run closed with the episode open'}
-    (run,) = _q(dsn, 'SELECT task, level, git_sha, oracle, label, ended_at IS NOT NULL FROM runs')
-    assert run == ('table', 11, 'abc1234', False, w.path.name, True)
+    (run,) = _q(
+        dsn,
+        'SELECT task, level, git_sha, oracle, label, ended_at IS NOT NULL, n_episodes FROM runs',
+    )
+    assert run == ('table', 11, 'abc1234', False, w.path.name, True, 2)
     # Shipping everything again (a crash between the commit and the outbox mark) lands once.
     with Outbox(w.path, create=False) as ob:
         n = ob.counts()['shipped']
@@ -158,6 +161,16 @@ def test_a_run_replicates_every_row_once_and_equal_to_disk(tmp_path, dsn):
     assert _drain(dsn, w.path).shipped == n
     _assert_equal_to_disk(dsn, w.path)
     assert _q(dsn, 'SELECT count(*) FROM episodes') == [(2,)]
+
+
+def test_a_run_of_one_episode_says_one_episode(tmp_path, dsn):
+    w = RunWriter(tmp_path, STAMP, info=INFO, outbox=True)
+    w.begin(1, n_objects=2, info=INFO)
+    _episode(w, 1, 2)
+    w.end(result(1, n_objects=2, n_placed=2, score=0.9))
+    w.close()
+    assert _drain(dsn, w.path).rejected == 0
+    assert _q(dsn, 'SELECT n_episodes FROM runs') == [(1,)]
 
 
 def test_an_outage_mid_episode_loses_nothing_and_duplicates_nothing(tmp_path, server, dsn):

@@ -36,6 +36,7 @@ class ReplicaSink:
         self.error = ''
         self.failures = 0
         self._run_sent = False
+        self._seeds: set[int] = set()  # the episodes begun: runs.n_episodes, as backfill counts
         # The runs row needs task and level: it is queued with the first episode that says them.
         self._run_facts = {'started_at': now_iso(), 'label': Path(run_dir).name}
 
@@ -51,7 +52,13 @@ class ReplicaSink:
         if info.get('level') is None or info.get('task') is None:
             self._put(meta={'open_seed': seed})
             return
-        rows = [] if self._run_sent else [run_row(self.run_uuid, {**self._run_facts, **info})]
+        self._seeds.add(int(seed))
+        n = {'n_episodes': len(self._seeds)}
+        rows = [
+            run_row(self.run_uuid, n)
+            if self._run_sent
+            else run_row(self.run_uuid, {**self._run_facts, **info, **n})
+        ]
         rows.append(episode_begin_row(self.run_uuid, seed, info, now_iso()))
         self._put(*rows, meta={'open_seed': seed})
         self._run_sent = True
