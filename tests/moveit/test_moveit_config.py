@@ -13,7 +13,7 @@ import pytest
 import yaml
 import yourdfpy
 from catkin_pkg.package import parse_package
-from palletizer.cli.moveit_config import GROUP, SRDF_PATH, srdf
+from palletizer.cli.moveit_config import GROUP, SRDF_PATH, URDF_PATH, published_urdf, srdf
 from palletizer.core.config import load_config
 from palletizer.core.description import JOINTS, robot_description
 
@@ -46,6 +46,12 @@ def test_the_committed_srdf_is_what_the_generator_computes_from_the_model():
     assert SRDF_PATH == CONFIG / 'ur10e_palletizer.srdf'
     assert SRDF_PATH.read_text() == srdf(), (
         f'{SRDF_PATH} is stale: rerun `python -m palletizer.cli.moveit_config`'
+    )
+
+
+def test_the_packaged_urdf_is_the_published_robot_description():
+    assert URDF_PATH.read_text() == published_urdf(), (
+        f'{URDF_PATH} is stale: rerun `python -m palletizer.cli.moveit_config`'
     )
 
 

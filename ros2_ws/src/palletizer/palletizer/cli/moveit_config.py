@@ -2,8 +2,11 @@
 from the published robot description, its disabled collision pairs found by sampling as MoveIt's
 setup assistant finds them (docs/moveit.md).
 
-    python -m palletizer.cli.moveit_config           # rewrite config/ur10e_palletizer.srdf
-    python -m palletizer.cli.moveit_config --check   # exit 1 if the committed file differs
+    python -m palletizer.cli.moveit_config           # rewrite config/ur10e_palletizer.{srdf,urdf}
+    python -m palletizer.cli.moveit_config --check   # exit 1 if a committed file differs
+
+The package also carries a copy of /robot_description (config/ur10e_palletizer.urdf) for
+moveit_configs_utils, which loads the robot description from a file.
 
 The URDF's own collision geometry (core/description.py robot_description) is loaded into MuJoCo,
 which checks every pair of links at the default state and at `samples` random joint angles
@@ -39,9 +42,11 @@ __all__ = [
     'SAMPLES',
     'SEED',
     'SRDF_PATH',
+    'URDF_PATH',
     'DisabledPair',
     'disabled_pairs',
     'main',
+    'published_urdf',
     'srdf',
 ]
 
@@ -58,6 +63,7 @@ SRDF_PATH = (
     / 'config'
     / 'ur10e_palletizer.srdf'
 )
+URDF_PATH = SRDF_PATH.with_suffix('.urdf')
 
 
 @dataclass(frozen=True)
@@ -207,22 +213,33 @@ def srdf(samples: int = SAMPLES, seed: int = SEED) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def published_urdf() -> str:
+    """/robot_description from configs/cell.yaml, as the state publisher sends it."""
+    cell = load_config().cell
+    return robot_description(cell.robot, cell.gripper)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog='python -m palletizer.cli.moveit_config', description=__doc__
     )
     ap.add_argument('--check', action='store_true', help='compare, do not write; exit 1 on a diff')
-    ap.add_argument('--output', type=Path, default=SRDF_PATH, help='the SRDF file')
+    ap.add_argument(
+        '--output', type=Path, default=SRDF_PATH, help='the SRDF file (the URDF beside)'
+    )
     args = ap.parse_args(argv)
-    text = srdf()
-    if args.check:
-        same = args.output.is_file() and args.output.read_text() == text
-        print(f'{args.output}: {"up to date" if same else "differs from the generator"}')
-        return 0 if same else 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    print(f'wrote {args.output}')
-    return 0
+    files = {args.output: srdf(), args.output.with_suffix('.urdf'): published_urdf()}
+    stale = 0
+    for path, text in files.items():
+        if args.check:
+            same = path.is_file() and path.read_text() == text
+            stale += not same
+            print(f'{path}: {"up to date" if same else "differs from the generator"}')
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f'wrote {path}')
+    return 1 if stale else 0
 
 
 if __name__ == '__main__':
