@@ -238,3 +238,24 @@ def test_the_child_is_the_palletize_launcher():
     assert Path(argv[0]).exists()
     shaken = runner.panel_argv(runner.RunRequest(level=11, stability=True))
     assert shaken[-1] == '--stability'
+
+
+def test_a_run_started_from_the_panel_writes_to_the_panels_runs_folder(tmp_path, monkeypatch):
+    _fake_argv(monkeypatch, [sys.executable, '-c', 'pass'])
+    runs = tmp_path / 'elsewhere'  # the panel's --runs, not the repository's runs/
+    cfg = PanelConfig(token=TOKEN, root=tmp_path, runs_dir=runs, live=False)
+    app = create_app(cfg)
+    try:
+        with TestClient(app, cookies={COOKIE: TOKEN}) as c:
+            assert c.post('/api/runs', json={'level': 11, 'seed': 1}).status_code == 201
+        argv = app.state.manager.run.argv
+    finally:
+        app.state.manager.close()
+    params = [a for a in argv if a.startswith('params_file:=')]
+    assert params, f'the run is not told the runs folder: {argv}'
+    from palletizer.cli.palletize import build_options
+    from palletizer.launcher.graph import params_file_value
+
+    # What the launcher makes of it: telemetry's runs_dir is the panel's folder.
+    opts = build_options([*runner.request_from({'level': 11, 'seed': 1}).flags(), *params])
+    assert params_file_value(opts.params_file, 'telemetry', 'runs_dir') == str(runs.absolute())

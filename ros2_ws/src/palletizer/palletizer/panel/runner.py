@@ -9,11 +9,13 @@ does not exit is sent SIGTERM and then SIGKILL, to its whole process group.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -109,8 +111,12 @@ class RunManager:
         env: Mapping[str, str] | None = None,
         observe: Callable[[int, int], Any] | None = None,
         live_rows: Callable[[], list[dict[str, Any]]] | None = None,
+        runs_dir: Path | None = None,
     ) -> None:
         self.cwd = cwd
+        # The folder the panel lists (--runs): its runs are written there, not to the
+        # repository's runs/, through a params file that sets telemetry's runs_dir.
+        self.runs_dir = None if runs_dir is None else Path(runs_dir).absolute()
         self.env = dict(os.environ if env is None else env)
         self.observe = observe
         self.live_rows = live_rows or (lambda: [])
@@ -125,6 +131,8 @@ class RunManager:
     # -- control -----------------------------------------------------------------------------
     def start(self, req: RunRequest) -> dict[str, Any]:
         argv = panel_argv(req)
+        if self.runs_dir is not None:
+            argv = [*argv, f'params_file:={self._runs_params()}']
         with self.lock:
             if self.run is not None and self.run.proc.poll() is None:
                 r = self.run
@@ -179,6 +187,15 @@ class RunManager:
                     os.killpg(r.proc.pid, sig)
                 except ProcessLookupError:
                     return
+
+    def _runs_params(self) -> Path:
+        """A ROS parameters file that points telemetry at the panel's runs folder."""
+        assert self.runs_dir is not None
+        path = Path(tempfile.gettempdir()) / f'palletizer-panel-{os.getpid()}-runs.yaml'
+        # JSON is YAML: the folder name needs no quoting rules of its own.
+        params = {'telemetry': {'ros__parameters': {'runs_dir': str(self.runs_dir)}}}
+        path.write_text(json.dumps(params) + '\n', encoding='utf-8')
+        return path
 
     def close(self) -> None:
         """Stop a running run and wait for it (the panel is shutting down)."""

@@ -115,6 +115,7 @@ def create_app(cfg: PanelConfig, manager: RunManager | None = None, live: Any = 
 
         manager = RunManager(
             cfg.root,
+            runs_dir=cfg.runs_dir,
             observe=observe,
             live_rows=(lambda: live.snapshot()['rows']) if live is not None else None,
         )
