@@ -57,7 +57,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.qos import LATCHED
-from palletizer.nodes.spin import spin_until_shutdown
+from palletizer.nodes.spin import exit_now, init, spin_until_shutdown
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
 
@@ -513,7 +513,7 @@ class CellBridgeNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
+    init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     try:
         node = CellBridgeNode()
@@ -527,6 +527,7 @@ def main(args=None) -> None:
         if node is not None:
             node.destroy_node()  # closes the renderers on their own GL thread
         rclpy.try_shutdown()
+    exit_now(0)  # a stop: skip the interpreter's finalization (nodes/spin.py)
 
 
 if __name__ == '__main__':

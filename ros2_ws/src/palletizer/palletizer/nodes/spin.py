@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import signal
+import sys
+import time
 from collections.abc import Callable
+from typing import NoReturn
 
 import rclpy
 from rclpy.executors import (
@@ -13,7 +19,47 @@ from rclpy.executors import (
 )
 from rclpy.node import Node
 
-__all__ = ['run_node', 'spin_until_shutdown']
+__all__ = ['exit_now', 'init', 'run_node', 'spin_until_shutdown']
+
+DRAIN_S = 0.5  # [s] how long a stopping node waits for the callbacks still running
+
+
+def _stop_requested(_signum: int, _frame: object) -> None:
+    """Python's half of SIGINT: nothing to do, rclpy's handler has shut the context down."""
+
+
+def init(args=None) -> None:
+    """rclpy.init, with Ctrl-C a stop like SIGTERM instead of a KeyboardInterrupt.
+
+    rclpy's signal handler shuts the context down, which wakes every executor, and then calls the
+    handler that was installed before it. Python's default one raises KeyboardInterrupt in the
+    main thread wherever it happens to be: in the middle of destroy_node, closing a bag, or
+    joining the worker, and again for the second SIGINT that `ros2 launch` sends after the
+    terminal's own. That left tracebacks and nodes killed by the signal (exit code -2). A handler
+    that does nothing, installed first, leaves the stop to rclpy: spin raises
+    ExternalShutdownException, and the node cleans up and exits 0.
+    """
+    signal.signal(signal.SIGINT, _stop_requested)
+    # Python's finalization puts SIG_DFL back for a handler it installed, and `ros2 launch`
+    # sends its SIGINT after the terminal's: arriving during the exit, it killed the node (-2).
+    atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)
+    rclpy.init(args=args)
+
+
+def exit_now(code: int = 0) -> NoReturn:
+    """End the process once the node is cleaned up, without the interpreter's finalization.
+
+    That finalization (collecting every object of rclpy, numpy, numba, MuJoCo) took seconds of
+    CPU: on a Ctrl-C all nodes of the graph do it at once, and on two loaded cores they missed
+    the 5 s grace of `ros2 launch` in the middle of it ("Garbage-collecting"). Everything that
+    matters is closed by then (bags, run files, renderers, the rclpy context); output is flushed.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken pipe: nothing more can be said
+    os._exit(code)
 
 
 def spin_until_shutdown(executor: Executor, poll_s: float | None = None) -> None:
@@ -36,12 +82,33 @@ def spin_until_shutdown(executor: Executor, poll_s: float | None = None) -> None
         if executor.context.ok():
             raise
         raise ExternalShutdownException(f'context shut down while spinning ({exc})') from exc
+    finally:
+        _drain(executor)
 
 
-def run_node(make: Callable[[], Node], args=None, threads: int | None = None) -> None:
+def _drain(executor: Executor, timeout_s: float = DRAIN_S) -> None:
+    """Let the callbacks a MultiThreadedExecutor still runs end, up to timeout_s [s].
+
+    When spinning stops, the handlers already handed to its thread pool go on running: a node
+    cleaning up (telemetry closing its bag) would race them. One that raised after the stop (a
+    publish on the shut-down context) is a consequence of the stop; its exception is fetched
+    here, or rclpy would print "The following exception was never retrieved" at exit.
+    """
+    tasks = list(getattr(executor, '_futures', ()))  # MultiThreadedExecutor's pending handlers
+    deadline = time.monotonic() + timeout_s
+    while any(not t.done() for t in tasks) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if executor.context.ok():
+        return  # spin ended by an error of its own: leave the handlers' errors to rclpy
+    for t in tasks:
+        if t.done():
+            t.exception()
+
+
+def run_node(make: Callable[[], Node], args=None, threads: int | None = None) -> NoReturn:
     """rclpy.init, build the node, spin (multi-threaded when `threads` is given), then
     destroy_node and try_shutdown whatever happened. `with rclpy.init()` is rolling-only."""
-    rclpy.init(args=args)
+    init(args)
     node = None
     try:
         node = make()
@@ -54,3 +121,4 @@ def run_node(make: Callable[[], Node], args=None, threads: int | None = None) ->
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+    exit_now(0)  # reached on a stop only: an error propagates from the finally above
