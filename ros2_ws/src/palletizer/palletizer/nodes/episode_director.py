@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import threading
 import time
 
@@ -36,13 +35,13 @@ from palletizer.nodes.director_ports import (
     RosSink,
     Timeouts,
 )
-from palletizer.nodes.spin import spin_until_shutdown
+from palletizer.nodes.spin import exit_now, init, spin_until_shutdown
 from palletizer.version import git_sha
 
 __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main', 'summary_line']
 
 # Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class TelemetryRefused(PalletizerError):
@@ -206,19 +205,30 @@ class EpisodeDirectorNode(Node):
             ok = sum(r.success for r in self.results)
             self.say(f'{ok}/{len(self.results)} episodes succeeded')
             self.exit_code = EXIT_OK if ok == len(self.results) == self.episodes else EXIT_FAILED
+            if self.stopping():
+                self.exit_code = EXIT_INTERRUPTED
         except TelemetryRefused as exc:
             self.say(f'run stopped before seed {exc.seed}: {exc.reason}')
             self.exit_code = EXIT_BAD_INPUT if exc.bad_input else EXIT_FAILED
         except EpisodeAborted as exc:
             self.say(f'run aborted: {exc.reason}')
-            self.exit_code = EXIT_FAILED
+            self.exit_code = EXIT_INTERRUPTED if self.stopping() else EXIT_FAILED
         except Exception as exc:  # report, then stop the graph: never leave it hanging
+            if self.stopping():
+                # the call in progress, cut short by the stop (the context is shut down)
+                self.say(f'run aborted: stopped ({type(exc).__name__}: {exc})')
+                self.exit_code = EXIT_INTERRUPTED
+                return
             self.say(f'director error: {type(exc).__name__}: {exc}')
             self.exit_code = EXIT_FAILED
             raise
         finally:
             self.finished = True
             rclpy.try_shutdown()
+
+    def stopping(self) -> bool:
+        """A stop from outside is under way: Ctrl-C or SIGTERM shut the context down."""
+        return self.abort.is_set() or not self.context.ok()
 
     def _stability(self, result: EpisodeResult) -> EpisodeResult:
         """The stability trials on the episode's stack, into metrics.stability."""
@@ -260,7 +270,7 @@ class EpisodeDirectorNode(Node):
 
     def _close(self, result: EpisodeResult) -> None:
         """Have telemetry write the episode line and confirm the event count (mismatch = error)."""
-        if self.telemetry == 'off' or self.abort.is_set():
+        if self.telemetry == 'off' or self.stopping():
             return  # on Ctrl-C / SIGTERM the telemetry node closes its open episode itself
         req = EndEpisode.Request(
             seed=result.seed,
@@ -283,7 +293,7 @@ class EpisodeDirectorNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
+    init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     worker = None
     code = 0
@@ -310,7 +320,7 @@ def main(args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-    sys.exit(code)
+    exit_now(code)  # the worker's code; skip the interpreter's finalization (nodes/spin.py)
 
 
 if __name__ == '__main__':

@@ -33,7 +33,7 @@ from palletizer.core.episode import stop_cause
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
-from palletizer.nodes.spin import spin_until_shutdown
+from palletizer.nodes.spin import exit_now, init, spin_until_shutdown
 from palletizer.telemetry import (
     TOPICS,
     Recorder,
@@ -501,7 +501,7 @@ class TelemetryNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
+    init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     try:
         node = TelemetryNode()
@@ -518,6 +518,7 @@ def main(args=None) -> None:
             node.close()
             node.destroy_node()
         rclpy.try_shutdown()
+    exit_now(0)  # a stop: the bag is closed; skip the interpreter's finalization (nodes/spin.py)
 
 
 if __name__ == '__main__':
