@@ -200,6 +200,39 @@ def test_level_11_from_the_page_places_4_of_4(page, shots):
     assert live['detection'] is not None and live['camera_seq'] >= 4  # drawn on the frame
     assert len(live['scene']['cartons']) == 4 and live['scene']['cog_measured'] is not None
     assert live['heightmap']['nx'] * live['heightmap']['ny'] == len(live['heightmap']['cells'])
+    _robot_is_drawn_as_the_urdf_says(page)
+
+
+def _robot_is_drawn_as_the_urdf_says(page) -> None:
+    """The view's robot: one mesh per primitive <visual> of /robot_description, and tool0 where
+    a real URDF parser (yourdfpy) puts it at the /joint_states positions and the root's pose."""
+    import io
+
+    import yourdfpy
+
+    robot = page.evaluate('fetch("/api/live/robot").then(r => r.json())')
+    assert robot['urdf'] and robot['origin'] and robot['joints'], 'the observer has no robot'
+    parsed = yourdfpy.URDF.load(
+        io.StringIO(robot['urdf']),
+        load_meshes=False,
+        build_collision_scene_graph=False,
+        load_collision_meshes=False,
+    )
+    primitives = sum(
+        v.geometry.box is not None
+        or v.geometry.cylinder is not None
+        or v.geometry.sphere is not None
+        for link in parsed.robot.links
+        for v in link.visuals
+    )
+    assert primitives > 0, 'the robot description has no visuals to draw'
+    stats = page.evaluate('(({linkPosition, ...s}) => s)(window.panelRobot())')
+    assert stats['meshes'] == primitives and stats['links'] == len(parsed.robot.links)
+    parsed.update_cfg({j: robot['joints'][j] for j in parsed.actuated_joint_names})
+    T_pallet_root = np.reshape(robot['origin'], (4, 4))
+    want = (T_pallet_root @ parsed.get_transform('tool0', parsed.base_link))[:3, 3]
+    got = page.evaluate('window.panelRobot().linkPosition("tool0")')
+    np.testing.assert_allclose(got, want, atol=1e-4)
 
 
 def test_stopping_a_run_aborts_it_and_leaves_no_process(panel, page, shots):

@@ -314,9 +314,9 @@ function createView(canvas) {
   scene.background = new THREE.Color(0xf2f4f7);
   const camera = new THREE.PerspectiveCamera(40, 1, 0.01, 50);
   camera.up.set(0, 0, 1);
-  camera.position.set(1.55, -1.7, 1.4);
+  camera.position.set(1.9, -2.45, 1.75); // the pallet and the arm beside it (base at y -0.72)
   const controls = new OrbitControls(camera, canvas);
-  controls.target.set(0, 0, 0.3);
+  controls.target.set(0, -0.3, 0.45);
   controls.enableDamping = true;
   controls.update();
 
