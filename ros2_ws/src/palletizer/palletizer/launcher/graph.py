@@ -680,7 +680,8 @@ def launch_node_kwargs(
                 'remappings': [tuple(r) for r in n.remappings],
                 'respawn': n.respawn,
                 'respawn_delay': n.respawn_delay,
-                # Not a Node() argument: the launch files turn it into on_exit=Shutdown().
+                # Not a Node() argument: the launch files turn it into
+                # on_exit=required_node_exited.
                 'required': n.required,
                 'additional_env': dict(n.env),
                 'output': 'screen',
@@ -688,6 +689,20 @@ def launch_node_kwargs(
             }
         )
     return out
+
+
+def required_node_exited(event: Any, context: Any) -> list[Any]:
+    """on_exit of a required node (the director) under `ros2 launch`: its exit ends the launch.
+
+    A non-zero code (the director's for a failed or aborted run, or a node that died) makes
+    `ros2 launch` exit 1: in Jazzy, LaunchService.run() returns non-zero only for an error raised
+    in the launch, not for a process's exit code (docs/interfaces.md §9.5).
+    """
+    from launch.actions import Shutdown  # only under ros2 launch; the launcher needs no launch
+
+    if event.returncode == 0:
+        return [Shutdown(reason=f'required node {event.process_name} finished')]
+    raise GraphError(f'required node {event.process_name} exited with code {event.returncode}')
 
 
 def with_command(spec: NodeSpec, command: Sequence[str]) -> NodeSpec:

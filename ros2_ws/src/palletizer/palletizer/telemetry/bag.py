@@ -254,7 +254,7 @@ class _CheckpointMcap(McapWriter):
             os.close(self.fd)
 
     def close(self, version: int, metadata: str) -> None:
-        raise NotImplementedError('BagWriter.close finishes the file through finish()')
+        raise TelemetryError('BagWriter.close finishes the file through finish()')
 
 
 class _Writer(Writer):
