@@ -1,4 +1,5 @@
-"""The standalone copies of tf2_msgs, control_msgs and ur_msgs hash exactly like Jazzy's."""
+"""tf2_msgs, control_msgs and ur_msgs, built by scripts/setup from the upstream sources pinned in
+msgs/upstream-sources.tsv, hash exactly like Jazzy's (a pin whose interfaces drifted fails here)."""
 
 from __future__ import annotations
 
