@@ -59,3 +59,38 @@ def test_cell_bridge_captures_settles_runs_trials_and_repeats_itself():
     )  # INVALID_REQUEST
     assert got['stability_none'] == [207, 'no trial selected: set jolts, beam or eumos']
     assert got['stability']['code'] == 0 and got['stability']['trials'] == 1
+
+
+def test_tf2_ros_buffer_finds_tool0_and_every_camera_optical_frame():
+    """cell_bridge and state_publisher publish through tf2_ros broadcasters; a tf2_ros Buffer
+    fed by a TransformListener in another process looks up world->tool0 (the URDF chain from
+    /joint_states) and world-><camera>_optical (/tf_static) for every camera of the cell."""
+    import numpy as np
+    from palletizer.core.config import load_config
+    from palletizer.core.description import JOINTS
+    from palletizer.core.motion import UR10eKinematics
+    from palletizer.core.motion.kinematics import fk_dh
+
+    # The cameras the bridge renders (cell_bridge.py: roles pallet, pick and photo).
+    cams = {
+        n: c
+        for n, c in load_config().cell.cameras.items()
+        if c.role in ('pallet', 'pick', 'photo')
+    }
+    proc = run_isolated([sys.executable, str(HERE / 'tf_probe.py'), ','.join(cams)], timeout=120)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('TF ')]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(lines[0][3:])
+    missing = [f for f in ['tool0', 'base_link', *(f'{n}_optical' for n in cams)] if f not in got]
+    assert missing == [], got['_frames']
+    # world->tool0 is the forward kinematics of the published joint state.
+    q = np.array([got['_joints'][j] for j in JOINTS])
+    T = UR10eKinematics().T_world_base @ fk_dh(q)
+    assert np.allclose(got['tool0'][0], T[:3, 3], atol=1e-4), (got['tool0'], T[:3, 3])
+    # Each optical frame sits where the cell's config puts the camera.
+    for n, c in cams.items():
+        assert np.allclose(got[f'{n}_optical'][0], c.pos, atol=1e-3), n
+        assert abs(np.linalg.norm(got[f'{n}_optical'][1]) - 1.0) < 1e-6
+    # Both nodes stop on SIGINT with exit code 0 and no traceback.
+    assert got['_exit'] == [0, 0], got['_stderr']
+    assert not any('Traceback' in e for e in got['_stderr']), got['_stderr']

@@ -4,9 +4,13 @@ raised as it is."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from palletizer.nodes.spin import spin_until_shutdown
 from rclpy.executors import ExternalShutdownException
+
+from tests.graph.isolation import run_isolated
 
 WAIT_SET = 'failed to initialize wait set: the given context is not valid'
 
@@ -67,3 +71,39 @@ def test_a_polled_spin_returns_once_the_context_is_down():
     ex.spin_once = spin_once  # type: ignore[method-assign]
     spin_until_shutdown(ex, poll_s=0.2)  # type: ignore[arg-type]
     assert ex.spun == 5
+
+
+# A node whose Ctrl-C comes in its first moments: before rclpy.init installed rclpy's handler
+# (only ours ran: the node used to spin on, deaf to it), or while the node is being built (rclpy
+# then refuses to create entities on the shut-down context: an RCLError traceback and exit 1).
+_EARLY_STOP = """
+import os, signal, sys
+import rclpy
+from std_msgs.msg import String
+from palletizer.nodes import spin
+
+when = sys.argv[1]
+real_init = rclpy.init
+
+def init_after_ctrl_c(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)
+    real_init(*args, **kwargs)
+
+def make():
+    node = rclpy.create_node('early_stop')
+    if when == 'building':
+        os.kill(os.getpid(), signal.SIGINT)
+    node.create_publisher(String, 'chatter', 10)
+    return node
+
+if when == 'before_init':
+    rclpy.init = init_after_ctrl_c
+spin.run_node(make)
+"""
+
+
+@pytest.mark.parametrize('when', ['before_init', 'building'])
+def test_a_ctrl_c_while_the_node_starts_is_a_clean_stop(when):
+    proc = run_isolated([sys.executable, '-c', _EARLY_STOP, when], timeout=20)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'Traceback' not in proc.stderr, proc.stderr[-2000:]

@@ -1,5 +1,6 @@
-"""Camera topics as perception reads them: depth, colour, CameraInfo and the optical frames from
-/tf_static, gathered into core CameraViews of one capture stamp."""
+"""Camera topics as perception reads them: depth, colour, CameraInfo and the optical frames (a
+tf2_ros Buffer fed by a TransformListener, as a calibrated cell publishes them on /tf_static),
+gathered into core CameraViews of one capture stamp."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 from builtin_interfaces.msg import Time
 from rclpy.node import Node
+from rclpy.time import Time as RosTime
 from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
-from tf2_msgs.msg import TFMessage
+from tf2_ros import Buffer, TransformListener
 
 from palletizer.core.errors import InvalidValue
 from palletizer.core.views import CameraView
@@ -84,7 +86,10 @@ class CameraInputs:
         self._depth: dict[str, Image] = {}
         self._color: dict[str, Image] = {}
         self._info: dict[str, CameraInfo] = {}
-        self._frames: dict[str, np.ndarray] = {}
+        # The optical frames: a lookup world-><camera>_optical. The buffer takes the node for its
+        # clock, so a rewound sim time (a new episode) clears the dynamic frames; static ones stay.
+        self._tf = Buffer(node=node)
+        self._tf_listener = TransformListener(self._tf, node, static_qos=STATIC_TF)
         self._joints: list[tuple[int, JointState]] = []  # (arrival number, state)
         self._arrived = 0  # messages so far: mark() tells later ones from earlier ones
         self._when: dict[tuple[int, str], int] = {}
@@ -111,9 +116,6 @@ class CameraInputs:
                 callback_group=group,
             )
         node.create_subscription(
-            TFMessage, '/tf_static', self._on_tf, STATIC_TF, callback_group=group
-        )
-        node.create_subscription(
             JointState, 'joint_states', self._on_joints, COMMANDS, callback_group=group
         )
 
@@ -127,14 +129,13 @@ class CameraInputs:
 
         return cb
 
-    def _on_tf(self, msg: TFMessage) -> None:
-        with self._lock:
-            for t in msg.transforms:
-                if t.child_frame_id.endswith('_optical'):
-                    self._frames[t.child_frame_id[: -len('_optical')]] = transform_to_matrix(
-                        t.transform
-                    )
-            self._lock.notify_all()
+    def optical_frame(self, name: str) -> np.ndarray | None:
+        """T_world_optical (4, 4) of camera `name` from the tf2 buffer, or None before its frame
+        arrived."""
+        frame = f'{name}_optical'
+        if not self._tf.can_transform('world', frame, RosTime()):
+            return None
+        return transform_to_matrix(self._tf.lookup_transform('world', frame, RosTime()).transform)
 
     def _on_joints(self, msg: JointState) -> None:
         with self._lock:
@@ -160,9 +161,7 @@ class CameraInputs:
                 for d in need
             ):
                 return False
-            if n not in self._frames:
-                return False
-        return True
+        return all(self._tf.can_transform('world', f'{n}_optical', RosTime()) for n in names)
 
     def views(
         self, names: Sequence[str], stamp: float, rgb: bool, after: int = 0, timeout: float = 10.0
@@ -176,14 +175,18 @@ class CameraInputs:
                 left = end - time.monotonic()
                 if left <= 0:
                     return None
-                self._lock.wait(left)
+                # The tf2 listener's callbacks do not notify this condition: look again soon.
+                self._lock.wait(min(left, 0.02))
             out = []
             for n in names:
                 info = self._info[n]
                 K = np.asarray(info.k, dtype=float).reshape(3, 3)
                 col = image_to_array(self._color[n]) if rgb else None
                 dep = image_to_array(self._depth[n])
-                out.append(CameraView(n, dep, col, K, self._frames[n].copy(), stamp))
+                T = self.optical_frame(n)
+                if T is None:  # cannot happen once _ready held: static frames are never dropped
+                    return None
+                out.append(CameraView(n, dep, col, K, T, stamp))
             return out
 
     def joints_at(

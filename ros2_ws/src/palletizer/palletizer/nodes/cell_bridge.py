@@ -37,7 +37,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Bool
-from tf2_msgs.msg import TFMessage
+from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 from trajectory_msgs.msg import JointTrajectoryPoint
 from ur_msgs.srv import SetIO
 
@@ -57,7 +57,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.qos import LATCHED
-from palletizer.nodes.spin import exit_now, init, spin_until_shutdown
+from palletizer.nodes.spin import exit_now, init, spin_until_shutdown, start
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
 
@@ -140,8 +140,8 @@ class CellBridgeNode(Node):
         self.clock_pub = self.create_publisher(Clock, '/clock', STREAM)
         self.js_pub = self.create_publisher(JointState, 'joint_states', BURST)
         self.wrench_pub = self.create_publisher(WrenchStamped, wrench, BURST)
-        self.tf_pub = self.create_publisher(TFMessage, '/tf', TF)
-        self.tf_static_pub = self.create_publisher(TFMessage, '/tf_static', LATCHED)
+        self.tf_pub = TransformBroadcaster(self, qos=TF)
+        self.tf_static_pub = StaticTransformBroadcaster(self)
         self.sealed_pub = self.create_publisher(Bool, '~/vacuum_sealed', LATCHED)
         self.image_pubs = {
             n: (
@@ -229,9 +229,7 @@ class CellBridgeNode(Node):
         self.stream.attach(self.cell)
         self.wrench_stream.attach(self.cell)
         self.sealed_pub.publish(Bool(data=False))
-        self.tf_static_pub.publish(
-            TFMessage(transforms=self._transforms(camera_frames(self.cell, self.cameras)))
-        )
+        self.tf_static_pub.sendTransform(self._transforms(camera_frames(self.cell, self.cameras)))
         self.publish_state()
         return ''
 
@@ -271,7 +269,7 @@ class CellBridgeNode(Node):
         js.header.stamp = stamp
         js.position, js.velocity, js.effort = q.tolist(), qd.tolist(), tau.tolist()
         self.js_pub.publish(js)
-        self.tf_pub.publish(TFMessage(transforms=self._transforms(cell_frames(cell, self.truth))))
+        self.tf_pub.sendTransform(self._transforms(cell_frames(cell, self.truth)))
 
     def _publish_wrench(self) -> None:
         """The wrist wrench at the current sim time, in tool0 (as the UR driver publishes it)."""
@@ -516,9 +514,9 @@ def main(args=None) -> None:
     init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     try:
-        node = CellBridgeNode()
+        node = start(CellBridgeNode)
         # Multi-threaded so a cancel request is served while a goal's execute task runs.
-        executor = MultiThreadedExecutor(num_threads=4)
+        executor = start(lambda: MultiThreadedExecutor(num_threads=4))
         executor.add_node(node)
         spin_until_shutdown(executor)
     except (KeyboardInterrupt, ExternalShutdownException):

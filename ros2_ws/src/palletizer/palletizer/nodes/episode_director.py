@@ -35,7 +35,7 @@ from palletizer.nodes.director_ports import (
     RosSink,
     Timeouts,
 )
-from palletizer.nodes.spin import exit_now, init, spin_until_shutdown
+from palletizer.nodes.spin import exit_now, init, spin_until_shutdown, start
 from palletizer.version import git_sha
 
 __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main', 'summary_line']
@@ -298,8 +298,8 @@ def main(args=None) -> None:
     worker = None
     code = 0
     try:
-        node = EpisodeDirectorNode()
-        executor = MultiThreadedExecutor(num_threads=4)
+        node = start(EpisodeDirectorNode)
+        executor = start(lambda: MultiThreadedExecutor(num_threads=4))
         executor.add_node(node)
         worker = threading.Thread(target=node.run, daemon=True)
         worker.start()
@@ -309,13 +309,12 @@ def main(args=None) -> None:
         code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         # a stop from outside, or the worker's own shutdown (its exit code then stands)
-        stopped = node is not None and not node.finished
+        stopped = node is None or not node.finished
         if node is not None and stopped:
             node.calls.stop()  # the worker's pending call raises EpisodeAborted
         if worker is not None:
             worker.join(timeout=5.0)
-        if node is not None:
-            code = 130 if stopped else node.exit_code
+        code = 130 if stopped or node is None else node.exit_code
     finally:
         if node is not None:
             node.destroy_node()

@@ -6,9 +6,10 @@ import atexit
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import rclpy
 from rclpy.executors import (
@@ -19,13 +20,19 @@ from rclpy.executors import (
 )
 from rclpy.node import Node
 
-__all__ = ['exit_now', 'init', 'run_node', 'spin_until_shutdown']
+__all__ = ['exit_now', 'init', 'run_node', 'spin_until_shutdown', 'start']
 
 DRAIN_S = 0.5  # [s] how long a stopping node waits for the callbacks still running
 
+T = TypeVar('T')
+
+_STOP = threading.Event()  # a SIGINT arrived (rclpy's handler chains to ours)
+
 
 def _stop_requested(_signum: int, _frame: object) -> None:
-    """Python's half of SIGINT: nothing to do, rclpy's handler has shut the context down."""
+    """Python's half of SIGINT: remember it; rclpy's handler, once installed, has shut the
+    context down. Before rclpy.init there is no context to shut down: init() does it then."""
+    _STOP.set()
 
 
 def init(args=None) -> None:
@@ -44,6 +51,25 @@ def init(args=None) -> None:
     # sends its SIGINT after the terminal's: arriving during the exit, it killed the node (-2).
     atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)
     rclpy.init(args=args)
+    if _STOP.is_set():
+        # A Ctrl-C in the first moments (`ros2 launch` stopped right after it started) came
+        # before rclpy had a context to shut down: the node ran on and ignored it.
+        rclpy.try_shutdown()
+
+
+def start(make: Callable[[], T]) -> T:
+    """Build a node or an executor. One cut short by a stop (rclpy refuses to create entities
+    on the shut-down context) raises ExternalShutdownException, the way rclpy reports a stop.
+    Nothing is built once the stop is known: a half-built rclpy Executor complains when it is
+    collected."""
+    if _STOP.is_set() or not rclpy.ok():
+        raise ExternalShutdownException('stopped while starting')
+    try:
+        return make()
+    except Exception as exc:
+        if not _STOP.is_set() and rclpy.ok():
+            raise
+        raise ExternalShutdownException(f'stopped while starting ({exc})') from exc
 
 
 def exit_now(code: int = 0) -> NoReturn:
@@ -73,6 +99,8 @@ def spin_until_shutdown(executor: Executor, poll_s: float | None = None) -> None
     while the context is ok it is a real error and propagates unchanged.
     """
     try:
+        if not executor.context.ok():
+            raise ExternalShutdownException('stopped before spinning')
         if poll_s is None:
             executor.spin()
         else:
@@ -111,8 +139,10 @@ def run_node(make: Callable[[], Node], args=None, threads: int | None = None) ->
     init(args)
     node = None
     try:
-        node = make()
-        executor = SingleThreadedExecutor() if threads is None else MultiThreadedExecutor(threads)
+        node = start(make)
+        executor: Executor = start(
+            SingleThreadedExecutor if threads is None else lambda: MultiThreadedExecutor(threads)
+        )
         executor.add_node(node)
         spin_until_shutdown(executor)
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -11,7 +11,7 @@ import dataclasses
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from tf2_msgs.msg import TFMessage
+from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
 from palletizer.core.config import load_config
 from palletizer.core.description import (
@@ -37,13 +37,13 @@ class StatePublisherNode(Node):
         self.dh = dataclasses.asdict(robot.dh)
         text = robot_description(robot, gripper)
         self.create_publisher(String, '/robot_description', LATCHED).publish(String(data=text))
-        self.tf = self.create_publisher(TFMessage, '/tf', 10)
-        static = self.create_publisher(TFMessage, '/tf_static', LATCHED)
+        self.tf = TransformBroadcaster(self)
+        self.tf_static = StaticTransformBroadcaster(self)
         stamp = self.get_clock().now().to_msg()
         fixed = static_transforms(
             UR10eKinematics().T_world_base, gripper.tcp_offset, robot.pedestal.height
         )
-        static.publish(TFMessage(transforms=[transform_msg(stamp, *f) for f in fixed]))
+        self.tf_static.sendTransform([transform_msg(stamp, *f) for f in fixed])
         self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
 
     def on_joints(self, msg: JointState) -> None:
@@ -55,7 +55,7 @@ class StatePublisherNode(Node):
             transform_msg(msg.header.stamp, LINKS[i], LINKS[i + 1], T)
             for i, T in enumerate(link_transforms(self.dh, q))
         ]
-        self.tf.publish(TFMessage(transforms=tfs))
+        self.tf.sendTransform(tfs)
 
 
 def main(args=None) -> None:

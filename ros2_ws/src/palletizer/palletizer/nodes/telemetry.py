@@ -33,7 +33,7 @@ from palletizer.core.episode import stop_cause
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
-from palletizer.nodes.spin import exit_now, init, spin_until_shutdown
+from palletizer.nodes.spin import exit_now, init, spin_until_shutdown, start
 from palletizer.telemetry import (
     TOPICS,
     Recorder,
@@ -504,8 +504,8 @@ def main(args=None) -> None:
     init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     try:
-        node = TelemetryNode()
-        executor = MultiThreadedExecutor(num_threads=2)
+        node = start(TelemetryNode)
+        executor = start(lambda: MultiThreadedExecutor(num_threads=2))
         executor.add_node(node)
         # A bounded wait instead of spin(): under load a SIGTERM during the wait-set wait was
         # seen to be lost (1 in ~20 stops hung in _wait_for_ready_callbacks), and then the bag
