@@ -12,12 +12,13 @@ import sys
 import time
 
 import rclpy
+from moveit_msgs.msg import DisplayTrajectory, PlanningScene
 from palletizer.core.contracts import HeightMap
 from palletizer.nodes.convert import heightmap_to_msg
 from palletizer_msgs.action import Pick, Place
 from palletizer_msgs.srv import GroundTruth, MoveArm, PresentCarton, Settle
 from rclpy.action import ActionClient
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
@@ -34,6 +35,30 @@ def _wrap_half_turn(a: float) -> float:
     return (a + math.pi / 2) % math.pi - math.pi / 2
 
 
+def _scene(m: PlanningScene) -> dict[str, object]:
+    """MoveIt's scene as plain data: each collision box's centre, yaw and size, the held one."""
+
+    def box(o):
+        p = o.primitive_poses[0]
+        return {
+            'frame': o.header.frame_id,
+            'centre': [p.position.x, p.position.y, p.position.z],
+            'yaw': _yaw(p.orientation),
+            'dims': list(o.primitives[0].dimensions),
+        }
+
+    return {
+        'model': m.robot_model_name,
+        'diff': m.is_diff,
+        'boxes': {o.id: box(o) for o in m.world.collision_objects},
+        'attached': [
+            {'link': a.link_name, **box(a.object)}
+            for a in m.robot_state.attached_collision_objects
+        ],
+        'joints': list(m.robot_state.joint_state.name),
+    }
+
+
 def main() -> int:
     rclpy.init()
     node = rclpy.create_node('executor_client')
@@ -43,6 +68,19 @@ def main() -> int:
     node.create_subscription(
         JointState, '/joint_states', lambda m: latest.__setitem__('js', m), reliable
     )
+    latched = QoSProfile(
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    node.create_subscription(
+        PlanningScene,
+        '/monitored_planning_scene',
+        lambda m: latest.__setitem__('scene', m),
+        latched,
+    )
+    paths: list[DisplayTrajectory] = []
+    node.create_subscription(DisplayTrajectory, '/display_planned_path', paths.append, reliable)
     clients = {
         n: node.create_client(t, f'/cell_bridge/{n}')
         for n, t in (('present', PresentCarton), ('ground_truth', GroundTruth), ('settle', Settle))
@@ -135,6 +173,9 @@ def main() -> int:
     o.position.x, o.position.y, o.position.z = p.x, p.y, p.z
     res, phases, wall = act(pick, goal)
     gt = wait(clients['ground_truth'].call_async(GroundTruth.Request()))
+    settle_streams()
+    out['scene_held'] = _scene(latest['scene'])
+    out['pallet'] = [gt.pallet.position.x, gt.pallet.position.y, gt.pallet.position.z]
     out['pick'] = {
         'code': res.error_code,
         'cause': res.cause,
@@ -161,6 +202,8 @@ def main() -> int:
     gt = wait(clients['ground_truth'].call_async(GroundTruth.Request()))
     c = next(c for c in gt.cartons if c.package_id == carton.package_id)
     q = c.pose.position
+    out['scene_placed'] = _scene(latest['scene'])
+    out['carton'] = {'centre': [q.x, q.y, q.z], 'dims': [L, W, H], 'id': carton.package_id}
     out['place'] = {
         'code': res.error_code,
         'cause': res.cause,
@@ -188,6 +231,31 @@ def main() -> int:
             'msg': r.error_msg,
             'motion_s': r.motion_s,
         }
+    settle_streams()
+    js = latest['js']
+    at = dict(zip(js.name, js.position, strict=True))
+    last = paths[-1]
+    pts = last.trajectory[0].joint_trajectory.points
+    out['paths'] = {
+        'n': len(paths),
+        'model': last.model_id,
+        'names': list(last.trajectory[0].joint_trajectory.joint_names),
+        'start_names': list(last.trajectory_start.joint_state.name),
+        # The park's path: where it starts against its start state, where it ends against
+        # where the arm stands now.
+        'start_gap': max(
+            abs(a - b)
+            for a, b in zip(
+                pts[0].positions, last.trajectory_start.joint_state.position, strict=True
+            )
+        ),
+        'end_gap': max(
+            abs(a - at[n])
+            for n, a in zip(
+                last.trajectory[0].joint_trajectory.joint_names, pts[-1].positions, strict=True
+            )
+        ),
+    }
     print('EXECUTOR ' + json.dumps(out), flush=True)
     node.destroy_node()
     rclpy.try_shutdown()

@@ -47,7 +47,42 @@ def test_executor_refuses_unreachable_then_picks_and_places_within_20_mm(speed):
     assert got['ready']['code'] == 0 and got['ready']['cause'] == '' and got['ready']['msg'] == ''
     assert got['ready']['motion_s'] > 0
     assert got['park']['code'] == 0 and got['park']['cause'] == ''
+    _check_moveit_view(got)
     print(
         f'speed {speed}: pick {pick["wall_s"]} s, place {place["wall_s"]} s wall; '
         f'{place["cycle_sim_s"]:.2f} s simulated from pick to settled'
     )
+
+
+def _check_moveit_view(got: dict) -> None:
+    """/monitored_planning_scene and /display_planned_path against the cell: the pallet where the
+    simulated cell has it, the held carton attached to tcp with the carton's size, the placed one
+    in the stack where the cell found it after the settle, and each planned path the one the
+    arm ran."""
+    for key in ('scene_held', 'scene_placed'):
+        sc = got[key]
+        assert sc['model'] == 'ur10e_palletizer' and sc['diff'] is False
+        assert len(sc['joints']) == 6
+        # Level 11 is a table level: the furniture the arm clears, and the pallet.
+        assert {'pedestal', 'auxiliary_table', 'pick_table', 'pallet'} <= set(sc['boxes'])
+        pallet = sc['boxes']['pallet']
+        assert pallet['frame'] == 'world'
+        assert abs(pallet['centre'][0] - got['pallet'][0]) < 1e-3
+        assert abs(pallet['centre'][1] - got['pallet'][1]) < 1e-3
+        assert abs(pallet['dims'][0] - 1.20) < 1e-3 and abs(pallet['dims'][1] - 0.80) < 1e-3
+    carton = got['carton']
+    held = got['scene_held']['attached']
+    assert len(held) == 1 and held[0]['link'] == 'tcp' and held[0]['frame'] == 'tcp'
+    assert held[0]['dims'] == pytest.approx(carton['dims'], abs=1e-6)
+    assert held[0]['centre'] == pytest.approx([0.0, 0.0, carton['dims'][2] / 2], abs=1e-6)
+    assert not [k for k in got['scene_held']['boxes'] if k.startswith('carton_')]
+    placed = got['scene_placed']
+    assert placed['attached'] == []
+    stack = [b for k, b in placed['boxes'].items() if k.startswith('carton_')]
+    assert len(stack) == 1 and stack[0]['dims'] == pytest.approx(carton['dims'], abs=1e-6)
+    gap = [a - b for a, b in zip(stack[0]['centre'], carton['centre'], strict=True)]
+    assert (gap[0] ** 2 + gap[1] ** 2) ** 0.5 < 0.020 and abs(gap[2]) < 0.010
+    paths = got['paths']
+    assert paths['n'] >= 4 and paths['model'] == 'ur10e_palletizer'  # pick, place, ready, park
+    assert paths['names'] == paths['start_names'] and len(paths['names']) == 6
+    assert paths['start_gap'] < 1e-3 and paths['end_gap'] < 0.01

@@ -8,6 +8,7 @@ import time
 import numpy as np
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import WrenchStamped
+from moveit_msgs.msg import DisplayTrajectory, PlanningScene
 from palletizer_msgs.action import Pick, Place
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from palletizer_msgs.srv import MoveArm
@@ -20,7 +21,7 @@ from std_msgs.msg import Bool
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
-from palletizer.core.contracts import HeightMap, floats3
+from palletizer.core.contracts import HeightMap, PalletGeometry, floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory, MotionParams, MotionPlanner
 from palletizer.core.streams import rewound
@@ -46,12 +47,15 @@ from palletizer.nodes.convert import (
     plan_from_msg,
     spec_from_msg,
 )
+from palletizer.nodes.moveit_view import CellScene, display_trajectory
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
 
 __all__ = ['TrajectoryExecutorNode', 'main']
 
 _SUCCEEDED = 4  # action_msgs/GoalStatus.STATUS_SUCCEEDED
+# Refusals before anything moved: what the gripper holds is unchanged.
+_NOTHING_MOVED = (Outcome.IK_UNREACHABLE, Outcome.COLLISION, Outcome.INVALID_REQUEST)
 
 
 def _wait(future, timeout_s: float):
@@ -160,6 +164,13 @@ class TrajectoryExecutorNode(Node):
             HeightMapMsg, hm_topic, self.on_heightmap, LATCHED, callback_group=self.io
         )
         self.create_subscription(Bool, vac_topic, self.on_sealed, LATCHED, callback_group=self.io)
+        # MoveIt's view of the cell (nodes/moveit_view.py): what these moves clear and carry.
+        self.scene = CellScene(
+            arm_boxes(cfg, cfg.level(level).source), PalletGeometry.from_config(cell.pallet)
+        )
+        self.scene_pub = self.create_publisher(PlanningScene, '/monitored_planning_scene', LATCHED)
+        self.path_pub = self.create_publisher(DisplayTrajectory, '/display_planned_path', 10)
+        self.publish_scene()
         # A fast-forward cell jumps the arm without physics: its wrench after a jump is not a
         # static reading, so the gripper's vacuum sensor judges the hold and the release.
         self.seq = PickPlaceSequencer(
@@ -245,6 +256,18 @@ class TrajectoryExecutorNode(Node):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    def _joint_state(self) -> JointState:
+        """The newest arm joint state (empty before the first one)."""
+        with self._q_lock:
+            q = None if self._q is None else self._q.copy()
+        msg = JointState(name=list(self.joints) if q is not None else [])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.position = [] if q is None else [float(v) for v in q]
+        return msg
+
+    def publish_scene(self) -> None:
+        self.scene_pub.publish(self.scene.message(self._joint_state()))
+
     # ArmPort ----------------------------------------------------------------------------------
     def joint_positions(self) -> np.ndarray | None:
         """The latest joint state; before the first one, waits up to server_timeout_s."""
@@ -263,6 +286,7 @@ class TrajectoryExecutorNode(Node):
         goal = FollowJointTrajectory.Goal(
             trajectory=trajectory_to_msg(traj, self.joints, self.dwell)
         )
+        self.path_pub.publish(display_trajectory(goal.trajectory, self._joint_state()))
         mark = self.window.mark(self._now())
 
         def on_feedback(fb) -> None:
@@ -365,6 +389,8 @@ class TrajectoryExecutorNode(Node):
             if self._hm_epoch != epoch:
                 self._map.clear()  # the previous episode's stack
             self.seq.new_episode()
+            self.scene.reset()
+            self.publish_scene()
             self.get_logger().info('sim time rewound: new episode, held state cleared')
 
     def _invalid(self, handle, kind, exc: Exception):
@@ -380,7 +406,12 @@ class TrajectoryExecutorNode(Node):
             obs = observation_from_msg(handle.request.observation)
         except (PalletizerError, ValueError) as exc:
             return self._invalid(handle, Pick, exc)
-        res, _ = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._map.map, fb))
+        res, out = self._run(handle, Pick, lambda fb: self.seq.pick(obs, self._map.map, fb))
+        if out.ok:
+            self.scene.picked(obs.dims_guess)
+        elif out.outcome not in _NOTHING_MOVED:
+            self.scene.dropped()
+        self.publish_scene()
         return res
 
     def on_place(self, handle):
@@ -395,7 +426,12 @@ class TrajectoryExecutorNode(Node):
             self._adopt(hm)
             return self.seq.place(plan, spec, hm, fb)
 
-        res, _ = self._run(handle, Place, place)
+        res, out = self._run(handle, Place, place)
+        if out.ok:
+            self.scene.placed(plan, spec)
+        elif out.outcome not in _NOTHING_MOVED:
+            self.scene.dropped()  # whether the carton is still held is not known
+        self.publish_scene()
         return res
 
     def on_park(self, _req: MoveArm.Request, res: MoveArm.Response) -> MoveArm.Response:
