@@ -8,6 +8,7 @@ each handler only converts messages and calls sim/ or bridge/.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -287,6 +288,19 @@ class CellBridgeNode(Node):
         return GoalResponse.REJECT if self.active_goal is not None else GoalResponse.ACCEPT
 
     def on_execute(self, handle):
+        try:
+            return self._execute(handle)
+        except Exception:
+            if self.context.ok():
+                raise
+            # A stop (Ctrl-C) while the arm moved: the streams' publishers refuse the shut-down
+            # context in the middle of the goal. The goal ends with the node, without the
+            # traceback rclpy would print for the callback.
+            with contextlib.suppress(Exception):
+                handle.abort()
+            return FollowJointTrajectory.Result(error_string='the cell bridge stopped')
+
+    def _execute(self, handle):
         goal = handle.request
         res = FollowJointTrajectory.Result()
         points = [
