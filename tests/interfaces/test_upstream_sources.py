@@ -3,6 +3,7 @@ checksums match msgs/upstream-sources.tsv, and what scripts/setup built from the
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -148,3 +149,80 @@ def test_moveit_and_ur_dashboard_interfaces_import():
     assert PlanningScene().is_diff is False
     assert DisplayTrajectory().model_id == ''
     assert hasattr(GetRobotMode.Response(), 'robot_mode')
+
+
+def _laid_out(tmp_path: Path, name: str) -> Path:
+    """The package's pinned source: the setup's layout where it built from source, else laid
+    out from the archives."""
+    built = ROOT / 'ros2_ws' / 'upstream' / 'src' / name
+    if built.is_dir():
+        return built
+    out = _run(str(tmp_path / 'src'), name, sources=_sources())
+    assert out.returncode == 0, out.stderr
+    return tmp_path / 'src' / name
+
+
+def test_a_subset_is_its_interfaces_and_the_messages_they_are_made_of(tmp_path):
+    mod = _module()
+    pkg = _laid_out(tmp_path, 'moveit_msgs')
+    files = mod.closure(pkg, ['msg/PlanningScene.msg', 'msg/DisplayTrajectory.msg'])
+    # PlanningScene -> RobotState -> AttachedCollisionObject -> CollisionObject, and the world.
+    for need in ('RobotState', 'AttachedCollisionObject', 'CollisionObject', 'PlanningSceneWorld',
+                 'AllowedCollisionMatrix', 'RobotTrajectory', 'ObjectColor'):  # fmt: skip
+        assert f'msg/{need}.msg' in files
+    assert 'msg/MotionPlanRequest.msg' not in files and len(files) < 20
+    with pytest.raises(mod.FetchError, match='moveit_msgs has no msg/Nope.msg'):
+        mod.closure(pkg, ['msg/Nope.msg'])
+    args = mod.cmake_args(pkg.parent)
+    assert f'-DCMAKE_PROJECT_moveit_msgs_INCLUDE={ROOT}/msgs/interface-subset.cmake' in args
+    assert '-DPALLETIZER_INTERFACES_moveit_msgs=' + ';'.join(files) in args
+
+
+def _imported(path: Path) -> set[tuple[str, str, str]]:
+    """(package, kind, type) of every `from <package>.<msg|srv|action> import ...` in a file."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.count('.') == 1:
+            pkg, kind = node.module.split('.')
+            if kind in ('msg', 'srv', 'action'):
+                out |= {(pkg, kind, a.name) for a in node.names}
+    return out
+
+
+def test_every_type_the_code_imports_from_a_subset_package_is_built(tmp_path):
+    mod = _module()
+    subsets = mod.read_subsets()
+    used: dict[str, set[str]] = {name: set() for name in subsets}
+    code = [
+        *(ROOT / 'ros2_ws' / 'src' / 'palletizer').rglob('*.py'),
+        *(ROOT / 'tests').rglob('*.py'),
+    ]
+    for path in code:
+        if 'node_modules' in path.parts:
+            continue
+        for pkg, kind, name in _imported(path):
+            if pkg in used:
+                used[pkg].add(f'{kind}/{name}.{kind}')
+    assert used['moveit_msgs'] >= {'msg/PlanningScene.msg', 'msg/AttachedCollisionObject.msg'}
+    for name, roots in subsets.items():
+        built = set(mod.closure(_laid_out(tmp_path, name), roots))
+        assert used[name] <= built, (
+            f'{sorted(used[name] - built)} used but not in msgs/upstream-interfaces.tsv'
+        )
+
+
+def test_the_subsets_hold_what_they_use_of_each_other(tmp_path):
+    """moveit_msgs' PlanningScene is made of object_recognition_msgs' ObjectType and
+    octomap_msgs' OctomapWithPose: a subset of those must hold them."""
+    mod = _module()
+    subsets = mod.read_subsets()
+    built = {n: set(mod.closure(_laid_out(tmp_path, n), r)) for n, r in subsets.items()}
+    crossing = set()
+    for name, files in built.items():
+        for rel in files:
+            for owner, typ in mod.field_types(_laid_out(tmp_path, name) / rel):
+                if owner in built and owner != name:
+                    crossing.add((owner, f'msg/{typ}.msg'))
+    assert ('object_recognition_msgs', 'msg/ObjectType.msg') in crossing
+    missing = [(o, f) for o, f in crossing if f not in built[o]]
+    assert not missing, f'{missing} used across packages but not built'
