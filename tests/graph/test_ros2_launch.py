@@ -162,3 +162,38 @@ def test_ctrl_c_stops_every_node_of_each_launch_file(name, tmp_path):
     (episode,) = [json.loads(x) for x in (run / 'episodes.jsonl').read_text().splitlines()]
     assert episode['success'] is False and episode['metrics']['aborted'] is True
     assert 'signal' in episode['metrics']['abort_reason'], episode['metrics']
+
+
+def test_a_required_node_that_dies_makes_ros2_launch_exit_1(tmp_path):
+    """The cell bridge killed in the middle of an episode: its on_exit handler ends the launch
+    with a non-zero code (as the director's does for a failed or aborted run), and no node is
+    left behind."""
+    params = tmp_path / 'params.yaml'
+    params.write_text(
+        json.dumps({'telemetry': {'ros__parameters': {'runs_dir': str(tmp_path / 'runs')}}})
+    )
+    proc = _start('level.launch.py', 'episodes:=1', 'speed:=0', f'params_file:={params}')
+    lines: list[str] = []
+    started: dict[str, int] = {}
+    deadline = time.monotonic() + 120
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            m = STARTED.search(line)
+            if m:
+                started[m['name']] = int(m['pid'])
+            # the first carton held: the cell bridge dies with the arm under way
+            if 'pick: ok' in line and 'trajectory_executor' in line:
+                break
+            assert time.monotonic() < deadline, ''.join(lines[-40:])
+        os.kill(started['cell_bridge'], signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 1, out[-3000:]
+    assert 'required node cell_bridge' in out and 'exited with code -9' in out, out[-3000:]
+    assert not _alive(list(started.values()))
+    assert not _session_left(proc.pid)

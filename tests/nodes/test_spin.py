@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from palletizer.nodes.spin import spin_until_shutdown
+from palletizer.nodes.spin import quiet_at_stop, spin_until_shutdown
 from rclpy.executors import ExternalShutdownException
 
 from tests.graph.isolation import run_isolated
@@ -107,3 +107,48 @@ def test_a_ctrl_c_while_the_node_starts_is_a_clean_stop(when):
     proc = run_isolated([sys.executable, '-c', _EARLY_STOP, when], timeout=20)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.context = _Context()
+
+
+class _Handle:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def _publish_after(node: _Node, stop: bool):
+    """An execute callback whose publish fails: on the shut-down context when `stop` (the stop
+    came in the middle of the goal), or with the context up (a real error)."""
+
+    def execute(_handle) -> str:
+        if stop:
+            node.context.up = False
+        raise RuntimeError("Failed to publish: publisher's context is invalid")
+
+    return execute
+
+
+def test_a_goal_cut_short_by_a_stop_ends_quietly_as_aborted():
+    node, handle = _Node(), _Handle()
+    run = quiet_at_stop(node, _publish_after(node, stop=True), lambda: 'stopped')  # type: ignore[arg-type]
+    assert run(handle) == 'stopped' and handle.aborted
+
+
+def test_an_execute_error_with_the_context_up_propagates():
+    node, handle = _Node(), _Handle()
+    run = quiet_at_stop(node, _publish_after(node, stop=False), lambda: 'stopped')  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match='Failed to publish'):
+        run(handle)
+    assert not handle.aborted
+
+
+def test_a_goal_that_ends_normally_keeps_its_result():
+    node = _Node()
+    run = quiet_at_stop(node, lambda _h: 'placed', lambda: 'stopped')  # type: ignore[arg-type]
+    assert run(_Handle()) == 'placed'

@@ -8,7 +8,6 @@ each handler only converts messages and calls sim/ or bridge/.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import threading
@@ -58,7 +57,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.qos import LATCHED
-from palletizer.nodes.spin import exit_now, init, spin_until_shutdown, start
+from palletizer.nodes.spin import exit_now, init, quiet_at_stop, spin_until_shutdown, start
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
 
@@ -188,7 +187,11 @@ class CellBridgeNode(Node):
             self,
             FollowJointTrajectory,
             action,
-            execute_callback=self.on_execute,
+            execute_callback=quiet_at_stop(
+                self,
+                self._execute,
+                lambda: FollowJointTrajectory.Result(error_string='the cell bridge stopped'),
+            ),
             goal_callback=self.on_goal,
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=self.control,
@@ -286,19 +289,6 @@ class CellBridgeNode(Node):
     def on_goal(self, goal) -> GoalResponse:
         # One goal at a time; a second is refused rather than silently queued behind the first.
         return GoalResponse.REJECT if self.active_goal is not None else GoalResponse.ACCEPT
-
-    def on_execute(self, handle):
-        try:
-            return self._execute(handle)
-        except Exception:
-            if self.context.ok():
-                raise
-            # A stop (Ctrl-C) while the arm moved: the streams' publishers refuse the shut-down
-            # context in the middle of the goal. The goal ends with the node, without the
-            # traceback rclpy would print for the callback.
-            with contextlib.suppress(Exception):
-                handle.abort()
-            return FollowJointTrajectory.Result(error_string='the cell bridge stopped')
 
     def _execute(self, handle):
         goal = handle.request

@@ -216,7 +216,7 @@ class EpisodeDirectorNode(Node):
         except Exception as exc:  # report, then stop the graph: never leave it hanging
             if self.stopping():
                 # the call in progress, cut short by the stop (the context is shut down)
-                self.say(f'run aborted: stopped ({type(exc).__name__}: {exc})')
+                self.say(f'run aborted: stopped from outside during a call ({type(exc).__name__})')
                 self.exit_code = EXIT_INTERRUPTED
                 return
             self.say(f'director error: {type(exc).__name__}: {exc}')

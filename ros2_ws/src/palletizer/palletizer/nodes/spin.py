@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -20,11 +21,12 @@ from rclpy.executors import (
 )
 from rclpy.node import Node
 
-__all__ = ['exit_now', 'init', 'run_node', 'spin_until_shutdown', 'start']
+__all__ = ['exit_now', 'init', 'quiet_at_stop', 'run_node', 'spin_until_shutdown', 'start']
 
 DRAIN_S = 0.5  # [s] how long a stopping node waits for the callbacks still running
 
 T = TypeVar('T')
+R = TypeVar('R')
 
 _STOP = threading.Event()  # a SIGINT arrived (rclpy's handler chains to ours)
 
@@ -70,6 +72,30 @@ def start(make: Callable[[], T]) -> T:
         if not _STOP.is_set() and rclpy.ok():
             raise
         raise ExternalShutdownException(f'stopped while starting ({exc})') from exc
+
+
+def quiet_at_stop(
+    node: Node, execute: Callable[[object], R], stopped: Callable[[], R]
+) -> Callable[[object], R]:
+    """An action server's execute callback that a stop ends quietly.
+
+    A stop (Ctrl-C) in the middle of a goal shuts the context down under it: the next publish
+    or log call raises, and rclpy prints the traceback of the execute callback. Raised once the
+    context is down, the error is the stop itself: the goal is aborted and ends with the node,
+    with the result `stopped()`. While the context is ok an error is a real one and propagates.
+    """
+
+    def wrapped(handle) -> R:
+        try:
+            return execute(handle)
+        except Exception:
+            if node.context.ok():
+                raise
+            with contextlib.suppress(Exception):  # the handle may refuse the dead context too
+                handle.abort()
+            return stopped()
+
+    return wrapped
 
 
 def exit_now(code: int = 0) -> NoReturn:

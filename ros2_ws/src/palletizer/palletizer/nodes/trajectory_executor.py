@@ -49,7 +49,7 @@ from palletizer.nodes.convert import (
 )
 from palletizer.nodes.moveit_view import CellScene, display_trajectory
 from palletizer.nodes.qos import LATCHED, SENSORS
-from palletizer.nodes.spin import run_node
+from palletizer.nodes.spin import quiet_at_stop, run_node
 
 __all__ = ['TrajectoryExecutorNode', 'main']
 
@@ -187,7 +187,7 @@ class TrajectoryExecutorNode(Node):
                 self,
                 kind,
                 f'~/{kind.__name__.lower()}',
-                execute_callback=cb,
+                execute_callback=quiet_at_stop(self, cb, lambda kind=kind: self._stopped(kind)),
                 goal_callback=self.on_goal,
                 callback_group=self.actions,
             )
@@ -399,6 +399,12 @@ class TrajectoryExecutorNode(Node):
         handle.abort()
         out = ExecResult(Outcome.INVALID_REQUEST, f'invalid {kind.__name__} request: {exc}')
         self.get_logger().warning(f'{kind.__name__.lower()}: {out.message}')
+        return exec_result_to_msg(out, kind.Result())
+
+    def _stopped(self, kind):
+        """The result of a goal that a stop (Ctrl-C) cut short: the controller's motion ended
+        with the node."""
+        out = ExecResult(Outcome.CONTROLLER_FAILED, 'the trajectory executor stopped')
         return exec_result_to_msg(out, kind.Result())
 
     def on_pick(self, handle):
