@@ -16,12 +16,57 @@ import time
 
 import rclpy
 from palletizer.nodes.qos import LATCHED, MARKERS, STATIC_TF
+from rclpy.action.graph import (
+    get_action_client_names_and_types_by_node,
+    get_action_server_names_and_types_by_node,
+)
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, PointCloud2
 from std_msgs.msg import Float64
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
+
+# Every node has these: parameters, rosout, parameter events, type descriptions.
+_HOUSEKEEPING = ('/rosout', '/parameter_events')
+
+
+def _own(name: str) -> bool:
+    """An interface the node has for being a node (not for its job), or the hidden topics and
+    services an action is made of (listed as the action)."""
+    return (
+        name in _HOUSEKEEPING
+        or '/_action/' in name
+        or name.rsplit('/', 1)[-1]
+        in (
+            'describe_parameters',
+            'get_parameter_types',
+            'get_parameters',
+            'get_type_description',
+            'list_parameters',
+            'set_parameters',
+            'set_parameters_atomically',
+        )
+    )
+
+
+def node_interfaces(node) -> dict:
+    """Per node of the graph: the topics it publishes and subscribes, the services it serves and
+    calls, the actions it serves and sends goals to, each as {name: [types]}."""
+    out = {}
+    for name, ns in node.get_node_names_and_namespaces():
+        if name == node.get_name():
+            continue
+        lists = {
+            'publishes': node.get_publisher_names_and_types_by_node(name, ns),
+            'subscribes': node.get_subscriber_names_and_types_by_node(name, ns),
+            'serves': node.get_service_names_and_types_by_node(name, ns),
+            'calls': node.get_client_names_and_types_by_node(name, ns),
+            'action_serves': get_action_server_names_and_types_by_node(node, name, ns),
+            'action_calls': get_action_client_names_and_types_by_node(node, name, ns),
+        }
+        out[name] = {k: {n: sorted(t) for n, t in v if not _own(n)} for k, v in lists.items()}
+    return out
 
 
 def main() -> None:
@@ -91,6 +136,7 @@ def main() -> None:
                 break
             time.sleep(0.2)
         out['topics'] = {name: types for name, types in node.get_topic_names_and_types()}
+        out['nodes'] = node_interfaces(node)
         out['frames'] = sorted(frames)
         out['markers'] = markers
         out['plan'] = plan

@@ -94,3 +94,37 @@ def test_tf2_ros_buffer_finds_tool0_and_every_camera_optical_frame():
     # Both nodes stop on SIGINT with exit code 0 and no traceback.
     assert got['_exit'] == [0, 0], got['_stderr']
     assert not any('Traceback' in e for e in got['_stderr']), got['_stderr']
+
+
+def test_the_cell_serves_the_ur_drivers_status_io_dashboard_and_zero_ftsensor():
+    """The rest of ur_robot_driver's interfaces (docs/real-cell.md): latched robot mode, safety
+    mode and program state; I/O states with the vacuum's output; speed scaling; the dashboard's
+    queries, stop and play; a trajectory goal refused while the program is stopped; the F/T
+    sensor zeroed."""
+    proc = run_isolated(
+        [sys.executable, str(HERE / 'bridge_run.py'), 'driver_client.py', 'level:=11', 'speed:=1'],
+        timeout=90,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if 'DRIVER ' in ln]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(lines[0].split('DRIVER ', 1)[1])
+    start = got['start']
+    assert (start['robot_mode'], start['safety_mode'], start['running']) == (7, 1, True)
+    assert start['scaling'] == 100.0 and start['n_digital'] == 18
+    assert start['robot_mode_srv'] == [7, 'Robotmode: RUNNING']
+    assert start['safety_mode_srv'] == 'Safetymode: NORMAL'
+    assert start['program_running_srv'] is True and start['program_state_srv'] == 'PLAYING'
+    assert start['accepted'] is True
+    # Stopped from the dashboard: the program state says so, and no goal runs until play.
+    stopped = got['stopped']
+    assert stopped['stop'] == [True, 'Stopped'] and stopped['running'] is False
+    assert stopped['program_state_srv'] == 'STOPPED' and stopped['accepted'] is False
+    played = got['played']
+    assert played['unlock'] == [False, 'Robot is not in protective stop']
+    assert played['play'] == [True, 'Starting program'] and played['running'] is True
+    assert played['accepted'] is True
+    assert got['vacuum_out_on'] is True and got['vacuum_out_off'] is False
+    assert got['vacuum_v'] == 0.0  # nothing sealed: the cups vent to air
+    z = got['zero']
+    assert z['success'] and z['n_after'] > 10
+    assert abs(z['fz_before']) > 10.0 and abs(z['fz_after']) < 2.0, z

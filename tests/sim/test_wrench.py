@@ -86,3 +86,21 @@ def test_a_sample_depends_on_the_instant_not_on_how_often_it_was_read():
     np.testing.assert_array_equal(a.wrench().force, b.wrench().force)
     a.step(1)
     assert not np.array_equal(a.wrench().force, b.wrench().force)
+
+
+def test_zero_ftsensor_removes_the_load_and_the_error_of_that_instant():
+    """As the UR controller's zero_ftsensor: the empty tool's weight and the sensor's bias read
+    zero afterwards, while the noise stays."""
+    noise = WrenchNoise(force_sigma=1.0, torque_sigma=0.05, force_bias=(1.0, -2.0, 3.0))
+    cell = Cell(options=CellOptions(wrench_noise=noise))
+    cell.settle(0.2)
+    before = cell.wrench().force
+    assert abs(before[2] - (-2.55 * 9.81 + 3.0)) < 5.0
+    cell.zero_wrench()
+    samples = []
+    for _ in range(2000):
+        cell.step(1)
+        samples.append(cell.wrench())
+    f = np.array([s.force for s in samples])
+    np.testing.assert_allclose(f.mean(axis=0), 0.0, atol=0.1)
+    np.testing.assert_allclose(f.std(axis=0), 1.0, rtol=0.1)

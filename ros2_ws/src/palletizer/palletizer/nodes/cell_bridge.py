@@ -52,12 +52,14 @@ from palletizer.bridge import (
     cell_frames,
     steps_per_sample,
 )
+from palletizer.bridge.ur_status import UrStatus, vacuum_volts
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import exit_now, init, quiet_at_stop, spin_until_shutdown, start
+from palletizer.nodes.ur_driver import UrDriverInterfaces
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
 
@@ -161,6 +163,19 @@ class CellBridgeNode(Node):
             ),
         )
 
+        # The rest of the UR driver: status, I/O states, triggers and the dashboard.
+        self.ur = UrStatus()
+        self.driver = UrDriverInterfaces(
+            self,
+            self.ur,
+            now=lambda: self.cell.time,
+            zero_ft=self._zero_ft,
+            outputs=lambda: {self.vac_pin} if self.vac_on else set(),
+            inputs=set,
+            vacuum_v=lambda: vacuum_volts(self.cell.suction.held is not None),
+            callback_group=self.world,
+        )
+
         # MuJoCo's EGL contexts belong to the thread that made them current; executor threads
         # vary, so every render and every release of the renderers runs on this one thread
         # (else eglMakeCurrent fails with EGL_BAD_ACCESS on the second capture or reset).
@@ -232,6 +247,7 @@ class CellBridgeNode(Node):
         )
         self.stream.attach(self.cell)
         self.wrench_stream.attach(self.cell)
+        self.vac_on = False
         self.sealed_pub.publish(Bool(data=False))
         self.tf_static_pub.sendTransform(self._transforms(camera_frames(self.cell, self.cameras)))
         self.publish_state()
@@ -274,6 +290,7 @@ class CellBridgeNode(Node):
         js.position, js.velocity, js.effort = q.tolist(), qd.tolist(), tau.tolist()
         self.js_pub.publish(js)
         self.tf_pub.sendTransform(self._transforms(cell_frames(cell, self.truth)))
+        self.driver.publish_io()
 
     def _publish_wrench(self) -> None:
         """The wrist wrench at the current sim time, in tool0 (as the UR driver publishes it)."""
@@ -288,7 +305,18 @@ class CellBridgeNode(Node):
     # Control interfaces ----------------------------------------------------------------------
     def on_goal(self, goal) -> GoalResponse:
         # One goal at a time; a second is refused rather than silently queued behind the first.
-        return GoalResponse.REJECT if self.active_goal is not None else GoalResponse.ACCEPT
+        if self.active_goal is not None:
+            return GoalResponse.REJECT
+        # As the driver's controller: no motion while stopped or without the program.
+        refused = self.ur.motion_refused()
+        if refused:
+            self.get_logger().warning(f'trajectory goal refused: {refused}')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _zero_ft(self) -> None:
+        with self.lock:
+            self.cell.zero_wrench()
 
     def _execute(self, handle):
         goal = handle.request
@@ -345,7 +373,8 @@ class CellBridgeNode(Node):
             res.success = False
             return res
         with self.lock:
-            self.cell.set_vacuum(req.state >= 0.5)
+            self.vac_on = req.state >= 0.5
+            self.cell.set_vacuum(self.vac_on)
             self.sealed_pub.publish(Bool(data=self.cell.suction.held is not None))
             self.publish_state()
         res.success = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -187,7 +188,7 @@ class TrajectoryExecutorNode(Node):
                 self,
                 kind,
                 f'~/{kind.__name__.lower()}',
-                execute_callback=quiet_at_stop(self, cb, lambda kind=kind: self._stopped(kind)),
+                execute_callback=quiet_at_stop(self, cb, functools.partial(self._stopped, kind)),
                 goal_callback=self.on_goal,
                 callback_group=self.actions,
             )

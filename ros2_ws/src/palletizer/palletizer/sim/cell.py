@@ -345,6 +345,10 @@ class Cell:
         """One wrist F/T sample in the flange frame, with the configured noise and bias."""
         return self._wrench.read()
 
+    def zero_wrench(self) -> None:
+        """Zero the wrist F/T sensor (the UR controller's zero_ftsensor)."""
+        self._wrench.zero()
+
     # Time ------------------------------------------------------------------------------------
     def settle(self, seconds: float) -> None:
         """Simulate `seconds` [s] with the arm holding its reference."""

@@ -148,6 +148,7 @@ class WrenchSensor:
         self._f = slice(int(f.adr[0]), int(f.adr[0]) + 3)
         self._t = slice(int(t.adr[0]), int(t.adr[0]) + 3)
         self._offset = self.noise.offset(self.seed)
+        self._zero = np.zeros(6)  # what the last zero_ftsensor removed
 
     def true(self) -> Wrench:
         """The noise-free wrench of the current state (needs sensors computed, e.g. after a step).
@@ -169,8 +170,14 @@ class WrenchSensor:
             e = e + n.drift(self.seed, float(self.data.time))
         return e
 
+    def zero(self) -> None:
+        """Zero the sensor, as the UR controller's zero_ftsensor does: from now on the current
+        load and error read as zero (the noise of the following samples stays)."""
+        w = self.true()
+        self._zero = np.concatenate([w.force, w.torque]) + self.error()
+
     def read(self) -> Wrench:
-        """One sample with bias, offset, drift and noise.
+        """One sample with bias, offset, drift and noise, less the last zero.
 
         The noise is keyed by (seed, physics step) and the drift is a function of (seed, sim
         time): a sample taken at a given instant is the same however many other samples were
@@ -180,7 +187,7 @@ class WrenchSensor:
         """
         w = self.true()
         n = self.noise
-        e = self.error()
+        e = self.error() - self._zero
         f = w.force + e[:3]
         t = w.torque + e[3:]
         if n.force_sigma > 0 or n.torque_sigma > 0:

@@ -1,0 +1,102 @@
+"""The palletizer's nodes use only what a real UR10e cell offers (docs/real-cell.md), apart from
+the lockstep conveniences listed there, read from the node graph of a running episode."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOC = Path(__file__).parents[2] / 'docs' / 'real-cell.md'
+REAL = '## Real-cell interfaces'
+SIM = '## What the palletizer still takes from the simulated cell'
+
+# What a node consumes, and what the kinds in the document are called in the graph.
+USES = {'subscribes': 'topic', 'calls': 'service', 'action_calls': 'action'}
+OFFERS = {'publishes': 'topic', 'serves': 'service', 'action_serves': 'action'}
+
+
+def _table(section: str) -> dict[tuple[str, str], str]:
+    """{(kind, name pattern): type} of the table under `section`."""
+    text = DOC.read_text().split(section, 1)[1].split('\n## ', 1)[0]
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if len(cells) >= 3 and cells[1].startswith('`'):
+            rows[(cells[0], cells[1].strip('`'))] = cells[2].strip('`')
+    return rows
+
+
+def _match(rows: dict[tuple[str, str], str], kind: str, name: str) -> str | None:
+    """The listed type of `name`, or None when it is not listed."""
+    for (k, pattern), typ in rows.items():
+        regex = re.escape(pattern).replace(re.escape('<camera>'), '[^/]+')
+        if k == kind and re.fullmatch(regex, name):
+            return typ
+    return None
+
+
+def _cell_offers(nodes: dict) -> dict[tuple[str, str], list[str]]:
+    """What cell_bridge publishes, serves and serves as actions."""
+    bridge = nodes['cell_bridge']
+    return {(kind, n): t for key, kind in OFFERS.items() for n, t in bridge[key].items()}
+
+
+def _used_from_cell(nodes: dict) -> dict[tuple[str, str], set[str]]:
+    """{(kind, name): the palletizer nodes that use it} for what they take from cell_bridge."""
+    offers = _cell_offers(nodes)
+    used: dict[tuple[str, str], set[str]] = {}
+    for node, lists in nodes.items():
+        if node == 'cell_bridge':
+            continue
+        for key, kind in USES.items():
+            for name, types in lists[key].items():
+                if (kind, name) in offers:
+                    assert types == offers[(kind, name)], (node, name, types)
+                    used.setdefault((kind, name), set()).add(node)
+    return used
+
+
+def test_the_document_lists_each_interface_once_with_a_type():
+    real, sim = _table(REAL), _table(SIM)
+    assert len(real) >= 20 and len(sim) >= 1
+    assert not set(real) & set(sim)
+    for (_kind, name), typ in {**real, **sim}.items():
+        assert name.startswith('/') and re.fullmatch(r'\w+/(msg|srv|action)/\w+', typ), name
+
+
+def test_the_palletizer_uses_only_real_cell_interfaces_and_the_listed_conveniences(
+    level_episode,
+):
+    nodes = level_episode['nodes']
+    want = {'cell_bridge', 'depth_fusion', 'wrist_gauge', 'planner', 'trajectory_executor'}
+    assert want <= set(nodes), sorted(nodes)
+    real, sim = _table(REAL), _table(SIM)
+    used = _used_from_cell(nodes)
+    # The episode's graph takes the arm, the wrench and the cameras from the cell.
+    assert ('action', '/scaled_joint_trajectory_controller/follow_joint_trajectory') in used
+    assert ('topic', '/force_torque_sensor_broadcaster/wrench') in used
+    outside = {}
+    for (kind, name), users in used.items():
+        typ = _match(real, kind, name) or sim.get((kind, name))
+        if typ is None:
+            outside[name] = sorted(users)
+        else:
+            assert [typ] == _cell_offers(nodes)[(kind, name)], (name, typ)
+    assert not outside, (
+        f'used, and neither a real-cell interface nor a listed convenience: {outside}'
+    )
+    # The conveniences table is exactly what is still used: it shrinks with the code.
+    unused = sorted(name for kind, name in sim if (kind, name) not in used)
+    assert not unused, f'listed in {DOC.name} as still used, and no palletizer node uses: {unused}'
+
+
+def test_the_simulated_cell_offers_every_listed_real_cell_interface(level_episode):
+    """The cell bridge stands in for the driver: each interface of the list is there, with the
+    listed type (the cameras by their pattern)."""
+    offers = _cell_offers(level_episode['nodes'])
+    missing = {}
+    for (kind, pattern), typ in _table(REAL).items():
+        names = [n for k, n in offers if k == kind and _match({(kind, pattern): typ}, kind, n)]
+        if not names or any(offers[(kind, n)] != [typ] for n in names):
+            missing[pattern] = [offers.get((kind, n)) for n in names]
+    assert not missing, missing
