@@ -8,7 +8,6 @@ from palletizer.bridge.ur_status import (
     RobotMode,
     SafetyMode,
     UrStatus,
-    vacuum_volts,
 )
 
 
@@ -45,7 +44,3 @@ def test_stop_and_play_switch_the_program_and_motion_with_it():
     assert s.motion_refused() == 'the External Control program is not running'
     s.robot_mode = RobotMode.IDLE
     assert s.motion_refused() == 'robot mode is IDLE' and not s.play()[0]
-
-
-def test_the_vacuum_level_reads_the_rated_vacuum_when_sealed():
-    assert vacuum_volts(True) == 8.0 and vacuum_volts(False) == 0.0

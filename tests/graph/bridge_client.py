@@ -13,12 +13,10 @@ from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
 from palletizer.core.description import JOINTS as UR_JOINTS
 from palletizer.launcher.graph import UR_SET_IO_SERVICE, UR_TRAJECTORY_ACTION
-from palletizer.nodes.qos import LATCHED
 from palletizer_msgs.srv import GroundTruth, PresentCarton, ResetCell
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectoryPoint
 from ur_msgs.srv import SetIO
 
@@ -38,9 +36,6 @@ def main() -> int:
         '/joint_states',
         lambda m: latest.__setitem__('js', m),
         QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
-    )
-    node.create_subscription(
-        Bool, '/cell_bridge/vacuum_sealed', lambda m: latest.__setitem__('sealed', m), LATCHED
     )
     # Deep feedback history: the bridge publishes every tick in bursts (see cell_bridge).
     fjt = ActionClient(
@@ -162,7 +157,6 @@ def main() -> int:
         'on': on.success,
         'off': off.success,
         'other_pin': other.success,
-        'sealed_seen': 'sealed' in latest,
     }
     print('BRIDGE ' + json.dumps(out), flush=True)
     node.destroy_node()

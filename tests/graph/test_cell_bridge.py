@@ -38,7 +38,7 @@ def test_cell_bridge_executes_aborts_cancels_switches_vacuum_and_serves_the_cell
     # Canceled mid-way: the goal ends canceled and the arm stops far short of its target.
     c = got['cancel']
     assert c['canceled'] and c['feedback'] >= 20 and 0 < c['moved'] < 0.5 * c['target']
-    assert got['set_io'] == {'on': True, 'off': True, 'other_pin': False, 'sealed_seen': True}
+    assert got['set_io'] == {'on': True, 'off': True, 'other_pin': False}
 
 
 def test_cell_bridge_captures_settles_runs_trials_and_repeats_itself():

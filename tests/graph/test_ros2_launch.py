@@ -197,3 +197,30 @@ def test_a_required_node_that_dies_makes_ros2_launch_exit_1(tmp_path):
     assert 'required node cell_bridge' in out and 'exited with code -9' in out, out[-3000:]
     assert not _alive(list(started.values()))
     assert not _session_left(proc.pid)
+
+
+def test_robot_ur_without_a_driver_says_which_and_ros2_launch_exits_1(tmp_path):
+    """robot:=ur starts no cell bridge; with no ur_robot_driver either, the director names the
+    missing trajectory action (after episode_director.DRIVER_WAIT_S) and the launch ends
+    with exit 1 and no node left."""
+    params = tmp_path / 'params.yaml'
+    params.write_text(
+        json.dumps({'telemetry': {'ros__parameters': {'runs_dir': str(tmp_path / 'runs')}}})
+    )
+    proc = _start('level.launch.py', 'robot:=ur', 'episodes:=1', f'params_file:={params}')
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 1, out[-3000:]
+    assert (
+        'run stopped: no FollowJointTrajectory server at '
+        '/scaled_joint_trajectory_controller/follow_joint_trajectory: is ur_robot_driver running '
+        'and the External Control program playing?'
+    ) in out, out[-3000:]
+    started = [m['name'] for m in STARTED.finditer(out)]
+    assert 'episode_director' in started and 'cell_bridge' not in started, started
+    assert 'Traceback' not in out, out[-3000:]
+    assert not _session_left(proc.pid)

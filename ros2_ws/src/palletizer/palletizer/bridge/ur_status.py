@@ -11,22 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-__all__ = ['PROGRAM', 'UNLOCK_AFTER_S', 'RobotMode', 'SafetyMode', 'UrStatus', 'vacuum_volts']
+__all__ = ['PROGRAM', 'UNLOCK_AFTER_S', 'RobotMode', 'SafetyMode', 'UrStatus']
 
 PROGRAM = 'external_control.urp'  # the program the driver's set-up loads on the teach pendant
 # The controller refuses to unlock a protective stop within 5 s of it (the dashboard's answer
 # says so): the operator is to look at what caused it first.
 UNLOCK_AFTER_S = 5.0
-# The vacuum level on the tool's analog input 2, 0-10 V for 0-100 % vacuum. A sealed VGP20 holds
-# its rated 80 % (OnRobot VGP20 datasheet: vacuum 5 % to 80 %, -0.05 to -0.81 bar); off or
-# unsealed it reads 0 (the cups vent to air). No leak model: the level is the seal's state.
-VOLTS_FULL_VACUUM = 10.0
-SEALED_VACUUM = 0.80
-
-
-def vacuum_volts(sealed: bool) -> float:
-    """The tool analog input 2 [V] for a seal state."""
-    return VOLTS_FULL_VACUUM * (SEALED_VACUUM if sealed else 0.0)
 
 
 class RobotMode(IntEnum):

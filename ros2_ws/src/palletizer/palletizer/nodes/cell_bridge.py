@@ -36,7 +36,6 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Bool
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 from trajectory_msgs.msg import JointTrajectoryPoint
 from ur_msgs.srv import SetIO
@@ -52,12 +51,11 @@ from palletizer.bridge import (
     cell_frames,
     steps_per_sample,
 )
-from palletizer.bridge.ur_status import UrStatus, vacuum_volts
+from palletizer.bridge.ur_status import UrStatus
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
-from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import exit_now, init, quiet_at_stop, spin_until_shutdown, start
 from palletizer.nodes.ur_driver import UrDriverInterfaces
 from palletizer.sim.cell import Cell, CellOptions
@@ -144,7 +142,6 @@ class CellBridgeNode(Node):
         self.wrench_pub = self.create_publisher(WrenchStamped, wrench, BURST)
         self.tf_pub = TransformBroadcaster(self, qos=TF)
         self.tf_static_pub = StaticTransformBroadcaster(self)
-        self.sealed_pub = self.create_publisher(Bool, '~/vacuum_sealed', LATCHED)
         self.image_pubs = {
             n: (
                 self.create_publisher(Image, f'/cameras/{n}/depth/image_raw', STREAM),
@@ -172,7 +169,7 @@ class CellBridgeNode(Node):
             zero_ft=self._zero_ft,
             outputs=lambda: {self.vac_pin} if self.vac_on else set(),
             inputs=set,
-            vacuum_v=lambda: vacuum_volts(self.cell.suction.held is not None),
+            vacuum_v=self._vacuum_volts,
             callback_group=self.world,
         )
 
@@ -248,7 +245,6 @@ class CellBridgeNode(Node):
         self.stream.attach(self.cell)
         self.wrench_stream.attach(self.cell)
         self.vac_on = False
-        self.sealed_pub.publish(Bool(data=False))
         self.tf_static_pub.sendTransform(self._transforms(camera_frames(self.cell, self.cameras)))
         self.publish_state()
         return ''
@@ -314,6 +310,11 @@ class CellBridgeNode(Node):
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
+    def _vacuum_volts(self) -> float:
+        """The vacuum level on the tool analog input 2 [V] (cell.yaml gripper.vacuum_level)."""
+        sealed = self.cell.suction.held is not None
+        return self.cfg.cell.gripper.vacuum_level.volts_sealed if sealed else 0.0
+
     def _zero_ft(self) -> None:
         with self.lock:
             self.cell.zero_wrench()
@@ -375,7 +376,6 @@ class CellBridgeNode(Node):
         with self.lock:
             self.vac_on = req.state >= 0.5
             self.cell.set_vacuum(self.vac_on)
-            self.sealed_pub.publish(Bool(data=self.cell.suction.held is not None))
             self.publish_state()
         res.success = True
         return res

@@ -42,6 +42,12 @@ __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main'
 
 # Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+# [s] how long robot:=ur waits for the driver's trajectory action once the director is up.
+# The driver is started first, and discovery on one host takes well under a second. The
+# director itself takes ~3.5 s to come up (measured under ros2 launch: the line came 14.3 s
+# after the launch with a 10 s wait, 10.0 s with 6 s), so 5 s names a missing driver within
+# 10 s of the launch on an unloaded machine.
+DRIVER_WAIT_S = 5.0
 
 
 class TelemetryRefused(PalletizerError):
@@ -90,6 +96,11 @@ class EpisodeDirectorNode(Node):
         self.planner_kind = param('planner', 'heuristic', 'heuristic | beam | grid')
         self.speed = float(param('speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)'))
         self.robot = param('robot', 'sim', 'sim | ur')
+        self.trajectory_action = param(
+            'trajectory_action',
+            '/scaled_joint_trajectory_controller/follow_joint_trajectory',
+            "the driver's FollowJointTrajectory action, looked for at start with robot:=ur",
+        )
         self.stability = bool(
             param('stability', False, 'run the stability trials on the stack after each episode')
         )
@@ -153,9 +164,41 @@ class EpisodeDirectorNode(Node):
         )
         return res.values[0].string_value if res.values else None
 
+    def _driver_missing(self) -> str:
+        """With robot:=ur, why the episodes cannot run on the cell (the driver's trajectory
+        action absent after DRIVER_WAIT_S, or the simulated cell's services, which the episodes
+        still call, absent); '' when they can."""
+        if self.robot != 'ur':
+            return ''
+        end = time.monotonic() + DRIVER_WAIT_S
+        while not self._has_action(self.trajectory_action):
+            if time.monotonic() >= end or self.stopping():
+                return (
+                    f'no FollowJointTrajectory server at {self.trajectory_action}: is '
+                    'ur_robot_driver running and the External Control program playing?'
+                )
+            time.sleep(0.2)
+        if not self.cell.reset_c.wait_for_service(timeout_sec=1.0):
+            return (
+                f'the UR driver is there ({self.trajectory_action}), but the episodes still call '
+                "the simulated cell's reset, present, release, settle and capture services "
+                '(docs/real-cell.md): robot:=ur cannot run an episode yet'
+            )
+        return ''
+
+    def _has_action(self, name: str) -> bool:
+        """An action server is up at `name`: only servers publish the goals' status (the
+        executor's client makes the name show in the graph either way)."""
+        return self.count_publishers(f'{name}/_action/status') > 0
+
     def run(self) -> None:
         """All episodes, in a worker thread while the executor spins."""
         try:
+            missing = self._driver_missing()
+            if missing:
+                self.say(f'run stopped: {missing}')
+                self.exit_code = EXIT_FAILED
+                return
             map_mode, detector_mode, gauge_mode = (
                 self._param_of(node, name) or '?' for node, name in MODE_PARAMETERS
             )

@@ -18,7 +18,7 @@ from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from ur_msgs.msg import ToolDataMsg
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import load_config
@@ -91,7 +91,16 @@ class TrajectoryExecutorNode(Node):
         wrench = param('wrench_topic', 'wrench', 'WrenchStamped at the flange [N, N m]')
         hm_topic = param('heightmap_topic', '/palletizer/heightmap', 'latched pallet height map')
         vac_topic = param(
-            'vacuum_sensor_topic', '/cell_bridge/vacuum_sealed', 'latched Bool: cups sealed'
+            'vacuum_level_topic',
+            '/io_and_status_controller/tool_data',
+            'ur_msgs/ToolDataMsg: the vacuum level on the tool analog input 2 [V]',
+        )
+        self.vac_held_min = float(
+            param(
+                'vacuum_held_min_v',
+                cell.gripper.vacuum_level.volts_held_min,
+                'least vacuum level that counts as holding [V]',
+            )
         )
         self.vac_fun = param('vacuum_fun', cell.gripper.vacuum_io.fun, 'SetIO fun')
         self.vac_pin = param('vacuum_pin', cell.gripper.vacuum_io.pin, 'SetIO pin')
@@ -150,7 +159,12 @@ class TrajectoryExecutorNode(Node):
         self._goal_epoch = 0  # the epoch of the last pick or place
         self._hm_epoch = 0  # the epoch in which the height map arrived
         self._map = CurrentMap()  # the newest fused map
-        self._sealed: bool | None = None
+        # The vacuum level: the newest reading and how many have arrived, and how many had
+        # when the last motion was sent (a reading after that is of the motion or later).
+        self._vac = threading.Condition()
+        self._vac_n = 0
+        self._vac_v = 0.0
+        self._vac_mark = 0
         self.window = WrenchWindow()
         self._last: tuple = (self.window.mark(), 0.0, 0.0, -np.inf)
         self.fjt = OrderedActionClient(self, FollowJointTrajectory, action, callback_group=self.io)
@@ -164,7 +178,9 @@ class TrajectoryExecutorNode(Node):
         self.create_subscription(
             HeightMapMsg, hm_topic, self.on_heightmap, LATCHED, callback_group=self.io
         )
-        self.create_subscription(Bool, vac_topic, self.on_sealed, LATCHED, callback_group=self.io)
+        self.create_subscription(
+            ToolDataMsg, vac_topic, self.on_tool_data, SENSORS, callback_group=self.io
+        )
         # MoveIt's view of the cell (nodes/moveit_view.py): what these moves clear and carry.
         self.scene = CellScene(
             arm_boxes(cfg, cfg.level(level).source), PalletGeometry.from_config(cell.pallet)
@@ -228,8 +244,11 @@ class TrajectoryExecutorNode(Node):
         f = msg.wrench.force
         self.window.add(_s(msg.header.stamp), (f.x, f.y, f.z))
 
-    def on_sealed(self, msg: Bool) -> None:
-        self._sealed = bool(msg.data)
+    def on_tool_data(self, msg: ToolDataMsg) -> None:
+        with self._vac:
+            self._vac_n += 1
+            self._vac_v = float(msg.analog_input2)
+            self._vac.notify_all()
 
     def on_heightmap(self, msg: HeightMapMsg) -> None:
         try:
@@ -289,6 +308,8 @@ class TrajectoryExecutorNode(Node):
         )
         self.path_pub.publish(display_trajectory(goal.trajectory, self._joint_state()))
         mark = self.window.mark(self._now())
+        with self._vac:
+            self._vac_mark = self._vac_n
 
         def on_feedback(fb) -> None:
             m = fb.feedback
@@ -327,7 +348,15 @@ class TrajectoryExecutorNode(Node):
         return self.window.reading_after(mark, motion_s, self.wrench_timeout, window_s, answered)
 
     def vacuum_holding(self) -> bool | None:
-        return self._sealed
+        """Whether the vacuum level read since the last motion was sent holds a carton; None
+        when no reading came within the server timeout. The cell streams the level with the
+        joint states and once more at the end of each goal; the seal changes only when the
+        vacuum is switched, before the motion."""
+        with self._vac:
+            fresh = self._vac.wait_for(
+                lambda: self._vac_n > self._vac_mark, timeout=self.server_timeout
+            )
+            return self._vac_v >= self.vac_held_min if fresh else None
 
     # Actions ----------------------------------------------------------------------------------
     def on_goal(self, _goal) -> GoalResponse:

@@ -91,6 +91,7 @@ _CELL = {
         'cup_gap': _num(0.0, 0.02),
         'seal_band': _num(0.0, 0.02),
         'vacuum_io': {'fun': _num(1, 4, integer=True), 'pin': _num(0, 17, integer=True)},
+        'vacuum_level': {'volts_sealed': _num(0.0, 10.0), 'volts_held_min': _num(0.0, 10.0)},
     },
     'pallet': {
         'size': _vec(3, 0.0, 5.0),

@@ -39,6 +39,7 @@ __all__ = [
     'Tolerance',
     'TruckConfig',
     'VacuumIO',
+    'VacuumLevel',
     'WrenchConfig',
     'build_cameras',
     'build_cell',
@@ -106,6 +107,15 @@ class VacuumIO:
 
 
 @dataclass(frozen=True)
+class VacuumLevel:
+    """The vacuum level on the tool's analog input 2 [V]: what a sealed gripper reads, and the
+    least reading that counts as holding."""
+
+    volts_sealed: float
+    volts_held_min: float
+
+
+@dataclass(frozen=True)
 class GripperConfig:
     """`gripper`: the vacuum tool; body is L x W x flange-to-cup-face [m]."""
 
@@ -120,6 +130,7 @@ class GripperConfig:
     cup_gap: float
     seal_band: float
     vacuum_io: VacuumIO
+    vacuum_level: VacuumLevel
 
 
 @dataclass(frozen=True)
