@@ -152,3 +152,51 @@ def test_a_goal_that_ends_normally_keeps_its_result():
     node = _Node()
     run = quiet_at_stop(node, lambda _h: 'placed', lambda: 'stopped')  # type: ignore[arg-type]
     assert run(_Handle()) == 'placed'
+
+
+_HANGING = """
+import sys, threading
+from palletizer.nodes.spin import destroy_within
+
+class Node:
+    def __init__(self, hang):
+        self.hang = hang
+    def get_name(self):
+        return 'probe'
+    def destroy_node(self):
+        if self.hang:
+            threading.Event().wait()  # as the middleware's fini was seen to: forever
+
+mode = sys.argv[1]
+if mode == 'returns':
+    destroy_within(Node(False), timeout_s=0.2)
+    print('after destroy')
+    sys.exit(3)
+if mode == 'stop':
+    destroy_within(Node(True), timeout_s=0.2)
+if mode == 'code':
+    destroy_within(Node(True), timeout_s=0.2, code=130)
+if mode == 'error':
+    try:
+        raise RuntimeError('the node failed')
+    finally:
+        destroy_within(Node(True), timeout_s=0.2)
+"""
+
+
+@pytest.mark.parametrize(
+    ('mode', 'code'), [('returns', 3), ('stop', 0), ('code', 130), ('error', 1)]
+)
+def test_a_destroy_that_hangs_ends_the_process_with_the_code_it_would_have_had(mode, code):
+    """destroy_node hung in the middleware (1 stop in ~15 with robot:=ur): the process ends
+    after the bound, with 0 on a stop, the caller's code, or 1 while an error propagates; a
+    destroy that returns lets the process go on."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, '-c', _HANGING, mode], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    hung = 'destroy_node hung for 0.2 s in the middleware' in proc.stderr
+    assert hung == (mode != 'returns'), proc.stderr
+    assert ('after destroy' in proc.stdout) == (mode == 'returns')

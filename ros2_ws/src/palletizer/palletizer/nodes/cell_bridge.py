@@ -56,7 +56,14 @@ from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
-from palletizer.nodes.spin import exit_now, init, quiet_at_stop, spin_until_shutdown, start
+from palletizer.nodes.spin import (
+    destroy_within,
+    exit_now,
+    init,
+    quiet_at_stop,
+    spin_until_shutdown,
+    start,
+)
 from palletizer.nodes.ur_driver import UrDriverInterfaces
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
@@ -556,7 +563,7 @@ def main(args=None) -> None:
         pass
     finally:
         if node is not None:
-            node.destroy_node()  # closes the renderers on their own GL thread
+            destroy_within(node)  # closes the renderers on their own GL thread
         rclpy.try_shutdown()
     exit_now(0)  # a stop: skip the interpreter's finalization (nodes/spin.py)
 

@@ -35,7 +35,7 @@ from palletizer.nodes.director_ports import (
     RosSink,
     Timeouts,
 )
-from palletizer.nodes.spin import exit_now, init, spin_until_shutdown, start
+from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.version import git_sha
 
 __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main', 'summary_line']
@@ -360,7 +360,7 @@ def main(args=None) -> None:
         code = 130 if stopped or node is None else node.exit_code
     finally:
         if node is not None:
-            node.destroy_node()
+            destroy_within(node, code=code)
         rclpy.try_shutdown()
     exit_now(code)  # the worker's code; skip the interpreter's finalization (nodes/spin.py)
 

@@ -33,7 +33,7 @@ from palletizer.core.episode import stop_cause
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
-from palletizer.nodes.spin import exit_now, init, spin_until_shutdown, start
+from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.telemetry import (
     TOPICS,
     Recorder,
@@ -516,7 +516,7 @@ def main(args=None) -> None:
     finally:
         if node is not None:
             node.close()
-            node.destroy_node()
+            destroy_within(node)
         rclpy.try_shutdown()
     exit_now(0)  # a stop: the bag is closed; skip the interpreter's finalization (nodes/spin.py)
 
