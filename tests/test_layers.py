@@ -66,6 +66,10 @@ EXCEPTIONS: dict[str, Rule] = {
     'palletizer.nodes.cell_bridge': Rule(
         ('core', 'execution', 'telemetry', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
     ),
+    # Its hardware profile (the running world, the line, the streams), part of it.
+    'palletizer.nodes.cell_hardware': Rule(
+        ('core', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
+    ),
     # trajectory_msgs conversion, message types only; execution/__init__ loads it on first use.
     'palletizer.execution.messages': Rule(('core',), messages=True),
 }

@@ -16,7 +16,7 @@ def main() -> int:
     rclpy.init(args=['--ros-args', '-p', 'level:=11', '-p', 'speed:=1.0'])
     node = CellBridgeNode()
     frames: dict[str, object] = {}
-    for name, (dep, col, info) in node.image_pubs.items():
+    for name, (dep, col, info) in node.images.pubs.items():
         for kind, pub in (('depth', dep), ('color', col), ('info', info)):
             node.create_subscription(
                 pub.msg_type,

@@ -128,3 +128,55 @@ def test_the_cell_serves_the_ur_drivers_status_io_dashboard_and_zero_ftsensor():
     z = got['zero']
     assert z['success'] and z['n_after'] > 10
     assert abs(z['fz_before']) > 10.0 and abs(z['fz_after']) < 2.0, z
+
+
+def test_the_hardware_profile_runs_on_streams_cameras_hands_over_cartons_and_refuses_sim_calls(
+    tmp_path,
+):
+    """profile:=hardware (docs/real-cell.md "The hardware profile"): with no call at all the
+    world and its clock run on; joint states come at 500 Hz of sim time; the cameras stream
+    16UC1 depth in millimetres under the topic names the parameters give, at camera_rate_hz;
+    the line brings a carton only on the request output and says so on the photo-eye input;
+    and the simulated cell's own services answer NOT_OFFERED and are counted."""
+    params = tmp_path / 'hardware.yaml'
+    params.write_text(
+        'cell_bridge:\n'
+        '  ros__parameters:\n'
+        '    profile: hardware\n'
+        '    real_time_factor: 2.0\n'
+        '    camera_rate_hz: 4.0\n'
+        "    depth_topic: '/cam/{camera}/aligned_depth_to_color/image_raw'\n"
+        "    info_topic: '/cam/{camera}/color/camera_info'\n"
+    )
+    proc = run_isolated(
+        [
+            sys.executable,
+            str(HERE / 'bridge_run.py'),
+            'hardware_client.py',
+            'level:=11',
+            'speed:=1',
+            f'params_file:={params}',
+        ],
+        timeout=150,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if 'HARDWARE ' in ln]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # The world thread stops with the node: no publish into a context that went down.
+    assert 'Traceback' not in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    got = json.loads(lines[0].split('HARDWARE ', 1)[1])
+    assert got['sim_s'] > 0.5, got  # 3 s of wall time with no call: the world ran on
+    assert abs(got['js_dt_median'] - 0.002) < 1e-6  # 500 Hz of sim time
+    d = got['depth']
+    assert (
+        d['encoding'] == '16UC1' and d['step'] == 2 * d['width'] and d['frame_id'] == 'top_optical'
+    )
+    assert 1000 < d['median_mm'] < 3500, d  # the top camera sees the pallet and floor, in mm
+    assert abs(d['frame_dt'] - 0.25) < 1e-6 and d['info_frame_id'] == 'top_optical'
+    assert got['old_depth'] == 0  # renamed: nothing on the default topic
+    assert got['arrived_before'] is False and got['arrived_unasked'] is False
+    assert got['request'] is True and got['arrived'] is True and got['request_out_shown'] is True
+    assert got['bad_pin'] is False
+    code, msg, not_offered = got['reset']
+    assert not_offered and code == 210 and '/cell_bridge/reset is not offered' in msg
+    assert got['truth'] == [210, 0]  # no simulator truth for anyone in the graph
+    assert got['count'] == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -19,7 +19,22 @@ from palletizer.core.errors import InvalidValue
 from palletizer.core.views import CameraView
 from palletizer.nodes.qos import COMMANDS, STATIC_TF
 
-__all__ = ['CameraInputs', 'cloud_msg', 'image_to_array', 'stamp_of', 'transform_to_matrix']
+__all__ = [
+    'DEFAULT_TOPICS',
+    'CameraInputs',
+    'cloud_msg',
+    'image_to_array',
+    'stamp_of',
+    'transform_to_matrix',
+]
+
+
+# The cameras' topics, `{camera}` standing for a camera's name (cell.yaml cameras).
+DEFAULT_TOPICS = {
+    'depth': '/cameras/{camera}/depth/image_raw',
+    'color': '/cameras/{camera}/color/image_raw',
+    'info': '/cameras/{camera}/camera_info',
+}
 
 
 def stamp_of(t: Time) -> float:
@@ -78,10 +93,20 @@ class CameraInputs:
     """Latest depth, colour and CameraInfo per camera, the optical frames, and joint states.
 
     `views(names, stamp)` waits until every named camera has a depth (and, with rgb, a colour)
-    image and CameraInfo of that exact stamp, and returns them as CameraViews.
+    image and CameraInfo of that exact stamp, and returns them as CameraViews (a capture on
+    request); `streamed(names, min_stamp)` takes each camera's first complete frame stamped at
+    or after min_stamp (streaming cameras). `topics` maps depth, color and info to topic
+    patterns with `{camera}` (DEFAULT_TOPICS), so a camera driver's own names can be used.
     """
 
-    def __init__(self, node: Node, cameras: Sequence[str], group=None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        cameras: Sequence[str],
+        group=None,
+        topics: Mapping[str, str] | None = None,
+    ) -> None:
+        topics = {**DEFAULT_TOPICS, **(topics or {})}
         self._lock = threading.Condition()
         self._depth: dict[str, Image] = {}
         self._color: dict[str, Image] = {}
@@ -94,27 +119,18 @@ class CameraInputs:
         self._arrived = 0  # messages so far: mark() tells later ones from earlier ones
         self._when: dict[tuple[int, str], int] = {}
         for n in cameras:
-            node.create_subscription(
-                Image,
-                f'/cameras/{n}/depth/image_raw',
-                self._put(self._depth, n),
-                COMMANDS,
-                callback_group=group,
-            )
-            node.create_subscription(
-                Image,
-                f'/cameras/{n}/color/image_raw',
-                self._put(self._color, n),
-                COMMANDS,
-                callback_group=group,
-            )
-            node.create_subscription(
-                CameraInfo,
-                f'/cameras/{n}/camera_info',
-                self._put(self._info, n),
-                COMMANDS,
-                callback_group=group,
-            )
+            for kind, key, store in (
+                (Image, 'depth', self._depth),
+                (Image, 'color', self._color),
+                (CameraInfo, 'info', self._info),
+            ):
+                node.create_subscription(
+                    kind,
+                    topics[key].format(camera=n),
+                    self._put(store, n),
+                    COMMANDS,
+                    callback_group=group,
+                )
         node.create_subscription(
             JointState, 'joint_states', self._on_joints, COMMANDS, callback_group=group
         )
@@ -151,17 +167,42 @@ class CameraInputs:
         with self._lock:
             return self._arrived
 
-    def _ready(self, names: Sequence[str], stamp: float, rgb: bool, after: int) -> bool:
+    def _ready(
+        self, names: Sequence[str], stamp: float, rgb: bool, after: int, at_least: bool = False
+    ) -> bool:
+        """Every named camera has its images and info of `stamp` (or, `at_least`, of one stamp
+        no earlier than it) that arrived after `after`, and its optical frame."""
         for n in names:
             need = [self._depth, self._info] + ([self._color] if rgb else [])
-            if any(
-                n not in d
-                or abs(stamp_of(d[n].header.stamp) - stamp) > 1e-6
-                or self._when[id(d), n] <= after
-                for d in need
-            ):
+            if any(n not in d or self._when[id(d), n] <= after for d in need):
+                return False
+            own = stamp_of(self._depth[n].header.stamp)
+            if any(abs(stamp_of(d[n].header.stamp) - own) > 1e-6 for d in need):
+                return False  # the images of one frame are still arriving
+            if own < stamp - 1e-6 if at_least else abs(own - stamp) > 1e-6:
                 return False
         return all(self._tf.can_transform('world', f'{n}_optical', RosTime()) for n in names)
+
+    def streamed(
+        self,
+        names: Sequence[str],
+        min_stamp: float,
+        rgb: bool,
+        after: int = 0,
+        timeout: float = 10.0,
+    ) -> tuple[list[CameraView], float] | None:
+        """(CameraViews, stamp) of each camera's first whole frame stamped at or after
+        `min_stamp` [s] that arrived after mark() returned `after`; the stamp is the latest of
+        theirs. None when they did not all arrive within `timeout` [s, wall]."""
+        end = time.monotonic() + timeout
+        with self._lock:
+            while not self._ready(names, min_stamp, rgb, after, at_least=True):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self._lock.wait(min(left, 0.02))
+            out = self._gather(names, rgb)
+            return None if out is None else (out, max(v.stamp for v in out))
 
     def views(
         self, names: Sequence[str], stamp: float, rgb: bool, after: int = 0, timeout: float = 10.0
@@ -177,17 +218,21 @@ class CameraInputs:
                     return None
                 # The tf2 listener's callbacks do not notify this condition: look again soon.
                 self._lock.wait(min(left, 0.02))
-            out = []
-            for n in names:
-                info = self._info[n]
-                K = np.asarray(info.k, dtype=float).reshape(3, 3)
-                col = image_to_array(self._color[n]) if rgb else None
-                dep = image_to_array(self._depth[n])
-                T = self.optical_frame(n)
-                if T is None:  # cannot happen once _ready held: static frames are never dropped
-                    return None
-                out.append(CameraView(n, dep, col, K, T, stamp))
-            return out
+            return self._gather(names, rgb)
+
+    def _gather(self, names: Sequence[str], rgb: bool) -> list[CameraView] | None:
+        """The CameraViews of the frames held now (under the lock, once _ready held)."""
+        out = []
+        for n in names:
+            info = self._info[n]
+            K = np.asarray(info.k, dtype=float).reshape(3, 3)
+            col = image_to_array(self._color[n]) if rgb else None
+            dep = image_to_array(self._depth[n])
+            T = self.optical_frame(n)
+            if T is None:  # cannot happen once _ready held: static frames are never dropped
+                return None
+            out.append(CameraView(n, dep, col, K, T, stamp_of(self._depth[n].header.stamp)))
+        return out
 
     def joints_at(
         self, stamp: float, names: Sequence[str], after: int = 0, timeout: float = 5.0

@@ -1,9 +1,12 @@
 """Cell bridge node: the MuJoCo cell behind the UR driver's interfaces, plus the cell services.
 
+Two profiles (docs/real-cell.md): lockstep, where the world advances only inside goals and the
+cell's own services (reset, present, release, settle, capture, ground truth, stability), and
+hardware, where it runs on and offers only a real cell's interfaces (nodes/cell_hardware.py).
+
 Why a node of this length (the style guide asks about 300 lines): it is the one owner of the
 simulated cell, so it serves the UR driver's action, SetIO and streams and the cell's own
-services (reset, present, release, settle, capture, ground truth, stability) under one lock;
-each handler only converts messages and calls sim/ or bridge/.
+services under one lock; each handler only converts messages and calls sim/ or bridge/.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import JointState
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 from trajectory_msgs.msg import JointTrajectoryPoint
 from ur_msgs.srv import SetIO
@@ -46,7 +49,6 @@ from palletizer.bridge import (
     FjtStatus,
     StepStream,
     camera_frames,
-    camera_matrices,
     carton_records,
     cell_frames,
     steps_per_sample,
@@ -56,6 +58,7 @@ from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
+from palletizer.nodes.cell_hardware import PROFILES, CameraPublisher, HardwareWorld
 from palletizer.nodes.spin import (
     destroy_within,
     exit_now,
@@ -123,6 +126,25 @@ class CellBridgeNode(Node):
             param('stopped_velocity_tolerance', d.stopped_velocity, 'end at rest [rad/s]'),
         )
         self.truth = param('publish_truth', True, 'truth/<id> carton TFs (visualisation only)')
+        self.profile = param('profile', 'lockstep', 'lockstep | hardware (docs/real-cell.md)')
+        hw = cell_cfg.hardware
+        rtf = float(param('real_time_factor', hw.real_time_factor, 'hardware: sim s per wall s'))
+        rate = float(param('camera_rate_hz', hw.camera_rate_hz, 'hardware: frames per sim s'))
+        topics = {
+            k: param(f'{k}_topic', f'/cameras/{{camera}}/{v}', f'{k} topic of camera {{camera}}')
+            for k, v in (('depth', 'depth/image_raw'), ('color', 'color/image_raw'))
+        }
+        topics['info'] = param('info_topic', '/cameras/{camera}/camera_info', 'CameraInfo topic')
+        if self.profile not in PROFILES:
+            raise PalletizerError(
+                f'cell_bridge: profile:={self.profile!r}; expected one of {", ".join(PROFILES)}'
+            )
+        self.hardware = self.profile == 'hardware'
+        if self.hardware and self.speed == 0:
+            raise PalletizerError(
+                'cell_bridge: profile:=hardware runs the world on in real time, so goals are '
+                'servo-tracked: speed:=0 (fast-forward) is for the lockstep profile; use speed > 0'
+            )
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         robot = cell_cfg.robot
@@ -149,15 +171,17 @@ class CellBridgeNode(Node):
         self.wrench_pub = self.create_publisher(WrenchStamped, wrench, BURST)
         self.tf_pub = TransformBroadcaster(self, qos=TF)
         self.tf_static_pub = StaticTransformBroadcaster(self)
-        self.image_pubs = {
-            n: (
-                self.create_publisher(Image, f'/cameras/{n}/depth/image_raw', STREAM),
-                self.create_publisher(Image, f'/cameras/{n}/color/image_raw', STREAM),
-                self.create_publisher(CameraInfo, f'/cameras/{n}/camera_info', STREAM),
-            )
-            for n in self.cameras
-        }
+        # Lockstep renders on request (~/capture), 32FC1 in metres; hardware streams the pallet
+        # and pick cameras as realsense2_camera does, 16UC1 in millimetres.
+        self.images = CameraPublisher(
+            self,
+            [n for n, c in self.cameras.items() if not self.hardware or c.role != 'photo'],
+            topics,
+            '16UC1' if self.hardware else '32FC1',
+        )
         self.stream = StepStream(self._publish_kinematics, every=10)  # 50 Hz of sim time at 2 ms
+        # A UR driver's joint_state_broadcaster runs at 500 Hz: every step in the hardware profile.
+        self.joint_stream = StepStream(self._publish_joints, every=1)
         # The wrench streams faster (cell.yaml wrench.rate_hz), as a UR driver's does: a
         # reading held still averages more samples in less time.
         self.wrench_stream = StepStream(
@@ -174,8 +198,8 @@ class CellBridgeNode(Node):
             self.ur,
             now=lambda: self.cell.time,
             zero_ft=self._zero_ft,
-            outputs=lambda: {self.vac_pin} if self.vac_on else set(),
-            inputs=set,
+            outputs=lambda: ({self.vac_pin} if self.vac_on else set()) | self._line_outputs(),
+            inputs=lambda: set() if self.world_hw is None else self.world_hw.line.inputs(),
             vacuum_v=self._vacuum_volts,
             callback_group=self.world,
         )
@@ -185,23 +209,44 @@ class CellBridgeNode(Node):
         # (else eglMakeCurrent fails with EGL_BAD_ACCESS on the second capture or reset).
         self._gl = ThreadPoolExecutor(max_workers=1, thread_name_prefix='cell_gl')
         self.cell = Cell(options=self.options)
+        self.world_hw = (
+            HardwareWorld(
+                self,
+                hw,
+                lock=self.lock,
+                stepping_goal=lambda: self.active_goal is not None,
+                render=self._render,
+                stamp=lambda: _stamp(self.cell.time),
+                cameras=self.images,
+                rtf=rtf,
+                camera_rate_hz=rate,
+            )
+            if self.hardware
+            else None
+        )
         err = self._reset(int(level), int(seed))
         if err:
             raise PalletizerError(f'cell_bridge: level:={level}: {err}')
 
         ws = self.world
-        self.create_service(ResetCell, '~/reset', self.on_reset, callback_group=ws)
-        self.create_service(PresentCarton, '~/present', self.on_present, callback_group=ws)
-        self.create_service(ReleaseCarton, '~/release', self.on_release, callback_group=ws)
-        self.create_service(Settle, '~/settle', self.on_settle, callback_group=ws)
-        self.create_service(Capture, '~/capture', self.on_capture, callback_group=ws)
-        self.create_service(RunStability, '~/run_stability', self.on_stability, callback_group=ws)
-        self.create_service(GroundTruth, '~/ground_truth', self.on_ground_truth, callback_group=ws)
+        for kind, name, handler in (
+            (ResetCell, '~/reset', self.on_reset),
+            (PresentCarton, '~/present', self.on_present),
+            (ReleaseCarton, '~/release', self.on_release),
+            (Settle, '~/settle', self.on_settle),
+            (Capture, '~/capture', self.on_capture),
+            (RunStability, '~/run_stability', self.on_stability),
+            (GroundTruth, '~/ground_truth', self.on_ground_truth),
+        ):
+            if self.world_hw is not None:  # served only to refuse, by name, and be counted
+                handler = self._refusal(name)
+            self.create_service(kind, name, handler, callback_group=ws)
         self.create_service(SetIO, io_srv, self.on_set_io, callback_group=ws)
-        # A robot driver streams its joint states whether or not anything moves; so does the
-        # cell while idle (fast-forward steps only on calls), so a late subscriber such as the
-        # trajectory executor gets one before its first goal. Sim time does not advance.
-        self.create_timer(0.2, self._idle_state, callback_group=ws)
+        if self.world_hw is None:
+            # A robot driver streams its joint states whether or not anything moves; so does
+            # the cell while idle (fast-forward steps only on calls), so a late subscriber such
+            # as the trajectory executor gets one before its first goal. Sim time stands still.
+            self.create_timer(0.2, self._idle_state, callback_group=ws)
         self.action = ActionServer(
             self,
             FollowJointTrajectory,
@@ -218,10 +263,30 @@ class CellBridgeNode(Node):
             # time): keep enough history that a reliable reader gets every tick.
             feedback_pub_qos_profile=BURST,
         )
+        if self.world_hw is not None:
+            self.world_hw.start()
         self.get_logger().info(
             f'cell_bridge ready: level {level} seed {seed} speed {self.speed} '
-            f'({"fast-forward" if self.speed == 0 else "servo-tracked"}), action {action}'
+            f'({"fast-forward" if self.speed == 0 else "servo-tracked"}), action {action}, '
+            f'profile {self.profile}'
+            + (f' (real-time factor {rtf}, cameras at {rate} Hz)' if self.hardware else '')
         )
+
+    def _refusal(self, name: str):
+        world = self.world_hw
+        assert world is not None
+        return lambda _req, res: world.refuse(f'/cell_bridge/{name[2:]}', res)
+
+    def _line_outputs(self) -> set[int]:
+        return set() if self.world_hw is None else self.world_hw.line.outputs()
+
+    def _render(self, names: list[str]):
+        """Frames of the named cameras now, rendered on the GL thread."""
+        frames = {}
+        for n in names:
+            w, h = self.cameras[n].size
+            frames.update(self._gl.submit(self.cell.capture, [n], w, h).result())
+        return frames
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         for p in params:
@@ -233,6 +298,8 @@ class CellBridgeNode(Node):
         return SetParametersResult(successful=True)
 
     def destroy_node(self) -> None:
+        if self.world_hw is not None:
+            self.world_hw.stop()
         self._gl.submit(self.cell.close).result()
         self._gl.shutdown()
         super().destroy_node()
@@ -251,6 +318,9 @@ class CellBridgeNode(Node):
         )
         self.stream.attach(self.cell)
         self.wrench_stream.attach(self.cell)
+        if self.world_hw is not None:
+            self.joint_stream.attach(self.cell)
+            self.world_hw.attach(self.cell)
         self.vac_on = False
         self.tf_static_pub.sendTransform(self._transforms(camera_frames(self.cell, self.cameras)))
         self.publish_state()
@@ -283,17 +353,20 @@ class CellBridgeNode(Node):
             self.lock.release()
 
     def _publish_kinematics(self) -> None:
-        """Clock, joint states and TF at the current sim time."""
+        """Clock, joint states (unless they stream on their own) and TF at the current sim time."""
         cell = self.cell
-        stamp = _stamp(cell.time)
-        self.clock_pub.publish(Clock(clock=stamp))
-        q, qd, tau = cell.joint_state()
-        js = JointState(name=list(self.joints))
-        js.header.stamp = stamp
-        js.position, js.velocity, js.effort = q.tolist(), qd.tolist(), tau.tolist()
-        self.js_pub.publish(js)
+        self.clock_pub.publish(Clock(clock=_stamp(cell.time)))
+        if self.world_hw is None:
+            self._publish_joints()
         self.tf_pub.sendTransform(self._transforms(cell_frames(cell, self.truth)))
         self.driver.publish_io()
+
+    def _publish_joints(self) -> None:
+        q, qd, tau = self.cell.joint_state()
+        js = JointState(name=list(self.joints))
+        js.header.stamp = _stamp(self.cell.time)
+        js.position, js.velocity, js.effort = q.tolist(), qd.tolist(), tau.tolist()
+        self.js_pub.publish(js)
 
     def _publish_wrench(self) -> None:
         """The wrist wrench at the current sim time, in tool0 (as the UR driver publishes it)."""
@@ -373,11 +446,18 @@ class CellBridgeNode(Node):
         return res
 
     def on_set_io(self, req: SetIO.Request, res: SetIO.Response):
+        line = None if self.world_hw is None else self.world_hw.line
+        if line is not None and req.fun == SetIO.Request.FUN_SET_DIGITAL_OUT:
+            with self.lock:
+                if line.set_output(req.pin, req.state >= 0.5):
+                    self.driver.publish_io()
+                    res.success = True
+                    return res
         if req.fun != self.vac_fun or req.pin != self.vac_pin:
-            self.get_logger().warn(
-                f'SetIO fun={req.fun} pin={req.pin} refused; only fun={self.vac_fun} '
-                f'pin={self.vac_pin} (the vacuum) is wired'
-            )
+            wired = f'fun={self.vac_fun} pin={self.vac_pin} (the vacuum)'
+            if line is not None:
+                wired += f" and fun=1 pin={line.io.request_out} (the line's request)"
+            self.get_logger().warn(f'SetIO fun={req.fun} pin={req.pin} refused; only {wired}')
             res.success = False
             return res
         with self.lock:
@@ -464,32 +544,11 @@ class CellBridgeNode(Node):
         with self.lock:
             # The joint state of the capture instant: depth fusion filters the arm out with it.
             self._publish_kinematics()
-            frames = {}
-            for n in names:
-                w, h = self.cameras[n].size
-                frames.update(self._gl.submit(self.cell.capture, [n], w, h).result())
+            frames = self._render(names)
             res.stamp = _stamp(self.cell.time)
             q, _, _ = self.cell.joint_state()
             res.joint_names, res.joint_positions = list(self.joints), q.tolist()
-        for n, fr in frames.items():
-            # Cell.capture renders both images unless told otherwise
-            assert fr.depth is not None and fr.rgb is not None, f'capture of {n}: no image'
-            depth_pub, color_pub, info_pub = self.image_pubs[n]
-            h, w = fr.depth.shape
-            hdr = {'stamp': res.stamp, 'frame_id': f'{n}_optical'}
-            dep = Image(height=h, width=w, encoding='32FC1', step=w * 4)
-            dep.header.stamp, dep.header.frame_id = hdr['stamp'], hdr['frame_id']
-            dep.data = fr.depth.astype(np.float32).tobytes()
-            col = Image(height=h, width=w, encoding='rgb8', step=w * 3)
-            col.header.stamp, col.header.frame_id = hdr['stamp'], hdr['frame_id']
-            col.data = fr.rgb.tobytes()
-            k, r, p = camera_matrices(fr.intrinsics)
-            info = CameraInfo(height=h, width=w, distortion_model='plumb_bob', k=k, r=r, p=p)
-            info.d = [0.0] * 5
-            info.header.stamp, info.header.frame_id = hdr['stamp'], hdr['frame_id']
-            depth_pub.publish(dep)
-            color_pub.publish(col)
-            info_pub.publish(info)
+        self.images.publish(frames, res.stamp)
         return res
 
     def on_stability(self, req: RunStability.Request, res: RunStability.Response):

@@ -44,7 +44,7 @@ from palletizer.core.heightmap_fusion import (
     RobotBody,
     fuse_heightmap,
 )
-from palletizer.nodes.camera_inputs import CameraInputs, cloud_msg, stamp_of
+from palletizer.nodes.camera_inputs import DEFAULT_TOPICS, CameraInputs, cloud_msg, stamp_of
 from palletizer.nodes.convert import heightmap_to_msg, observation_from_msg, observation_to_msg
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import run_node
@@ -85,6 +85,10 @@ class DepthFusionNode(Node):
         self.frames_timeout_s = float(
             param('frames_timeout_s', 10.0, 'wait for the frames of one capture [s, wall]')
         )
+        topics = {
+            k: param(f'{k}_topic', v, f'{k} topic pattern; {{camera}} stands for the camera')
+            for k, v in DEFAULT_TOPICS.items()
+        }
         cfg = load_config()
         self.source = cfg.level(level or cfg.default_level).source
         hm = cfg.perception.heightmap
@@ -124,6 +128,7 @@ class DepthFusionNode(Node):
                 dict.fromkeys(self.pallet_cams + self.pick_cams + held_cams + self.det.lid_cameras)
             ),
             group=self.client_group,
+            topics=topics,
         )
         self.held: Observation | None = None
         self.memory = MapMemory(self.fusion, self.pallet)  # what this episode's fusions saw
@@ -167,7 +172,13 @@ class DepthFusionNode(Node):
             if all(n in pos for n in self.joint_names):
                 self.capture_q = np.array([pos[n] for n in self.joint_names], dtype=float)
         else:
-            stamp = min_stamp
+            got = self.inputs.streamed(names, min_stamp, rgb, self.mark, self.frames_timeout_s)
+            if got is None:
+                return None, (
+                    f'no frames of {", ".join(names)} stamped at or after {min_stamp:.3f} s '
+                    f'within {self.frames_timeout_s} s'
+                )
+            return got
         if stamp < min_stamp - 1e-9:
             return None, f'capture at {stamp:.3f} s is older than {min_stamp:.3f} s'
         views = self.inputs.views(names, stamp, rgb, self.mark, timeout=self.frames_timeout_s)

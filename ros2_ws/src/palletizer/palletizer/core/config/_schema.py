@@ -185,6 +185,15 @@ _CELL = {
             'square': _num(0.0, 0.1),
         },
     },
+    'hardware': {
+        'real_time_factor': _num(0.01, 100.0),
+        'camera_rate_hz': _num(0.1, 90.0),
+        'line': {
+            'request_out': _num(0, 17, integer=True),
+            'arrived_in': _num(0, 17, integer=True),
+            'done_in': _num(0, 17, integer=True),
+        },
+    },
 }
 # The term names are the planners' own (one list, no copy to drift).
 HEURISTIC_TERMS = _TERMS

@@ -28,6 +28,8 @@ __all__ = [
     'DepthNoiseConfig',
     'EpisodeConfig',
     'GripperConfig',
+    'HardwareConfig',
+    'LineIO',
     'LoaderJitter',
     'MotionConfig',
     'PalletConfig',
@@ -309,6 +311,25 @@ class EpisodeConfig:
 
 
 @dataclass(frozen=True)
+class LineIO:
+    """The line's handshake on the robot's standard digital I/O (ur_msgs/SetIO pins)."""
+
+    request_out: int  # digital output: the palletizer asks for the next carton
+    arrived_in: int  # digital input: the photo-eye over the station sees a carton at rest
+    done_in: int  # digital input: the line has no carton left for this pallet
+
+
+@dataclass(frozen=True)
+class HardwareConfig:
+    """`hardware`: the hardware profile of the simulated cell (docs/real-cell.md): the world
+    runs on at real_time_factor x wall time, the cameras stream at camera_rate_hz."""
+
+    real_time_factor: float
+    camera_rate_hz: float
+    line: LineIO
+
+
+@dataclass(frozen=True)
 class CellConfig:
     """configs/cell.yaml, whole. cameras is read-only, in file order."""
 
@@ -323,6 +344,7 @@ class CellConfig:
     wrench: WrenchConfig
     motion: MotionConfig
     episode: EpisodeConfig
+    hardware: HardwareConfig
 
 
 def build_cell(d: Mapping[str, Any]) -> CellConfig:

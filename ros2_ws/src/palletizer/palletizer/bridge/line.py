@@ -1,0 +1,99 @@
+"""The line of the hardware profile: a PLC's carton handshake on the robot's digital I/O.
+
+The palletizer raises a digital output to ask for the next carton. The line (the conveyor, the
+operator at the table, the trailer's load) brings one to rest at the station, and a photo-eye
+over it raises a digital input. When the arm lifts the carton away the beam clears and the input
+drops; the line may then stage the next. A second input says the line has nothing more for this
+pallet. The palletizer learns nothing else: no carton id, no count, no pose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from palletizer.core.config import LineIO
+
+__all__ = ['Line', 'LineState']
+
+# [m] the photo-eye's beam: a held carton whose lid rose this far above where it rested has
+# left it (a UR cell's station sensors sit a few centimetres over the surface).
+BEAM_CLEAR_M = 0.05
+
+
+@dataclass(frozen=True)
+class LineState:
+    """What the line shows on the inputs, and (for the scenario driver only) which carton."""
+
+    arrived: bool
+    done: bool
+    jammed: bool
+    presented: str | None
+
+
+class Line:
+    """The handshake over one Cell's source; `tick(cell)` runs between physics steps."""
+
+    def __init__(self, io: LineIO) -> None:
+        self.io = io
+        self.reset()
+
+    def reset(self) -> None:
+        """A new load: nothing asked for, nothing at the station."""
+        self.request = False
+        self.presented: str | None = None
+        self._lid_z = 0.0
+        self.done = False
+        self.jammed = False
+        self.handed_over = 0  # cartons lifted away from the station
+
+    def set_output(self, pin: int, on: bool) -> bool:
+        """A digital output the palletizer switched; False when the line has no such pin."""
+        if pin != self.io.request_out:
+            return False
+        self.request = bool(on)
+        return True
+
+    def inputs(self) -> set[int]:
+        """The digital inputs that are on."""
+        on = set()
+        if self.presented is not None:
+            on.add(self.io.arrived_in)
+        if self.done:
+            on.add(self.io.done_in)
+        return on
+
+    def outputs(self) -> set[int]:
+        """The line's digital outputs that are on (the request)."""
+        return {self.io.request_out} if self.request else set()
+
+    def state(self) -> LineState:
+        return LineState(self.presented is not None, self.done, self.jammed, self.presented)
+
+    def tick(self, cell: Any) -> None:
+        """Clear the beam once the presented carton has been lifted away; with the request up
+        and the station empty, have the source bring the next carton to rest (physics runs)."""
+        if self.presented is not None and self._lifted_away(cell):
+            cell.release(self.presented)
+            self.presented = None
+            self.handed_over += 1
+        if self.presented is not None or not self.request or self.done or self.jammed:
+            return
+        got = cell.present()
+        if got is None:
+            st = cell.source.state()
+            self.jammed, self.done = bool(st.jammed), bool(st.exhausted and not st.jammed)
+            return
+        self.presented = got.package_id
+        self._lid_z = self._lid(cell, got.package_id)
+
+    def _lifted_away(self, cell: Any) -> bool:
+        held = cell.suction.held
+        if held is None or cell.package_id(held) != self.presented:
+            return False
+        assert self.presented is not None
+        return self._lid(cell, self.presented) - self._lid_z > BEAM_CLEAR_M
+
+    @staticmethod
+    def _lid(cell: Any, package_id: str) -> float:
+        return float(cell.ground_truth().cartons[package_id].lid[2])

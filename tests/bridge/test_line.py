@@ -1,0 +1,92 @@
+"""The line of the hardware profile: a carton on request, a photo-eye, and the end of the load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from palletizer.bridge.line import BEAM_CLEAR_M, Line
+from palletizer.core.config import load_config
+from palletizer.sim.cell import Cell
+from palletizer.sim.servo import Trajectory
+
+from tests.sim._cellkit import cartesian_move, ik_tool_down, joint_move
+
+pytestmark = pytest.mark.sim
+
+
+def _lift_presented(cell: Cell, pid: str, rise: float) -> None:
+    """Pick the presented carton and lift it `rise` [m] (the arm's own moves, physics on)."""
+    lid = cell.ground_truth().cartons[pid].lid
+    above = lid + [0, 0, 0.25]
+    cell.track(joint_move(cell.q, ik_tool_down(above, cell.q)))
+    cell.track(cartesian_move(cell.q, above, lid + [0, 0, 0.0015], 2.0, 0.3))
+    assert cell.set_vacuum(True).sealed
+    cell.track(cartesian_move(cell.q, lid + [0, 0, 0.0015], lid + [0, 0, rise], 2.0, 0.5))
+
+
+def _jump(cell: Cell, tcp: np.ndarray) -> None:
+    q = ik_tool_down(tcp, cell.q)
+    cell.track(Trajectory(np.zeros(1), q[None], np.zeros((1, 6)), np.zeros((1, 6))), speed=0)
+
+
+def _take_away(cell: Cell, pid: str) -> None:
+    """Fast-forward: seal on the carton, lift it 0.3 m, set it down on the pallet, let go."""
+    lid = cell.ground_truth().cartons[pid].lid
+    _jump(cell, lid + [0, 0, 0.0015])
+    assert cell.set_vacuum(True).sealed
+    _jump(cell, lid + [0, 0, 0.3])
+
+
+def _drop(cell: Cell, k: int) -> None:
+    _jump(cell, np.array([0.35 + 0.25 * k, 0.0, 1.0]))
+    cell.set_vacuum(False)
+    cell.settle(1.0)
+
+
+def test_a_carton_comes_only_when_asked_the_eye_sees_it_and_clears_when_it_is_lifted_away():
+    cfg = load_config()
+    io = cfg.cell.hardware.line
+    cell = Cell(cfg.level(11), seed=1)
+    line = Line(io)
+    line.tick(cell)
+    assert line.inputs() == set() and line.presented is None  # nothing asked for
+    assert not line.set_output(io.request_out + 5, True)  # not the line's pin
+    assert line.set_output(io.request_out, True) and line.outputs() == {io.request_out}
+    line.tick(cell)
+    pid = line.presented
+    assert pid is not None and line.inputs() == {io.arrived_in}
+    before = cell.source.state().pending
+    # Sealed but not yet clear of the beam: the eye still sees it.
+    _lift_presented(cell, pid, BEAM_CLEAR_M / 2)
+    line.set_output(io.request_out, False)
+    line.tick(cell)
+    assert line.presented == pid and line.inputs() == {io.arrived_in}
+    cell.track(
+        cartesian_move(cell.q, cell.tcp_pose()[0], cell.tcp_pose()[0] + [0, 0, 0.2], 2.0, 0.5)
+    )
+    line.tick(cell)
+    assert line.presented is None and line.inputs() == set() and line.handed_over == 1
+    assert cell.source.state().pending == before - 1  # the source was told: the next may come
+    line.tick(cell)
+    assert line.presented is None  # the request is down: nothing new
+
+
+def test_the_done_input_rises_when_the_load_is_exhausted_and_nothing_stands_at_the_station():
+    cfg = load_config()
+    io = cfg.cell.hardware.line
+    cell = Cell(cfg.level(11), seed=1)
+    line = Line(io)
+    line.set_output(io.request_out, True)
+    n = cell.source.state().pending
+    line.tick(cell)
+    for k in range(n):
+        pid = line.presented
+        assert pid is not None, f'carton {k + 1} of {n} did not come: {line.state()}'
+        assert not line.done
+        _take_away(cell, pid)
+        # The beam clears; with the request still up the next carton comes in the same tick.
+        line.tick(cell)
+        assert line.presented != pid and line.handed_over == k + 1
+        _drop(cell, k)
+    assert line.done and line.inputs() == {io.done_in} and not line.jammed
+    np.testing.assert_equal(cell.source.state().exhausted, True)
