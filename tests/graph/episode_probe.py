@@ -1,6 +1,6 @@
 """Run inside a network namespace: one fast-forward episode of level 11, through the real
 `ros2 launch` (argv[1]: the ros2-launch checking tool's run script) or else the standalone
-launcher, left to end by itself; a probe records, while the graph is up, the topics with their
+launcher (name:=value arguments replace the default launch arguments), left to end by itself; a probe records, while the graph is up, the topics with their
 types, the TF frames, the markers and the cycle times; then the launch's exit code, its log and
 any process left in its session. Prints RESULT {json}."""
 
@@ -70,9 +70,12 @@ def node_interfaces(node) -> dict:
 
 
 def main() -> None:
-    args = ['level:=11', 'seed:=1', 'episodes:=1', 'speed:=0', 'telemetry:=off']
-    if len(sys.argv) > 1:
-        via, cmd = 'ros2 launch', [sys.argv[1], 'palletizer', 'level.launch.py', *args]
+    defaults = {'level': '11', 'seed': '1', 'episodes': '1', 'speed': '0', 'telemetry': 'off'}
+    given = dict(a.split(':=', 1) for a in sys.argv[1:] if ':=' in a)  # launch args to change
+    args = [f'{k}:={v}' for k, v in {**defaults, **given}.items()]
+    tools = [a for a in sys.argv[1:] if ':=' not in a]
+    if tools:
+        via, cmd = 'ros2 launch', [tools[0], 'palletizer', 'level.launch.py', *args]
     else:
         via, cmd = 'launcher', [sys.executable, '-m', 'palletizer.launcher', 'level', *args]
     launcher = subprocess.Popen(
@@ -144,7 +147,7 @@ def main() -> None:
         out['seen'] = seen
     finally:
         try:  # the launch ends by itself once the director is done
-            out['returncode'] = launcher.wait(timeout=120)
+            out['returncode'] = launcher.wait(timeout=float(os.environ.get('PROBE_WAIT_S', '120')))
         except subprocess.TimeoutExpired:
             out['returncode'] = 'hung'
             os.killpg(launcher.pid, signal.SIGINT)

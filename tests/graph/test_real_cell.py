@@ -3,8 +3,17 @@ the lockstep conveniences listed there, read from the node graph of a running ep
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sys
 from pathlib import Path
+
+import pytest
+
+from tests.graph.isolation import run_isolated
+
+HERE = Path(__file__).parent
 
 DOC = Path(__file__).parents[2] / 'docs' / 'real-cell.md'
 REAL = '## Real-cell interfaces'
@@ -100,3 +109,48 @@ def test_the_simulated_cell_offers_every_listed_real_cell_interface(level_episod
         if not names or any(offers[(kind, n)] != [typ] for n in names):
             missing[pattern] = [offers.get((kind, n)) for n in names]
     assert not missing, missing
+
+
+@pytest.fixture(scope='module')
+def hardware_episode(tmp_path_factory) -> dict:
+    """Level 11 seed 1 with cell:=hardware (the world runs on, cameras stream, the line on I/O),
+    the palletizer on a real cell's interfaces alone, probed while it runs. The world runs at
+    up to 4x real time and the cameras at 2 Hz of sim time (CI has two cores)."""
+    params = tmp_path_factory.mktemp('hardware') / 'params.yaml'
+    params.write_text('cell_bridge:\n  ros__parameters:\n    real_time_factor: 4.0\n')
+    argv = [
+        sys.executable,
+        str(HERE / 'episode_probe.py'),
+        'cell:=hardware',
+        'speed:=1',
+        f'params_file:={params}',
+    ]
+    proc = run_isolated(
+        argv, timeout=600, cwd=str(HERE.parents[1]), env={**os.environ, 'PROBE_WAIT_S': '420'}
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('RESULT ')]
+    assert lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(lines[0].split(' ', 1)[1])
+
+
+def test_in_the_hardware_profile_an_episode_completes_on_real_cell_interfaces_alone(
+    hardware_episode,
+):
+    """The acceptance's introspection test: with cell:=hardware every topic, service and action
+    a palletizer node takes from the cell is in the real-cell table (no convenience at all),
+    the cell counts no call a real cell would not answer, and the episode places 4 of 4 with
+    the oracle flag off."""
+    got = hardware_episode
+    log = got['log']
+    assert got['returncode'] == 0, log[-4000:]
+    assert 'seed 1: 4/4 · SUCCESS' in log, log[-4000:]
+    start = next(ln for ln in log.splitlines() if 'palletizer · level 11' in ln)
+    assert 'cell interfaces real' in start and 'oracle false' in start, start
+    assert 'sim-only calls: 0' in log and 'is not offered' not in log, log[-4000:]
+    real = _table(REAL)
+    used = _used_from_cell(got['nodes'])
+    assert ('topic', '/io_and_status_controller/io_states') in used  # the line's photo-eye
+    assert ('service', '/io_and_status_controller/set_io') in used  # its request, the vacuum
+    outside = {name: sorted(u) for (kind, name), u in used.items() if not _match(real, kind, name)}
+    assert not outside, f'used in the hardware profile, and not a real-cell interface: {outside}'
+    assert got['left'] == []

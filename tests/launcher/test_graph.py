@@ -76,10 +76,43 @@ def test_stability_trials_are_asked_of_the_director_and_need_the_simulated_cell(
 
     assert director([]) is False
     assert director(['stability:=true']) is True
-    with pytest.raises(GraphError, match='robot:=sim only'):
+    with pytest.raises(GraphError, match='robot:=sim cell:=lockstep only'):
         parse_launch_args(['stability:=true', 'robot:=ur'], config=CFG)
+    with pytest.raises(GraphError, match='robot:=sim cell:=lockstep only'):
+        parse_launch_args(['stability:=true', 'cell:=hardware', 'speed:=1'], config=CFG)
     with pytest.raises(GraphError, match='stability'):
         parse_launch_args(['stability:=maybe'], config=CFG)
+
+
+def test_cell_hardware_sets_the_profile_and_the_palletizer_on_real_interfaces_alone():
+    def nodes(args):
+        return {n.name: n.parameters for n in describe(parse_launch_args(args, config=CFG))}
+
+    lockstep = nodes([])
+    assert lockstep['cell_bridge']['profile'] == 'lockstep'
+    assert lockstep['episode_director']['cell_interfaces'] == 'sim'
+    assert lockstep['depth_fusion']['capture_service'] == '/cell_bridge/capture'
+    hardware = nodes(['cell:=hardware', 'speed:=1'])
+    assert hardware['cell_bridge']['profile'] == 'hardware'
+    assert hardware['episode_director']['cell_interfaces'] == 'real'
+    assert hardware['depth_fusion']['capture_service'] == ''  # streamed frames
+    ur = nodes(['robot:=ur'])  # a real cell: the same interfaces
+    assert ur['episode_director']['cell_interfaces'] == 'real'
+    assert ur['depth_fusion']['capture_service'] == ''
+
+
+@pytest.mark.parametrize(
+    'args, match',
+    [
+        (['cell:=hardware'], 'cell:=hardware with speed:=0; .* expected speed > 0'),
+        (['cell:=hardware', 'speed:=1', 'robot:=ur'], 'cell:=hardware with robot:=ur'),
+        (['cell:=hardware', 'speed:=1', 'perception:=oracle'], 'no real cell has'),
+        (['cell:=real'], 'expected one of lockstep, hardware'),
+    ],
+)
+def test_a_hardware_profile_that_cannot_work_is_refused_by_name(args, match):
+    with pytest.raises(GraphError, match=match):
+        parse_launch_args(args, config=CFG)
 
 
 def test_the_detection_is_published_under_palletizer():

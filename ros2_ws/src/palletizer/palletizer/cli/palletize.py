@@ -16,6 +16,7 @@ from palletizer.core.config import SOURCES
 from palletizer.core.errors import GraphError, PalletizerError
 from palletizer.launcher.domain import claim_domain
 from palletizer.launcher.graph import (
+    CELL_PROFILES,
     FOXGLOVE_PORT,
     PERCEPTION_MODES,
     PLANNERS,
@@ -119,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
         help='write nothing (telemetry off)',
     )
     p.add_argument('--robot', action=_Given, metavar='{' + ','.join(ROBOTS) + '}')
+    p.add_argument(
+        '--cell',
+        action=_Given,
+        metavar='{' + ','.join(CELL_PROFILES) + '}',
+        help='hardware: the simulated cell runs on in real time and the palletizer uses only a '
+        "real UR10e cell's interfaces (docs/real-cell.md; needs --speed > 0); default lockstep",
+    )
     p.add_argument(
         '--stability',
         action=_Given,

@@ -125,7 +125,10 @@ class MotionOutcome:
 
 
 class CellPort(Protocol):
-    def reset(self, level: int, seed: int) -> int: ...  # number of cartons in the load
+    """The cell as the episode sees it. reset: the number of cartons in the load, or -1 when
+    the cell does not say (a real line): the episode then counts the cartons that come."""
+
+    def reset(self, level: int, seed: int) -> int: ...
     def present(self) -> Presented: ...
     def release(self, package_id: str) -> None: ...
     def settle(self, seconds: float) -> None: ...
@@ -172,6 +175,9 @@ class ExecutorPort(Protocol):
 
 class RefereePort(Protocol):
     """Simulator truth for scoring only: world poses (x, y, z, yaw) of the given cartons.
+    Where there is no simulator (a real cell), the palletizer's own placement check takes its
+    place: then the optional `expect(package_id, plan, spec)` is told each planned carton
+    before `poses` is asked for it.
     Optional: `cog_offsets(package_ids) -> Mapping[str, (3,)]`, their true CoG offsets [m] in
     the body frame whose yaw `poses` gives: the reported stability margin then uses them (the
     weighed offsets are in the frame the carton was observed in, which may be a half turn from
@@ -291,6 +297,7 @@ class _Loop:
         self.plan_scores: list[float] = []
         self.max_drift = 0.0
         self.n_objects = 0
+        self.counting = False  # the cell did not say how many: count the cartons that come
         self.photographed: set[int] = set()
         self.buffer = Buffer(settings.buffer) if settings.buffer is not None else None
         self.buffer_moves = 0  # set-asides and take-backs
@@ -309,6 +316,10 @@ class _Loop:
     def remeasure(self) -> list[Placement]:
         """Measure every attempted carton that was planned onto the pallet."""
         planned = [a for a in self.attempts if a.plan is not None]
+        expect = getattr(self.referee, 'expect', None)
+        if expect is not None:  # a placement check of the player's own: it needs the plans
+            for a in planned:
+                expect(a.spec.package_id, a.plan, a.spec)
         poses = self.referee.poses([a.spec.package_id for a in planned])
         out: list[Placement] = []
         for a in planned:
@@ -416,6 +427,8 @@ class _Loop:
             )
             return FailureCause.timeout
         pid = shown.package_id
+        if self.counting:
+            self.n_objects += 1
         obs = self.perception.detect(pid)
         tries = 1
         # An empty or ambiguous view is tried again on fresh frames (new sensor noise) before
@@ -859,7 +872,8 @@ def run_episode(
     )
     loop.progress = progress
     try:
-        loop.n_objects = cell.reset(level, seed)
+        n = cell.reset(level, seed)
+        loop.n_objects, loop.counting = max(n, 0), n < 0
         failure: FailureCause | None = None
         while True:
             outcome = loop.carton()

@@ -44,6 +44,7 @@ __all__ = [
 PACKAGE = 'palletizer'
 PLANNERS = PlannerKind.names()
 ROBOTS = ('sim', 'ur')
+CELL_PROFILES = ('lockstep', 'hardware')  # nodes/cell_hardware.py PROFILES
 TELEMETRY_MODES = TelemetryMode.names()
 PERCEPTION_MODES = ('cameras', 'oracle')
 VIZ_MODES = ('none', 'foxglove')
@@ -93,6 +94,14 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
         'robot', 'sim', 'sim = MuJoCo cell bridge; ur = a real UR driver provides the arm'
     ),
     LaunchArgument(
+        'cell',
+        'lockstep',
+        'lockstep = the simulated cell advances only when asked (deterministic, the '
+        "benchmarks' profile); hardware = it runs on in real time and offers only a real "
+        "UR10e cell's interfaces, which the palletizer then uses alone (docs/real-cell.md); "
+        'robot:=sim only, speed > 0',
+    ),
+    LaunchArgument(
         'stability',
         'false',
         'true = run the physical stability trials (configs/stability.yaml: 15 jolts, 2 narrow '
@@ -132,6 +141,7 @@ class GraphOptions:
     perception: str = 'cameras'
     speed: float = 0.0
     robot: str = 'sim'
+    cell: str = 'lockstep'
     stability: bool = False
     telemetry: str = 'disk'
     use_sim_time: bool = True
@@ -244,11 +254,28 @@ def options_from_mapping(
     check_dds_profile()
     if robot == 'sim':
         check_mujoco_gl()
-    stability = _as_bool('stability', v['stability'])
-    if stability and robot != 'sim':
+    cell = _as_choice('cell', v['cell'], CELL_PROFILES)
+    if cell == 'hardware' and robot != 'sim':
         raise GraphError(
-            f'stability:=true with robot:={robot}; the stability trials shake the simulated '
-            'stack: robot:=sim only'
+            f'cell:=hardware with robot:={robot}; the hardware profile is one of the simulated '
+            "cell's: robot:=sim only (robot:=ur uses a real cell's interfaces anyway)"
+        )
+    if cell == 'hardware' and speed == 0:
+        raise GraphError(
+            'cell:=hardware with speed:=0; the hardware profile runs the world in real time '
+            'and tracks every trajectory: expected speed > 0 (speed:=1)'
+        )
+    perception = _as_choice('perception', v['perception'], PERCEPTION_MODES)
+    if perception == 'oracle' and (robot != 'sim' or cell != 'lockstep'):
+        raise GraphError(
+            f'perception:=oracle with robot:={robot} cell:={cell}; the oracle reads the '
+            "simulator's ground truth, which no real cell has: robot:=sim cell:=lockstep only"
+        )
+    stability = _as_bool('stability', v['stability'])
+    if stability and (robot != 'sim' or cell != 'lockstep'):
+        raise GraphError(
+            f'stability:=true with robot:={robot} cell:={cell}; the stability trials shake '
+            'the simulated stack, a service no real cell has: robot:=sim cell:=lockstep only'
         )
     return GraphOptions(
         level=level,
@@ -256,9 +283,10 @@ def options_from_mapping(
         episodes=episodes,
         planner=planner,
         planner_weights=planner_weights,
-        perception=_as_choice('perception', v['perception'], PERCEPTION_MODES),
+        perception=perception,
         speed=speed,
         robot=robot,
+        cell=cell,
         stability=stability,
         telemetry=_as_choice('telemetry', v['telemetry'], TELEMETRY_MODES),
         use_sim_time=_as_bool('use_sim_time', v['use_sim_time']),
@@ -514,6 +542,9 @@ def describe(opts: GraphOptions) -> tuple[NodeSpec, ...]:
 
 def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
     common = {'use_sim_time': opts.use_sim_time}
+    # The palletizer on a real cell's interfaces alone: with a real robot, or the hardware
+    # profile of the simulated cell (docs/real-cell.md).
+    real = opts.robot == 'ur' or opts.cell == 'hardware'
     joint_states = (('joint_states', '/joint_states'),)
     nodes: list[NodeSpec] = []
     if opts.robot == 'sim':
@@ -527,6 +558,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
                     'level': opts.level,
                     'seed': opts.seed,
                     'speed': opts.speed,
+                    'profile': opts.cell,
                     'trajectory_action': UR_TRAJECTORY_ACTION,
                     'set_io_service': UR_SET_IO_SERVICE,
                     'wrench_topic': UR_WRENCH_TOPIC,
@@ -551,6 +583,8 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
                 'map': opts.perception,
                 'detector': opts.perception,
                 'level': opts.level,
+                # Streaming cameras on a real cell; the lockstep cell renders on request.
+                'capture_service': '' if real else '/cell_bridge/capture',
             },
             remappings=(
                 ('heightmap', '/palletizer/heightmap'),
@@ -609,6 +643,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
                 'planner': opts.planner,
                 'speed': opts.speed,
                 'robot': opts.robot,
+                'cell_interfaces': 'real' if real else 'sim',
                 'stability': opts.stability,
                 'telemetry': opts.telemetry,
             },

@@ -133,6 +133,8 @@ class HardwareWorld:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
+        # Printed, not logged: the node's context is down by now. The benchmark reads it.
+        print(f'sim-only calls: {self.sim_only_calls}', flush=True)
 
     def refuse(self, name: str, response: Any) -> Any:
         """The answer of a simulated-cell service in this profile: NOT_OFFERED, counted."""

@@ -116,7 +116,13 @@ class DepthFusionNode(Node):
         # own group while responses and frames arrive on the executor's other threads.
         self.serve_group = MutuallyExclusiveCallbackGroup()
         self.client_group = ReentrantCallbackGroup()
-        self.truth = self.create_client(GroundTruth, truth, callback_group=self.client_group)
+        # Ground truth for the oracle modes only: a real cell has none (docs/real-cell.md).
+        oracle = 'oracle' in (self.map_mode, self.detector_mode)
+        self.truth = (
+            self.create_client(GroundTruth, truth, callback_group=self.client_group)
+            if oracle
+            else None
+        )
         self.capture = (
             self.create_client(Capture, capture, callback_group=self.client_group)
             if capture
@@ -149,7 +155,7 @@ class DepthFusionNode(Node):
 
     # Calls ----------------------------------------------------------------------------------
     def _call(self, client, request, timeout: float = 30.0):
-        if not client.wait_for_service(timeout_sec=10.0):
+        if client is None or not client.wait_for_service(timeout_sec=10.0):
             return None
         done = threading.Event()
         fut = client.call_async(request)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from builtin_interfaces.msg import Time
 from palletizer_msgs.action import Pick, Place
@@ -451,6 +451,16 @@ class RosCell:
         return self._now - self._t0
 
 
+class HoldingCell(Protocol):
+    """What the gauge needs of a cell port (RosCell, or line_ports.RosLine): let time pass with
+    the arm still, and the time now."""
+
+    @property
+    def stamp(self) -> Time: ...
+
+    def hold(self, seconds: float) -> None: ...
+
+
 class RosGauge:
     """GaugePort over the wrist gauge; the arm is held still (cell settle) before each reading."""
 
@@ -463,7 +473,7 @@ class RosGauge:
         self.hold_s = hold_s
         self.tare_c = node.create_client(Tare, f'{prefix}/tare')
         self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
-        self.cell: RosCell | None = None
+        self.cell: HoldingCell | None = None
         self.last_error = ''
         self.tare_wrench: list[float] | None = None  # [N, N m] the episode's tare
 
@@ -551,10 +561,17 @@ class RosPerception:
     """PerceptionPort over depth_fusion (detection and the fused height map)."""
 
     def __init__(
-        self, node: Node, calls: Calls, oracle: bool, prefix: str = '/depth_fusion'
+        self,
+        node: Node,
+        calls: Calls,
+        oracle: bool,
+        prefix: str = '/depth_fusion',
+        stamp: Callable[[], Time] | None = None,
     ) -> None:
         self.calls = calls
         self.oracle = oracle
+        # The cell's time now: each request asks for frames no older (streaming cameras).
+        self.stamp = stamp or Time
         self.detect_c = node.create_client(Detect, f'{prefix}/detect')
         self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
         self.held_c = node.create_client(MeasureHeld, f'{prefix}/measure_held')
@@ -574,7 +591,7 @@ class RosPerception:
     def detect(self, package_id: str) -> Observation | None:
         res = self.calls.service(
             self.detect_c,
-            Detect.Request(),
+            Detect.Request(min_stamp=self.stamp()),
             'detection',
             self.calls.t.quick_s,
             repeatable=True,
@@ -606,7 +623,7 @@ class RosPerception:
         """(the measured observation, '') of a MeasureHeld or MeasureLid call, or (None, why)."""
         res = self.calls.service(
             client,
-            kind.Request(observation=observation_to_msg(observation)),
+            kind.Request(observation=observation_to_msg(observation), min_stamp=self.stamp()),
             what,
             self.calls.t.quick_s,
             repeatable=True,
@@ -620,7 +637,7 @@ class RosPerception:
     def heightmap(self) -> HeightMap:
         res = self.calls.service(
             self.fuse_c,
-            FuseHeightMap.Request(forget=self.forget),
+            FuseHeightMap.Request(forget=self.forget, min_stamp=self.stamp()),
             'height-map fusion',
             self.calls.t.quick_s,
             repeatable=True,
@@ -851,7 +868,10 @@ class RosSink:
         self.placements = node.create_publisher(PlacementMsg, 'placements', EVENTS)
         self.states = node.create_publisher(PalletStateMsg, 'pallet_states', EVENTS)
         self.marks = node.create_publisher(EpisodeEvent, '/palletizer/snapshot_marks', EVENTS)
-        self.capture_c = node.create_client(Capture, f'{cell_prefix}/capture')
+        # The photos are the simulated cell's renders on request: no client without them.
+        self.capture_c = (
+            node.create_client(Capture, f'{cell_prefix}/capture') if photo_views else None
+        )
         self.calls = calls
         self.photo_views = tuple(photo_views)
         self.photos = 0  # snapshot marks published

@@ -21,9 +21,10 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from palletizer.core.config import load_config
-from palletizer.core.contracts import EpisodeResult
+from palletizer.core.contracts import EpisodeResult, PalletGeometry
 from palletizer.core.episode import EpisodeAborted, EpisodeSettings, run_episode
 from palletizer.core.errors import PalletizerError
+from palletizer.core.placement_check import PlacementCheck
 from palletizer.nodes.director_ports import (
     Calls,
     RosCell,
@@ -35,6 +36,7 @@ from palletizer.nodes.director_ports import (
     RosSink,
     Timeouts,
 )
+from palletizer.nodes.line_ports import RosLine
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.version import git_sha
 
@@ -96,6 +98,21 @@ class EpisodeDirectorNode(Node):
         self.planner_kind = param('planner', 'heuristic', 'heuristic | beam | grid')
         self.speed = float(param('speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)'))
         self.robot = param('robot', 'sim', 'sim | ur')
+        self.interfaces = param(
+            'cell_interfaces',
+            'sim',
+            "sim = the simulated cell's services (reset, present, settle, capture, ground "
+            "truth); real = a real cell's I/O, clock and cameras alone (docs/real-cell.md)",
+        )
+        if self.interfaces not in ('sim', 'real'):
+            raise PalletizerError(
+                f'episode_director: cell_interfaces:={self.interfaces!r}; expected sim or real'
+            )
+        self.real = self.interfaces == 'real'
+        set_io = param('set_io_service', '/io_and_status_controller/set_io', 'the line: SetIO')
+        io_states = param(
+            'io_states_topic', '/io_and_status_controller/io_states', 'the line: IOStates'
+        )
         self.trajectory_action = param(
             'trajectory_action',
             '/scaled_joint_trajectory_controller/follow_joint_trajectory',
@@ -104,6 +121,11 @@ class EpisodeDirectorNode(Node):
         self.stability = bool(
             param('stability', False, 'run the stability trials on the stack after each episode')
         )
+        if self.stability and self.real:
+            raise PalletizerError(
+                'episode_director: stability:=true with cell_interfaces:=real; the trials shake '
+                'the simulated stack, which a real cell cannot'
+            )
         self.telemetry = param('telemetry', 'disk', 'disk | postgres | supabase | off')
         cfg = load_config()
         gauge = cfg.perception.gauge
@@ -122,7 +144,22 @@ class EpisodeDirectorNode(Node):
         self.calls = Calls(self, self.abort, Timeouts(speed=self.speed))
         self.group = ReentrantCallbackGroup()
         self.gauge = RosGauge(self, self.calls, hold)
-        self.cell = RosCell(self, self.calls, self.gauge)
+        self.cell: RosCell | RosLine
+        if self.real:
+            # How long a carton may take to come: the conveyor's own jam time, sim seconds.
+            self.cell = RosLine(
+                self,
+                self.calls,
+                self.gauge,
+                cfg.cell.hardware.line,
+                set_io_service=set_io,
+                io_states_topic=io_states,
+                arrive_s=cfg.cell.conveyor.timeout_s,
+                stopping=self.stopping,
+            )
+        else:
+            self.cell = RosCell(self, self.calls, self.gauge)
+        self.pallet = PalletGeometry.from_config(cfg.cell.pallet)
         self.gauge.cell = self.cell
         self.planner = RosPlanner(self, self.calls, self.planner_kind)
         self.motion = RosExecutor(
@@ -131,13 +168,15 @@ class EpisodeDirectorNode(Node):
             stamp=lambda: self.cell.stamp,
             refresh=lambda: self.cell.hold(0.0),  # a cell call that only reads the time
         )
-        self.referee = RosReferee(self, self.calls)
+        self.referee: RosReferee | PlacementCheck | None = (
+            None if self.real else RosReferee(self, self.calls)
+        )
         self.run_id = time.strftime('%Y%m%d-%H%M%S')
         # Photos only when telemetry writes them; the park before each is the executor's and
         # happens either way, so the episode is the same with and without telemetry.
         views = (
             tuple(v.value for v in cfg.telemetry.snapshots.views)
-            if self.telemetry != 'off'
+            if self.telemetry != 'off' and not self.real  # photos: a capture on request
             else ()
         )
         self.sink = RosSink(self, self.run_id, self.say, self.calls, views)
@@ -178,11 +217,10 @@ class EpisodeDirectorNode(Node):
                     'ur_robot_driver running and the External Control program playing?'
                 )
             time.sleep(0.2)
-        if not self.cell.reset_c.wait_for_service(timeout_sec=1.0):
+        if not self.real:
             return (
-                f'the UR driver is there ({self.trajectory_action}), but the episodes still call '
-                "the simulated cell's reset, present, release, settle and capture services "
-                '(docs/real-cell.md): robot:=ur cannot run an episode yet'
+                f'the UR driver is there ({self.trajectory_action}), but cell_interfaces:=sim '
+                "calls the simulated cell's services: robot:=ur needs cell_interfaces:=real"
             )
         return ''
 
@@ -206,14 +244,22 @@ class EpisodeDirectorNode(Node):
             # The one place the oracle flag is computed: from what each node reports it runs.
             oracle = graph_oracle_flag(map_mode, detector_mode, gauge_mode, self.planner.oracle)
             perception = RosPerception(
-                self, self.calls, oracle=map_mode != 'cameras' or detector_mode != 'cameras'
+                self,
+                self.calls,
+                oracle=map_mode != 'cameras' or detector_mode != 'cameras',
+                stamp=lambda: self.cell.stamp,
             )
             perception.on_heightmap = self.motion.set_heightmap
+            if self.real:  # no ground truth: the palletizer checks its placements itself
+                self.referee = PlacementCheck(perception, self.pallet)
+            referee = self.referee
+            assert referee is not None
             motion = 'fast-forward' if self.speed == 0 else f'interpolated x{self.speed:g}'
             self.say(
                 f'palletizer · level {self.level} ({self.task}) · planner {kind} · map '
                 f'{map_mode} · detector {detector_mode} · gauge {gauge_mode} · motion {motion} · '
-                f'telemetry {self.telemetry} · oracle {str(oracle).lower()}'
+                f'telemetry {self.telemetry} · cell interfaces {self.interfaces} · '
+                f'oracle {str(oracle).lower()}'
             )
             sha = git_sha()
             for k in range(self.episodes):
@@ -222,6 +268,8 @@ class EpisodeDirectorNode(Node):
                 self.sink.begin(seed)
                 self.planner.reset()
                 perception.reset()
+                if isinstance(referee, PlacementCheck):
+                    referee.reset()
                 self.motion.set_heightmap(None)
                 result = run_episode(
                     level=self.level,
@@ -232,7 +280,7 @@ class EpisodeDirectorNode(Node):
                     gauge=self.gauge,
                     planner=self.planner,
                     executor=self.motion,
-                    referee=self.referee,
+                    referee=referee,
                     sink=self.sink,
                     settings=self.settings,
                     oracle=oracle,
@@ -275,6 +323,7 @@ class EpisodeDirectorNode(Node):
 
     def _stability(self, result: EpisodeResult) -> EpisodeResult:
         """The stability trials on the episode's stack, into metrics.stability."""
+        assert isinstance(self.referee, RosReferee)  # stability:=true is sim-only
         summary = self.referee.stability()
         beams = summary.get('beam_held') or {}
         self.say(

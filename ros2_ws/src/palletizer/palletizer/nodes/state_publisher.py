@@ -7,7 +7,9 @@ real one can take its place with the same URDF.
 from __future__ import annotations
 
 import dataclasses
+import math
 
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -44,12 +46,25 @@ class StatePublisherNode(Node):
             UR10eKinematics().T_world_base, gripper.tcp_offset, robot.pedestal.height
         )
         self.tf_static.sendTransform([transform_msg(stamp, *f) for f in fixed])
+        # As robot_state_publisher's publish_frequency: joint states may come at 500 Hz (a UR
+        # driver's); the link TFs go out at most this often, in the states' own time.
+        rate = self.declare_parameter(
+            'publish_frequency',
+            50.0,
+            ParameterDescriptor(description='link TFs at most this often [Hz, stamp time]'),
+        ).value
+        self.min_dt = 1.0 / float(rate) if rate > 0 else 0.0
+        self.last = -math.inf
         self.create_subscription(JointState, 'joint_states', self.on_joints, SENSORS)
 
     def on_joints(self, msg: JointState) -> None:
         pos = dict(zip(msg.name, msg.position, strict=False))
         if not all(j in pos for j in JOINTS):
             return
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        if self.last <= t < self.last + self.min_dt - 1e-9:
+            return  # not due yet (a stamp earlier than the last: a new episode, published)
+        self.last = t
         q = [pos[j] for j in JOINTS]
         tfs = [
             transform_msg(msg.header.stamp, LINKS[i], LINKS[i + 1], T)

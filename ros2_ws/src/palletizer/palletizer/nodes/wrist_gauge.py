@@ -80,8 +80,11 @@ class WristGaugeNode(Node):
         )
         # The oracle's call to the cell waits inside a service callback: its answer arrives on
         # another thread of the multi-threaded executor, in its own group.
-        self.truth = self.create_client(
-            GroundTruth, truth, callback_group=MutuallyExclusiveCallbackGroup()
+        # Only in the oracle mode: a real cell has no ground truth (docs/real-cell.md).
+        self.truth = (
+            self.create_client(GroundTruth, truth, callback_group=MutuallyExclusiveCallbackGroup())
+            if self.mode == 'oracle'
+            else None
         )
         self.tcp_offset = cfg.cell.gripper.tcp_offset
         self.cup_gap = cfg.cell.gripper.cup_gap
@@ -164,7 +167,7 @@ class WristGaugeNode(Node):
 
     def _oracle_spec(self, package_id: str):
         """The carton's catalogue truth from the cell (oracle mode), or an error text."""
-        if not self.truth.wait_for_service(timeout_sec=10.0):
+        if self.truth is None or not self.truth.wait_for_service(timeout_sec=10.0):
             return 'no ground truth service'
         done = threading.Event()
         fut = self.truth.call_async(GroundTruth.Request())

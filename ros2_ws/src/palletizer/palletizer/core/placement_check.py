@@ -1,0 +1,132 @@
+"""The palletizer's own check of a placement: where the fused height map shows the carton's lid.
+
+A real cell has no ground truth. After each place the palletizer fuses the pallet cameras again
+and looks for the lid of the carton it just set down: the cells within `band` of the lid's
+planned height, around the planned footprint, connected to the planned centre. A rectangle
+fitted to them gives the measured centre and yaw; the cells' median height gives the lid.
+A lid that other cartons now cover is not seen again: the caller keeps its last measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from palletizer.core.contracts import HeightMap, PackageSpec, PalletGeometry, PlacementPlan
+
+__all__ = ['LidFit', 'PlacementCheck', 'locate_lid']
+
+
+@dataclass(frozen=True)
+class LidFit:
+    """A located lid: the carton's centre pose in the world (x, y, z, yaw) and how many map
+    cells carried the fit (its share of the lid's area in `coverage`)."""
+
+    pose: tuple[float, float, float, float]
+    cells: int
+    coverage: float
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def locate_lid(
+    hm: HeightMap,
+    pallet: PalletGeometry,
+    planned: Sequence[float],
+    dims: Sequence[float],
+    band: float = 0.015,
+    margin: float = 0.06,
+    min_coverage: float = 0.5,
+) -> LidFit | None:
+    """The carton planned at world pose `planned` (x, y, z of its centre, yaw) with size
+    `dims` (L, W, H) [m], as the map shows it; None when its lid is not seen over at least
+    `min_coverage` of its area (hidden, or not where it was planned).
+
+    Cells within `band` [m] of the planned lid height, within the footprint's circumradius plus
+    `margin` [m] of the planned centre, connected to the cell nearest the planned centre (or,
+    when that one is not on the lid, to the biggest such patch).
+    """
+    x, y, z, yaw = (float(v) for v in planned)
+    L, W, H = (float(v) for v in dims)
+    cs = hm.cell_size
+    ox, oy = hm.origin
+    ny, nx = hm.cells.shape
+    top = z + H / 2 - pallet.deck_z  # the lid above the deck, as the map holds heights
+    r = math.hypot(L, W) / 2 + margin
+    c0, c1 = max(0, int((x - r - ox) / cs)), min(nx, int(math.ceil((x + r - ox) / cs)))
+    r0, r1 = max(0, int((y - r - oy) / cs)), min(ny, int(math.ceil((y + r - oy) / cs)))
+    if c0 >= c1 or r0 >= r1:
+        return None
+    cells = hm.cells[r0:r1, c0:c1]
+    seen = hm.observed[r0:r1, c0:c1] if hm.observed is not None else np.ones_like(cells, bool)
+    mask = (seen & (np.abs(cells - top) < band)).astype(np.uint8)
+    n, labels = cv2.connectedComponents(mask, connectivity=4)
+    if n < 2:
+        return None
+    ci = min(max(int((x - ox) / cs) - c0, 0), c1 - c0 - 1)
+    ri = min(max(int((y - oy) / cs) - r0, 0), r1 - r0 - 1)
+    label = int(labels[ri, ci])
+    if label == 0:
+        sizes = np.bincount(labels.ravel())[1:]
+        label = int(np.argmax(sizes)) + 1
+    rows, cols = np.nonzero(labels == label)
+    coverage = rows.size * cs * cs / (L * W)
+    if coverage < min_coverage:
+        return None
+    pts = np.stack([ox + (cols + c0 + 0.5) * cs, oy + (rows + r0 + 0.5) * cs], axis=1)
+    (cx, cy), _, angle = cv2.minAreaRect(pts.astype(np.float32))
+    # The rectangle's angle is one of its sides' directions: of the four, the one nearest the
+    # planned yaw (a carton turned a quarter turn or more is beyond any placement tolerance).
+    base = math.radians(angle)
+    d = min((_wrap(base + k * math.pi / 2 - yaw) for k in range(4)), key=abs)
+    lid = float(np.median(cells[rows, cols]))
+    pose = (float(cx), float(cy), lid + pallet.deck_z - H / 2, yaw + d)
+    return LidFit(pose, int(rows.size), round(float(coverage), 3))
+
+
+class PlacementCheck:
+    """The episode's RefereePort where there is no ground truth (core/episode.py): each planned
+    carton's lid located in a height map fused now, through `perception.heightmap()`.
+
+    A lid seen no more (covered by later cartons) keeps its last measurement; one never seen is
+    reported where it was planned and is listed in `unseen`. `fits` holds each carton's last
+    LidFit.
+    """
+
+    def __init__(self, perception: Any, pallet: PalletGeometry) -> None:
+        self.perception, self.pallet = perception, pallet
+        Pose = tuple[float, float, float, float]
+        self.expected: dict[str, tuple[Pose, tuple[float, float, float]]] = {}
+        self.fits: dict[str, LidFit] = {}
+        self.unseen: set[str] = set()
+
+    def reset(self) -> None:
+        self.expected.clear()
+        self.fits.clear()
+        self.unseen.clear()
+
+    def expect(self, package_id: str, plan: PlacementPlan, spec: PackageSpec) -> None:
+        x, y, z = plan.position
+        L, W, H = spec.dims_m
+        self.expected[package_id] = ((x, y, z, plan.yaw), (L, W, H))
+
+    def poses(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float, float]]:
+        hm = self.perception.heightmap()
+        out = {}
+        for pid in package_ids:
+            planned, dims = self.expected[pid]
+            fit = locate_lid(hm, self.pallet, planned, dims)
+            if fit is not None:
+                self.fits[pid] = fit
+                self.unseen.discard(pid)
+            elif pid not in self.fits:
+                self.unseen.add(pid)
+            out[pid] = self.fits[pid].pose if pid in self.fits else planned
+        return out

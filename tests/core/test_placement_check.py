@@ -1,0 +1,68 @@
+"""The palletizer's own placement check: a lid located in a height map, to sub-cell accuracy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from palletizer.core.contracts import HeightMap, PalletGeometry
+from palletizer.core.placement_check import locate_lid
+
+PALLET = PalletGeometry()
+CELL = 0.010
+
+
+def _map(boxes, noise=0.0, seed=0):
+    """A pallet height map with boxes (x, y, yaw, L, W, top above the deck), cells sampled at
+    their centres, as the fusion's per-cell heights are."""
+    nx, ny = round(PALLET.size_xy[0] / CELL), round(PALLET.size_xy[1] / CELL)
+    ox = PALLET.centre_xy[0] - PALLET.size_xy[0] / 2
+    oy = PALLET.centre_xy[1] - PALLET.size_xy[1] / 2
+    xs = ox + (np.arange(nx) + 0.5) * CELL
+    ys = oy + (np.arange(ny) + 0.5) * CELL
+    X, Y = np.meshgrid(xs, ys)
+    h = np.zeros((ny, nx))
+    for x, y, yaw, L, W, top in boxes:
+        c, s = math.cos(yaw), math.sin(yaw)
+        u = (X - x) * c + (Y - y) * s
+        v = -(X - x) * s + (Y - y) * c
+        inside = (np.abs(u) <= L / 2) & (np.abs(v) <= W / 2)
+        h = np.where(inside, np.maximum(h, top), h)
+    h += np.random.default_rng(seed).normal(0.0, noise, h.shape)
+    return HeightMap(h, origin=(ox, oy), cell_size=CELL)
+
+
+@pytest.mark.parametrize(
+    ('dx', 'dy', 'dyaw'), [(0.0, 0.0, 0.0), (0.004, -0.003, 0.02), (-0.012, 0.007, -0.05)]
+)
+def test_a_lid_is_located_to_a_few_millimetres_from_a_one_centimetre_map(dx, dy, dyaw):
+    L, W, H = 0.42, 0.30, 0.18
+    planned = (0.45, -0.12, PALLET.deck_z + H / 2, 0.3)
+    actual = (planned[0] + dx, planned[1] + dy, planned[3] + dyaw)
+    neighbour = (0.97, -0.12, 0.0, 0.40, 0.30, H)  # same layer, 60 mm away
+    hm = _map([(*actual, L, W, H), neighbour], noise=0.002)
+    fit = locate_lid(hm, PALLET, planned, (L, W, H))
+    assert fit is not None
+    x, y, z, yaw = fit.pose
+    assert math.hypot(x - actual[0], y - actual[1]) < 0.004
+    assert abs(yaw - actual[2]) < math.radians(1.5)
+    assert abs(z - planned[2]) < 0.003 and fit.coverage > 0.8
+
+
+def test_a_lid_not_at_its_planned_height_is_not_seen():
+    L, W, H = 0.42, 0.30, 0.18
+    planned = (0.45, -0.12, PALLET.deck_z + H / 2, 0.0)
+    covered = _map([(0.45, -0.12, 0.0, L, W, H + 0.2)])  # another carton stands on it
+    assert locate_lid(covered, PALLET, planned, (L, W, H)) is None
+    assert locate_lid(_map([]), PALLET, planned, (L, W, H)) is None  # never arrived
+
+
+def test_the_yaw_is_reported_near_the_plan_not_a_quarter_or_half_turn_off():
+    L, W, H = 0.40, 0.30, 0.20
+    planned = (0.6, 0.1, PALLET.deck_z + H / 2, math.radians(178.0))
+    hm = _map([(0.6, 0.1, math.radians(-179.0), L, W, H)])
+    fit = locate_lid(hm, PALLET, planned, (L, W, H))
+    assert fit is not None
+    d = (fit.pose[3] - math.radians(181.0) + math.pi) % (2 * math.pi) - math.pi
+    assert abs(d) < math.radians(1.5) and abs(fit.pose[3] - planned[3]) < math.radians(5)
