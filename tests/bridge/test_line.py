@@ -49,23 +49,24 @@ def test_a_carton_comes_only_when_asked_the_eye_sees_it_and_clears_when_it_is_li
     cell = Cell(cfg.level(11), seed=1)
     line = Line(io)
     line.tick(cell)
-    assert line.inputs() == set() and line.presented is None  # nothing asked for
+    ready = io.ready_in  # an empty pallet stands and the load is there
+    assert line.inputs() == {ready} and line.presented is None  # nothing asked for
     assert not line.set_output(io.request_out + 5, True)  # not the line's pin
     assert line.set_output(io.request_out, True) and line.outputs() == {io.request_out}
     line.tick(cell)
     pid = line.presented
-    assert pid is not None and line.inputs() == {io.arrived_in}
+    assert pid is not None and line.inputs() == {io.arrived_in, ready}
     before = cell.source.state().pending
     # Sealed but not yet clear of the beam: the eye still sees it.
     _lift_presented(cell, pid, BEAM_CLEAR_M / 2)
     line.set_output(io.request_out, False)
     line.tick(cell)
-    assert line.presented == pid and line.inputs() == {io.arrived_in}
+    assert line.presented == pid and line.inputs() == {io.arrived_in, ready}
     cell.track(
         cartesian_move(cell.q, cell.tcp_pose()[0], cell.tcp_pose()[0] + [0, 0, 0.2], 2.0, 0.5)
     )
     line.tick(cell)
-    assert line.presented is None and line.inputs() == set() and line.handed_over == 1
+    assert line.presented is None and line.inputs() == {ready} and line.handed == [pid]
     assert cell.source.state().pending == before - 1  # the source was told: the next may come
     line.tick(cell)
     assert line.presented is None  # the request is down: nothing new
@@ -88,5 +89,19 @@ def test_the_done_input_rises_when_the_load_is_exhausted_and_nothing_stands_at_t
         line.tick(cell)
         assert line.presented != pid and line.handed_over == k + 1
         _drop(cell, k)
-    assert line.done and line.inputs() == {io.done_in} and not line.jammed
+    assert line.done and line.inputs() == {io.done_in, io.ready_in} and not line.jammed
     np.testing.assert_equal(cell.source.state().exhausted, True)
+
+
+def test_the_pallet_exchange_outputs_and_a_line_that_waits_while_the_pallet_is_away():
+    cfg = load_config()
+    io = cfg.cell.hardware.line
+    cell = Cell(cfg.level(11), seed=1)
+    line = Line(io)
+    assert line.set_output(io.finished_out, True) and line.outputs() == {io.finished_out}
+    line.ready = False  # the plant took the pallet (bridge/scenario.py's side)
+    line.set_output(io.request_out, True)
+    line.tick(cell)
+    assert line.presented is None and io.ready_in not in line.inputs()  # no carton meanwhile
+    line.reset()  # the next load on an empty pallet
+    assert line.inputs() == {io.ready_in} and line.outputs() == set() and line.handed == []

@@ -39,19 +39,29 @@ class Line:
         self.reset()
 
     def reset(self) -> None:
-        """A new load: nothing asked for, nothing at the station."""
+        """A new load on an empty pallet: nothing asked for, nothing at the station, ready."""
         self.request = False
+        self.finished = False  # the palletizer's finished_out
+        self.ready = True  # ready_in: the plant's side of the pallet exchange
         self.presented: str | None = None
         self._lid_z = 0.0
         self.done = False
         self.jammed = False
-        self.handed_over = 0  # cartons lifted away from the station
+        self.handed: list[str] = []  # the load's ids, in the order they were lifted away
+
+    @property
+    def handed_over(self) -> int:
+        """Cartons lifted away from the station."""
+        return len(self.handed)
 
     def set_output(self, pin: int, on: bool) -> bool:
         """A digital output the palletizer switched; False when the line has no such pin."""
-        if pin != self.io.request_out:
+        if pin == self.io.request_out:
+            self.request = bool(on)
+        elif pin == self.io.finished_out:
+            self.finished = bool(on)
+        else:
             return False
-        self.request = bool(on)
         return True
 
     def inputs(self) -> set[int]:
@@ -61,11 +71,20 @@ class Line:
             on.add(self.io.arrived_in)
         if self.done:
             on.add(self.io.done_in)
+        if self.ready:
+            on.add(self.io.ready_in)
         return on
 
     def outputs(self) -> set[int]:
-        """The line's digital outputs that are on (the request)."""
-        return {self.io.request_out} if self.request else set()
+        """The line's digital outputs that are on (the request, the pallet finished)."""
+        return {
+            p
+            for p, on in (
+                (self.io.request_out, self.request),
+                (self.io.finished_out, self.finished),
+            )
+            if on
+        }
 
     def state(self) -> LineState:
         return LineState(self.presented is not None, self.done, self.jammed, self.presented)
@@ -75,9 +94,11 @@ class Line:
         and the station empty, have the source bring the next carton to rest (physics runs)."""
         if self.presented is not None and self._lifted_away(cell):
             cell.release(self.presented)
+            self.handed.append(self.presented)
             self.presented = None
-            self.handed_over += 1
         if self.presented is not None or not self.request or self.done or self.jammed:
+            return
+        if not self.ready:  # the pallet is being exchanged
             return
         got = cell.present()
         if got is None:

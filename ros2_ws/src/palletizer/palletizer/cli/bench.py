@@ -66,6 +66,12 @@ BENCHMARKS = {
         'bench_train_throughput',
         'weight-training evaluations per second on Ray with 1 and 2 workers (median of repeats)',
     ),
+    'hardware': (
+        'palletizer.cli.bench_hardware',
+        'bench_hardware',
+        'the reference levels in the hardware profile (real-cell interfaces only), scored by the '
+        'scenario referee, against the lockstep loop',
+    ),
     'graph': (
         'palletizer.cli.bench_graph',
         'bench_graph',

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,7 @@ class GraphRun:
     placements: list[dict[str, Any]] = field(default_factory=list)
     tail: str = ''
     mismatches: list[dict[str, Any]] = field(default_factory=list)
+    extra_lines: list[dict[str, Any]] = field(default_factory=list)  # run_graph's `collect`
 
     @property
     def episodes_ok(self) -> int:
@@ -355,8 +356,14 @@ def run_graph(
     domain_id: int,
     timeout_s: float,
     keep: bool = False,
+    extra: Callable[[Path], Sequence[str]] | None = None,
+    collect: str = '',
 ) -> GraphRun:
-    """One palletize run in a fresh temporary folder, network namespace and ROS domain."""
+    """One palletize run in a fresh temporary folder, network namespace and ROS domain.
+
+    `extra(work)`: more palletize arguments, given the run's folder; `collect`: a JSON-lines
+    file the run writes in its folder, read into `extra_lines`.
+    """
     work = Path(tempfile.mkdtemp(prefix=f'bench-graph-{level}-{mode}-'))
     argv = [
         sys.executable,
@@ -372,6 +379,7 @@ def run_graph(
         f'{MODES[mode]:g}',
         '--planner',
         planner,
+        *(extra(work) if extra is not None else ()),
     ]
     env = {
         **os.environ,
@@ -411,6 +419,7 @@ def run_graph(
         episodes=_lines(sorted(runs.glob('*/episodes.jsonl'))),
         placements=_lines(sorted(runs.glob('*/placements.jsonl'))),
         tail='\n'.join(text.splitlines()[-400:]),
+        extra_lines=_lines([work / collect]) if collect and (work / collect).is_file() else [],
     )
     if 'Traceback (most recent call last)' in text and 'Traceback' not in run.tail:
         run.tail = 'Traceback (most recent call last) earlier in the output\n' + run.tail

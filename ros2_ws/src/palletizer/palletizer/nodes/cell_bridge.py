@@ -15,6 +15,7 @@ import dataclasses
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -53,8 +54,10 @@ from palletizer.bridge import (
     cell_frames,
     steps_per_sample,
 )
+from palletizer.bridge.scenario import Scenario
 from palletizer.bridge.ur_status import UrStatus
 from palletizer.core.config import load_config
+from palletizer.core.contracts import PalletGeometry
 from palletizer.core.errors import PalletizerError
 from palletizer.core.jtc import GoalError
 from palletizer.core.loads import draw_load
@@ -135,6 +138,9 @@ class CellBridgeNode(Node):
             for k, v in (('depth', 'depth/image_raw'), ('color', 'color/image_raw'))
         }
         topics['info'] = param('info_topic', '/cameras/{camera}/camera_info', 'CameraInfo topic')
+        scenario_file = param(
+            'scenario_file', '', "hardware: append the scenario referee's episode lines here"
+        )
         if self.profile not in PROFILES:
             raise PalletizerError(
                 f'cell_bridge: profile:={self.profile!r}; expected one of {", ".join(PROFILES)}'
@@ -220,6 +226,15 @@ class CellBridgeNode(Node):
                 cameras=self.images,
                 rtf=rtf,
                 camera_rate_hz=rate,
+                scenario=Scenario(
+                    int(level),
+                    int(seed),
+                    PalletGeometry.from_config(cell_cfg.pallet),
+                    cell_cfg.episode.tolerance.xy,
+                    cell_cfg.episode.tolerance.yaw,
+                    Path(scenario_file) if scenario_file else None,
+                ),
+                reset_world=self._scenario_reset,
             )
             if self.hardware
             else None
@@ -276,6 +291,12 @@ class CellBridgeNode(Node):
         world = self.world_hw
         assert world is not None
         return lambda _req, res: world.refuse(f'/cell_bridge/{name[2:]}', res)
+
+    def _scenario_reset(self, seed: int) -> None:
+        """The scenario lays out the next load (called in the world thread, lock held)."""
+        err = self._reset(self.level.id, seed)
+        if err:
+            raise PalletizerError(f'scenario reset to seed {seed}: {err}')
 
     def _line_outputs(self) -> set[int]:
         return set() if self.world_hw is None else self.world_hw.line.outputs()

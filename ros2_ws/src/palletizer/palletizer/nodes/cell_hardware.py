@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from palletizer_msgs.msg import Placement as PlacementMsg
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
@@ -26,6 +27,7 @@ from std_msgs.msg import UInt32
 from palletizer.bridge import StepStream, camera_matrices, steps_per_sample
 from palletizer.bridge.line import Line
 from palletizer.bridge.pacer import Pacer
+from palletizer.bridge.scenario import Scenario
 from palletizer.core.config import HardwareConfig
 
 __all__ = ['PROFILES', 'CameraPublisher', 'HardwareWorld', 'depth_image']
@@ -34,6 +36,7 @@ PROFILES = ('lockstep', 'hardware')
 
 # Reliable, like the camera drivers' default: a 1.2 MB image survives fragmentation.
 _IMAGES = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+_PLACEMENTS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 _LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
@@ -103,8 +106,16 @@ class HardwareWorld:
         cameras: CameraPublisher,
         rtf: float,
         camera_rate_hz: float,
+        scenario: Scenario,
+        reset_world: Callable[[int], None],
     ) -> None:
         self.node, self.lock, self.stepping_goal = node, lock, stepping_goal
+        self.scenario, self.reset_world = scenario, reset_world
+        self._exchange = False  # a pallet was taken: lay out the next once finished drops
+        # The palletizer's published placements: the plan and its own check, for the referee.
+        node.create_subscription(
+            PlacementMsg, '/palletizer/placements', self._on_placement, _PLACEMENTS
+        )
         self.render, self.stamp, self.cameras = render, stamp, cameras
         self.pacer = Pacer(rtf)
         self.camera_rate_hz = float(camera_rate_hz)
@@ -151,6 +162,29 @@ class HardwareWorld:
             response.stamp = self.stamp()
         return response
 
+    def _on_placement(self, msg: PlacementMsg) -> None:
+        pose = lambda p: (p.x, p.y, p.z, p.yaw)  # noqa: E731
+        self.scenario.note_placement(msg.package_id, pose(msg.planned_pose), pose(msg.actual_pose))
+
+    def _exchange_pallet(self) -> bool:
+        """The plant's side of the pallet exchange (bridge/scenario.py); True when it acted."""
+        line = self.line
+        if line.finished and line.ready:  # take the pallet away and score it
+            line.ready = False
+            out = self.scenario.score(self.cell.ground_truth(), line.handed, self.sim_only_calls)
+            print(
+                f'scenario: level {out["level"]} seed {out["seed"]}: '
+                f'{out["within_tolerance"]}/{out["handed_over"]} within tolerance by the referee',
+                flush=True,
+            )
+            self._exchange = True
+            return True
+        if self._exchange and not line.finished:  # lay out the next load on an empty pallet
+            self._exchange = False
+            self.reset_world(self.scenario.next_seed())
+            return True
+        return False
+
     def _stream_frames(self) -> None:
         names = list(self.cameras.pubs)
         self.cameras.publish(self.render(names), self.stamp())
@@ -164,7 +198,8 @@ class HardwareWorld:
                 continue
             try:
                 if self.cell is not None:
-                    self.line.tick(self.cell)
+                    if not self._exchange_pallet():
+                        self.line.tick(self.cell)
                     self.cell.step(10)
             except Exception as exc:
                 if not self.node.context.ok():

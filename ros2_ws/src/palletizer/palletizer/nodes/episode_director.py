@@ -289,6 +289,11 @@ class EpisodeDirectorNode(Node):
                 if self.stability and not result.metrics.get('aborted') and result.n_placed:
                     result = self._stability(result)
                 self._close(result)
+                finish = getattr(self.cell, 'finish', None)
+                if finish is not None:  # the line's pallet exchange (real cell interfaces)
+                    why = finish()
+                    if why:
+                        self.say(f'  {why}')
                 self.results.append(result)
                 self.say(summary_line(result))
                 if result.metrics.get('aborted'):

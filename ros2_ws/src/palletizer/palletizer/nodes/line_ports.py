@@ -26,6 +26,9 @@ from palletizer.core.episode import EpisodeAborted, Presented
 __all__ = ['RosLine']
 
 _IO = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+# [s, sim] how long the pallet exchange may take either way: the scenario's is a world reset
+# (~2-5 s of wall time); an operator's, minutes (raise it with the plant's own figure).
+READY_S = 60.0
 
 
 class RosLine:
@@ -103,10 +106,15 @@ class RosLine:
     # -- CellPort ----------------------------------------------------------------------------
 
     def reset(self, level: int, seed: int) -> int:
-        """The pallet is empty and the line ready (the operator's, or the scenario's, doing):
-        wait for the I/O states, tare the gauge. The count of cartons is the line's secret."""
+        """Wait until an empty pallet stands and the line is loaded (`ready_in`: the plant's, or
+        the scenario's, doing), then tare the gauge. The count of cartons is the line's."""
         if not self._wait(lambda: self._inputs is not None, 10.0, 'the I/O states'):
             raise EpisodeAborted('no I/O states from the controller (io_and_status_controller)')
+        if not self._wait(lambda: self._on(self.line.ready_in), READY_S, 'an empty pallet'):
+            raise EpisodeAborted(
+                f'no empty pallet: digital input {self.line.ready_in} (ready) stayed off for '
+                f'{READY_S:g} s'
+            )
         self._t0 = self._now()
         self.count = 0
         self.hold(self.gauge.hold_s)
@@ -129,6 +137,17 @@ class RosLine:
             self.count += 1
             return Presented(f'carton-{self.count:02d}', 0, False, False)
         return Presented(None, 0, True, False)  # done: the line has nothing more
+
+    def finish(self) -> str:
+        """This pallet is done: the four-phase exchange's first half (bridge/scenario.py). Raise
+        `finished_out`, wait for `ready_in` to drop (the pallet is being taken), drop
+        `finished_out`. '' when taken; else why not (the output stays up for the plant)."""
+        io = self.line
+        self._set(io.finished_out, True, 'pallet finished')
+        if not self._wait(lambda: not self._on(io.ready_in), READY_S, 'the pallet taken'):
+            return f'the pallet was not taken: digital input {io.ready_in} stayed on'
+        self._set(io.finished_out, False, 'pallet finished')
+        return ''
 
     def release(self, package_id: str) -> None:
         """Nothing to say: the photo-eye sees the carton go."""

@@ -192,6 +192,8 @@ _CELL = {
             'request_out': _num(0, 17, integer=True),
             'arrived_in': _num(0, 17, integer=True),
             'done_in': _num(0, 17, integer=True),
+            'finished_out': _num(0, 17, integer=True),
+            'ready_in': _num(0, 17, integer=True),
         },
     },
 }

@@ -317,6 +317,8 @@ class LineIO:
     request_out: int  # digital output: the palletizer asks for the next carton
     arrived_in: int  # digital input: the photo-eye over the station sees a carton at rest
     done_in: int  # digital input: the line has no carton left for this pallet
+    finished_out: int  # digital output: this pallet is finished, take it away
+    ready_in: int  # digital input: an empty pallet stands and the line is loaded
 
 
 @dataclass(frozen=True)
