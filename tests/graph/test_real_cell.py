@@ -154,3 +154,31 @@ def test_in_the_hardware_profile_an_episode_completes_on_real_cell_interfaces_al
     outside = {name: sorted(u) for (kind, name), u in used.items() if not _match(real, kind, name)}
     assert not outside, f'used in the hardware profile, and not a real-cell interface: {outside}'
     assert got['left'] == []
+
+
+def test_robot_ur_completes_level_11_against_the_hardware_profile_standing_in_for_the_driver(
+    tmp_path,
+):
+    """The palletizer exactly as robot:=ur starts it (no cell_bridge of its own), against the
+    hardware-profile cell started on its own as the UR driver and camera drivers would be:
+    the episode completes, on real-cell interfaces alone, and the graph stops cleanly."""
+    params = tmp_path / 'params.yaml'
+    params.write_text('cell_bridge:\n  ros__parameters:\n    real_time_factor: 4.0\n')
+    proc = run_isolated(
+        [
+            sys.executable,
+            str(HERE / 'ur_emulation_run.py'),
+            'level:=11',
+            'seed:=1',
+            'speed:=1',
+            'telemetry:=off',
+            f'params_file:={params}',
+        ],
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert 'seed 1: 4/4 · SUCCESS' in out, out[-4000:]
+    start = next(ln for ln in out.splitlines() if 'palletizer · level 11' in ln)
+    assert 'cell interfaces real' in start and 'oracle false' in start, start
+    assert 'sim-only calls: 0' in out and 'Traceback' not in out, out[-4000:]
