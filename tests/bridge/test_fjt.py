@@ -140,3 +140,45 @@ def test_two_identical_goal_sequences_leave_identical_worlds():
         run.cell.settle(0.1)
         digests.append(run.cell.state_digest())
     assert digests[0] == digests[1]
+
+
+def test_at_half_speed_scaling_a_goal_takes_twice_as_long_and_still_succeeds():
+    """The scaled joint trajectory controller: the trajectory's time advances at the speed
+    scaling (the pendant's slider), so a slowed goal is not a failure; at 0 the arm holds."""
+    scale = {'s': 0.5}
+    run = FjtRunner(
+        Cell(),
+        JOINTS,
+        [-6.3] * 6,
+        [6.3] * 6,
+        SPEED,
+        FjtDefaults(),
+        1.0,
+        scaling=lambda: scale['s'],
+    )
+    q0 = run.cell.q
+    dq = np.array([0.3, -0.2, 0.2, 0.0, 0.1, 0.4])
+    ticks = []
+    out = run.execute(run.prepare(JOINTS, _points(q0, dq, 1.0)), ticks.append)
+    assert out.status is FjtStatus.succeeded and out.error_code == SUCCESSFUL
+    np.testing.assert_allclose(run.cell.q, q0 + dq, atol=0.01)
+    assert 2.0 <= out.sim_time < 2.5  # 1 s of trajectory at 50 %: 2 s, plus settling ticks
+    np.testing.assert_allclose(np.diff([t.time for t in ticks[:50]]), 0.01, atol=1e-9)
+    # Scaled to 0 mid-way the arm holds where the trajectory stood.
+    scale['s'] = 1.0
+    ticks.clear()
+    stop_after = 20
+
+    def freeze(tick):
+        ticks.append(tick)
+        if len(ticks) == stop_after:
+            scale['s'] = 0.0
+        if len(ticks) == stop_after + 25:
+            scale['s'] = 1.0
+
+    q1 = run.cell.q
+    out = run.execute(run.prepare(JOINTS, _points(q1, -dq, 1.0)), freeze)
+    assert out.status is FjtStatus.succeeded
+    held = [t.time for t in ticks[stop_after : stop_after + 24]]
+    assert max(held) - min(held) < 1e-9  # trajectory time stood still while scaled to 0
+    assert out.sim_time >= 1.0 + 24 * 0.02

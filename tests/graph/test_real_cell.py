@@ -160,10 +160,14 @@ def test_robot_ur_completes_level_11_against_the_hardware_profile_standing_in_fo
     tmp_path,
 ):
     """The palletizer exactly as robot:=ur starts it (no cell_bridge of its own), against the
-    hardware-profile cell started on its own as the UR driver and camera drivers would be:
-    the episode completes, on real-cell interfaces alone, and the graph stops cleanly."""
+    hardware-profile cell started on its own as the UR driver and camera drivers would be, with
+    the pendant's speed slider at 50 % (every goal takes twice as long, which nothing may take
+    for a failure): the episode completes on real-cell interfaces alone, telemetry writes it,
+    and the graph stops cleanly."""
     params = tmp_path / 'params.yaml'
-    params.write_text('cell_bridge:\n  ros__parameters:\n    real_time_factor: 4.0\n')
+    params.write_text(
+        'cell_bridge:\n  ros__parameters:\n    real_time_factor: 4.0\n    speed_scaling: 0.5\n'
+    )
     proc = run_isolated(
         [
             sys.executable,
@@ -171,10 +175,10 @@ def test_robot_ur_completes_level_11_against_the_hardware_profile_standing_in_fo
             'level:=11',
             'seed:=1',
             'speed:=1',
-            'telemetry:=off',
             f'params_file:={params}',
         ],
         timeout=600,
+        cwd=str(tmp_path),
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
@@ -182,3 +186,7 @@ def test_robot_ur_completes_level_11_against_the_hardware_profile_standing_in_fo
     start = next(ln for ln in out.splitlines() if 'palletizer · level 11' in ln)
     assert 'cell interfaces real' in start and 'oracle false' in start, start
     assert 'sim-only calls: 0' in out and 'Traceback' not in out, out[-4000:]
+    assert 'speed scaling 50 %' in out, out[-4000:]  # the slider took effect
+    (run,) = (tmp_path / 'runs').iterdir()
+    (episode,) = [json.loads(ln) for ln in (run / 'episodes.jsonl').read_text().splitlines()]
+    assert episode['success'] and episode['n_placed'] == 4 and episode['oracle'] is False

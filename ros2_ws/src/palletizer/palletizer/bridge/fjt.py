@@ -115,6 +115,11 @@ class FjtRunner:
     physics steps; after each tick the feedback callback runs, the path tolerance is checked
     and the cancel hook is asked. speed 0 = fast-forward: the arm is set at the final point at
     once (Cell.track with speed 0) and no physics time passes.
+
+    `scaling()` is the UR's speed scaling in [0, 1] (the speed slider times the controller's own
+    scaling), read every physics step, as the scaled joint trajectory controller reads it: the
+    trajectory's time advances by scaling x dt per step, so at 50 % a goal takes twice as long
+    and still succeeds; at 0 the arm holds where the trajectory stands.
     """
 
     def __init__(
@@ -127,6 +132,7 @@ class FjtRunner:
         defaults: FjtDefaults = FjtDefaults(),
         speed: float = 1.0,
         control_steps: int = 10,  # 20 ms at the 2 ms physics step (docs/cell.md §3.9)
+        scaling: Callable[[], float] = lambda: 1.0,
     ) -> None:
         if speed < 0 or not math.isfinite(speed):
             raise GoalError(INVALID_GOAL, f'speed = {speed}; expected 0 (fast-forward) or > 0')
@@ -138,6 +144,7 @@ class FjtRunner:
         self.defaults = defaults
         self.speed = float(speed)
         self.control_steps = int(control_steps)
+        self.scaling = scaling
 
     def prepare(
         self,
@@ -194,32 +201,45 @@ class FjtRunner:
         dt = float(cell.dt)
         t0 = cell.time
         end = traj.duration
-        # Steps of the trajectory proper, then of the goal-time window at most.
-        n_traj = int(math.ceil(end / dt - 1e-9))
-        n_max = n_traj + int(math.ceil(tols.goal_time / dt - 1e-9))
-        k = 0
+        # The trajectory's own time: dt per physics step at full speed, less when scaled. At
+        # full speed it runs exactly as k * dt (sums of dt would drift from it in the last bit).
+        k = 0  # physics steps of the trajectory proper, at full speed
+        tau = 0.0  # trajectory time when scaled
+        scaled = False
+        window = 0.0  # [s] spent in the goal-time window after the end
         ticks = 0
+
+        def now() -> float:
+            return tau if scaled else k * dt
+
         while True:
             if cancelled():
                 cell.servo.hold()
                 return self._out(FjtStatus.canceled, SUCCESSFUL, 'goal canceled', ticks, t0)
             for _ in range(self.control_steps):
-                cell.servo.set_reference(*traj.sample(k * dt))
+                s = min(max(float(self.scaling()), 0.0), 1.0)
+                if s < 1.0 and not scaled:
+                    scaled, tau = True, k * dt
+                cell.servo.set_reference(*traj.sample(now()))
                 cell.step(1)
+                if now() >= end - 1e-9:
+                    window += dt
+                if scaled:
+                    tau = min(tau + s * dt, end) if tau < end else tau + dt
                 k += 1
             ticks += 1
             q, qd, _ = cell.joint_state()
-            dq, dqd, _ = traj.sample(k * dt)
-            tick = Tick(k * dt, dq, dqd, q, qd)
+            dq, dqd, _ = traj.sample(now())
+            tick = Tick(now(), dq, dqd, q, qd)
             on_tick(tick)
-            if k < n_traj:
+            if now() < end - 1e-9:
                 bad = check_tolerance(tols.path, tick.error_q, tick.error_qd, self.joints)
                 if bad is not None:
                     cell.servo.hold()
                     return self._out(
                         FjtStatus.aborted,
                         PATH_TOLERANCE_VIOLATED,
-                        f'path tolerance violated at t = {k * dt:.3f} s: {bad}',
+                        f'path tolerance violated at t = {now():.3f} s: {bad}',
                         ticks,
                         t0,
                     )
@@ -227,7 +247,7 @@ class FjtRunner:
             bad = check_tolerance(tols.goal, tick.error_q, tick.error_qd, self.joints)
             if bad is None:
                 return self._out(FjtStatus.succeeded, SUCCESSFUL, '', ticks, t0)
-            if k >= n_max:
+            if window >= tols.goal_time - 1e-9:
                 cell.servo.hold()
                 return self._out(
                     FjtStatus.aborted,

@@ -151,6 +151,14 @@ class CellBridgeNode(Node):
                 'cell_bridge: profile:=hardware runs the world on in real time, so goals are '
                 'servo-tracked: speed:=0 (fast-forward) is for the lockstep profile; use speed > 0'
             )
+        slider = float(
+            param('speed_scaling', 1.0, "the pendant's speed slider, 0.01-1: goals run slower")
+        )
+        if not 0.01 <= slider <= 1.0:
+            raise PalletizerError(
+                f'cell_bridge: speed_scaling:={slider}; expected 0.01 to 1 (1 = full speed)'
+            )
+        # Parameters are declared above: from here on a change is refused (read at start).
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         robot = cell_cfg.robot
@@ -199,6 +207,7 @@ class CellBridgeNode(Node):
 
         # The rest of the UR driver: status, I/O states, triggers and the dashboard.
         self.ur = UrStatus()
+        self.ur.speed_scaling = slider
         self.driver = UrDriverInterfaces(
             self,
             self.ur,
@@ -283,7 +292,7 @@ class CellBridgeNode(Node):
         self.get_logger().info(
             f'cell_bridge ready: level {level} seed {seed} speed {self.speed} '
             f'({"fast-forward" if self.speed == 0 else "servo-tracked"}), action {action}, '
-            f'profile {self.profile}'
+            f'profile {self.profile}, speed scaling {100 * self.ur.speed_scaling:.0f} %'
             + (f' (real-time factor {rtf}, cameras at {rate} Hz)' if self.hardware else '')
         )
 
@@ -335,7 +344,13 @@ class CellBridgeNode(Node):
         self.draws = {d.package_id: d for d in draw_load(level, seed, self.cfg)}
         self.presented: str | None = None
         self.fjt = FjtRunner(
-            self.cell, self.joints, *self.limits, self.speed_limits, self.defaults, self.speed
+            self.cell,
+            self.joints,
+            *self.limits,
+            self.speed_limits,
+            self.defaults,
+            self.speed,
+            scaling=lambda: self.ur.speed_scaling,
         )
         self.stream.attach(self.cell)
         self.wrench_stream.attach(self.cell)
