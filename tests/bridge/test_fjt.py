@@ -182,3 +182,30 @@ def test_at_half_speed_scaling_a_goal_takes_twice_as_long_and_still_succeeds():
     held = [t.time for t in ticks[stop_after : stop_after + 24]]
     assert max(held) - min(held) < 1e-9  # trajectory time stood still while scaled to 0
     assert out.sim_time >= 1.0 + 24 * 0.02
+
+
+def test_a_controller_event_aborts_the_goal_with_its_code_and_holds_the_arm_where_it_stands():
+    # The controller's own stop (bridge/faults.py: a protective stop, the program stopped) is
+    # asked after each tick with the share of the trajectory run: the goal ends there, aborted
+    # with the event's code and text, the arm far short of the target and at rest.
+    run = _runner()
+    q0 = run.cell.q
+    dq = np.array([0.4, 0.0, 0.0, 0.0, 0.0, 0.0])
+    shares = []
+
+    def event(share):
+        shares.append(share)
+        return (
+            (INVALID_GOAL, 'goal aborted: safety mode is PROTECTIVE_STOP')
+            if share >= 0.4
+            else None
+        )
+
+    out = run.execute(run.prepare(JOINTS, _points(q0, dq, 1.0)), event=event)
+    assert out.status is FjtStatus.aborted and out.error_code == INVALID_GOAL
+    assert 'PROTECTIVE_STOP' in out.error_string
+    assert 0.4 <= shares[-1] < 0.45 and shares == sorted(shares)
+    moved = run.cell.q[0] - q0[0]
+    assert 0.1 * dq[0] < moved < 0.8 * dq[0]
+    run.cell.step(250)  # half a second held: the servo keeps the arm where it stopped
+    assert abs(run.cell.q[0] - q0[0] - moved) < 0.02

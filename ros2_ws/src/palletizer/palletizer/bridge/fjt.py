@@ -193,8 +193,14 @@ class FjtRunner:
         goal: PreparedGoal,
         on_tick: Callable[[Tick], None] = lambda tick: None,
         cancelled: Callable[[], bool] = lambda: False,
+        event: Callable[[float], tuple[int, str] | None] = lambda share: None,
     ) -> FjtOutcome:
-        """Run a prepared goal to its end, an abort, or a cancel (asked between ticks)."""
+        """Run a prepared goal to its end, an abort, or a cancel (asked between ticks).
+
+        `event(share)` is asked after each tick with the share of the trajectory's time run so
+        far: the controller's own reasons to stop (a protective stop, the program stopped),
+        as (error_code, error_string) to abort the goal with, the arm held where it stands.
+        """
         if self.speed == 0:
             return self._jump(goal, on_tick)
         cell, traj, tols = self.cell, goal.trajectory, goal.tolerances
@@ -202,15 +208,21 @@ class FjtRunner:
         t0 = cell.time
         end = traj.duration
         # The trajectory's own time: dt per physics step at full speed, less when scaled. At
-        # full speed it runs exactly as k * dt (sums of dt would drift from it in the last bit).
-        k = 0  # physics steps of the trajectory proper, at full speed
-        tau = 0.0  # trajectory time when scaled
+        # full speed it runs exactly as k * dt, in whole steps (sums of dt would drift from it
+        # in the last bit and move the end of a goal by a control tick).
+        n_traj = int(math.ceil(end / dt - 1e-9))  # steps of the trajectory proper
+        n_window = int(math.ceil(tols.goal_time / dt - 1e-9))  # then of the goal-time window
+        k = 0  # physics steps at full speed
+        tau = 0.0  # trajectory time once scaled
         scaled = False
-        window = 0.0  # [s] spent in the goal-time window after the end
+        after = 0  # physics steps taken past the trajectory's end
         ticks = 0
 
         def now() -> float:
             return tau if scaled else k * dt
+
+        def within() -> bool:  # the trajectory proper still runs
+            return tau < end - 1e-9 if scaled else k < n_traj
 
         while True:
             if cancelled():
@@ -222,8 +234,8 @@ class FjtRunner:
                     scaled, tau = True, k * dt
                 cell.servo.set_reference(*traj.sample(now()))
                 cell.step(1)
-                if now() >= end - 1e-9:
-                    window += dt
+                if not within():
+                    after += 1
                 if scaled:
                     tau = min(tau + s * dt, end) if tau < end else tau + dt
                 k += 1
@@ -232,7 +244,11 @@ class FjtRunner:
             dq, dqd, _ = traj.sample(now())
             tick = Tick(now(), dq, dqd, q, qd)
             on_tick(tick)
-            if now() < end - 1e-9:
+            stop = event(min(now() / end, 1.0) if end > 0 else 1.0)
+            if stop is not None:
+                cell.servo.hold()
+                return self._out(FjtStatus.aborted, stop[0], stop[1], ticks, t0)
+            if within():
                 bad = check_tolerance(tols.path, tick.error_q, tick.error_qd, self.joints)
                 if bad is not None:
                     cell.servo.hold()
@@ -247,7 +263,7 @@ class FjtRunner:
             bad = check_tolerance(tols.goal, tick.error_q, tick.error_qd, self.joints)
             if bad is None:
                 return self._out(FjtStatus.succeeded, SUCCESSFUL, '', ticks, t0)
-            if window >= tols.goal_time - 1e-9:
+            if after >= n_window:
                 cell.servo.hold()
                 return self._out(
                     FjtStatus.aborted,

@@ -9,47 +9,12 @@ server's (Universal Robots, "Dashboard Server e-Series, port 29999").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
+
+from palletizer.core.ur_modes import UNLOCK_AFTER_S, RobotMode, SafetyMode
 
 __all__ = ['PROGRAM', 'UNLOCK_AFTER_S', 'RobotMode', 'SafetyMode', 'UrStatus']
 
 PROGRAM = 'external_control.urp'  # the program the driver's set-up loads on the teach pendant
-# The controller refuses to unlock a protective stop within 5 s of it (the dashboard's answer
-# says so): the operator is to look at what caused it first.
-UNLOCK_AFTER_S = 5.0
-
-
-class RobotMode(IntEnum):
-    """ur_dashboard_msgs/RobotMode."""
-
-    NO_CONTROLLER = -1
-    DISCONNECTED = 0
-    CONFIRM_SAFETY = 1
-    BOOTING = 2
-    POWER_OFF = 3
-    POWER_ON = 4
-    IDLE = 5
-    BACKDRIVE = 6
-    RUNNING = 7
-    UPDATING_FIRMWARE = 8
-
-
-class SafetyMode(IntEnum):
-    """ur_dashboard_msgs/SafetyMode."""
-
-    NORMAL = 1
-    REDUCED = 2
-    PROTECTIVE_STOP = 3
-    RECOVERY = 4
-    SAFEGUARD_STOP = 5
-    SYSTEM_EMERGENCY_STOP = 6
-    ROBOT_EMERGENCY_STOP = 7
-    VIOLATION = 8
-    FAULT = 9
-    VALIDATE_JOINT_ID = 10
-    UNDEFINED_SAFETY_MODE = 11
-    AUTOMATIC_MODE_SAFEGUARD_STOP = 12
-    SYSTEM_THREE_POSITION_ENABLING_STOP = 13
 
 
 @dataclass

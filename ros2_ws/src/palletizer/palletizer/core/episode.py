@@ -177,7 +177,9 @@ class RefereePort(Protocol):
     """Simulator truth for scoring only: world poses (x, y, z, yaw) of the given cartons.
     Where there is no simulator (a real cell), the palletizer's own placement check takes its
     place: then the optional `expect(package_id, plan, spec)` is told each planned carton
-    before `poses` is asked for it.
+    before `poses` is asked for it, and the optional `lost(package_id)` each carton that left
+    the gripper on its way to its slot; `poses` may leave out a lost carton it cannot find,
+    which then counts as not placed.
     Optional: `cog_offsets(package_ids) -> Mapping[str, (3,)]`, their true CoG offsets [m] in
     the body frame whose yaw `poses` gives: the reported stability margin then uses them (the
     weighed offsets are in the frame the carton was observed in, which may be a half turn from
@@ -325,19 +327,20 @@ class _Loop:
         for a in planned:
             assert a.plan is not None
             planned_pose = world_to_pallet((*a.plan.position, a.plan.yaw), self.s.pallet)
-            actual_pose = world_to_pallet(poses[a.spec.package_id], self.s.pallet)
-            out.append(
-                measure_placement(
-                    a.seq,
-                    a.spec,
-                    a.plan.layer,
-                    planned_pose,
-                    actual_pose,
-                    out,
-                    pallet=self.s.pallet,
-                    tolerances=self.s.tolerances,
-                )
+            found = poses.get(a.spec.package_id)
+            actual_pose = world_to_pallet(found, self.s.pallet) if found else planned_pose
+            placement = measure_placement(
+                a.seq,
+                a.spec,
+                a.plan.layer,
+                planned_pose,
+                actual_pose,
+                out,
+                pallet=self.s.pallet,
+                tolerances=self.s.tolerances,
             )
+            # A lost carton the referee cannot find is not placed (its pose: the plan's).
+            out.append(placement if found else dataclasses.replace(placement, placed=False))
         return out
 
     def believe(self, attempt: _Attempt) -> Placement:
@@ -575,6 +578,9 @@ class _Loop:
             replannable = placed_out.cause in (FailureCause.ik_unreachable, FailureCause.collision)
             if not (replannable and placed_out.holding):
                 attempt.plan = plan if not placed_out.holding else None
+                lost = getattr(self.referee, 'lost', None)
+                if lost is not None and not placed_out.holding:
+                    lost(pid)  # the own check looks for it at its slot, and nowhere else
                 cause = placed_out.cause or FailureCause.grasp_slip
                 self.emit('fail', pid, cause=cause.value, reason=placed_out.reason)
                 return cause

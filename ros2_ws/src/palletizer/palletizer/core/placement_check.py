@@ -96,8 +96,9 @@ class PlacementCheck:
     carton's lid located in a height map fused now, through `perception.heightmap()`.
 
     A lid seen no more (covered by later cartons) keeps its last measurement; one never seen is
-    reported where it was planned and is listed in `unseen`. `fits` holds each carton's last
-    LidFit.
+    reported where it was planned and is listed in `unseen`, unless the carton was `lost` (it
+    left the gripper on its way): that one is reported only where its lid is found, else left
+    out (not placed). `fits` holds each carton's last LidFit.
     """
 
     def __init__(self, perception: Any, pallet: PalletGeometry) -> None:
@@ -106,11 +107,17 @@ class PlacementCheck:
         self.expected: dict[str, tuple[Pose, tuple[float, float, float]]] = {}
         self.fits: dict[str, LidFit] = {}
         self.unseen: set[str] = set()
+        self.gone: set[str] = set()  # lost on the way to their slots
 
     def reset(self) -> None:
         self.expected.clear()
         self.fits.clear()
         self.unseen.clear()
+        self.gone.clear()
+
+    def lost(self, package_id: str) -> None:
+        """The carton left the gripper before its slot (a lost vacuum, a drop)."""
+        self.gone.add(package_id)
 
     def expect(self, package_id: str, plan: PlacementPlan, spec: PackageSpec) -> None:
         x, y, z = plan.position
@@ -128,5 +135,8 @@ class PlacementCheck:
                 self.unseen.discard(pid)
             elif pid not in self.fits:
                 self.unseen.add(pid)
-            out[pid] = self.fits[pid].pose if pid in self.fits else planned
+            if pid in self.fits:
+                out[pid] = self.fits[pid].pose
+            elif pid not in self.gone:
+                out[pid] = planned
         return out

@@ -85,6 +85,7 @@ class FollowResult:
     ok: bool
     error_code: int = 0
     message: str = ''
+    cause: str | None = None  # the failure cause when the port knows it better than the code
 
 
 class ArmPort(Protocol):
@@ -511,10 +512,13 @@ class PickPlaceSequencer:
 
         res = self.arm.follow(traj, progress)
         if not res.ok:
+            # A port that knows the cause says it in its own words; else the controller's code.
+            said = f'trajectory controller error_code {res.error_code}: {res.message}'
             return _controller(
-                f'trajectory controller error_code {res.error_code}: {res.message}',
+                res.message if res.cause else said,
                 done_s,
                 res.error_code,
+                res.cause,
             )
         return None
 
@@ -542,9 +546,17 @@ def controller_cause(error_code: int | None) -> str:
     return 'timeout'
 
 
-def _controller(message: str, motion_s: float = 0.0, error_code: int | None = None) -> ExecResult:
+def _controller(
+    message: str,
+    motion_s: float = 0.0,
+    error_code: int | None = None,
+    cause: str | None = None,
+) -> ExecResult:
     return ExecResult(
-        Outcome.CONTROLLER_FAILED, message, controller_cause(error_code), motion_s=motion_s
+        Outcome.CONTROLLER_FAILED,
+        message,
+        cause or controller_cause(error_code),
+        motion_s=motion_s,
     )
 
 

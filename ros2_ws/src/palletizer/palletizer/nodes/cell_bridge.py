@@ -54,12 +54,13 @@ from palletizer.bridge import (
     cell_frames,
     steps_per_sample,
 )
+from palletizer.bridge.faults import FaultPlan, parse_faults
 from palletizer.bridge.scenario import Scenario
 from palletizer.bridge.ur_status import UrStatus
 from palletizer.core.config import load_config
 from palletizer.core.contracts import PalletGeometry
 from palletizer.core.errors import PalletizerError
-from palletizer.core.jtc import GoalError
+from palletizer.core.jtc import INVALID_GOAL, PATH_TOLERANCE_VIOLATED, GoalError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.cell_hardware import PROFILES, CameraPublisher, HardwareWorld
 from palletizer.nodes.spin import (
@@ -157,6 +158,15 @@ class CellBridgeNode(Node):
         if not 0.01 <= slider <= 1.0:
             raise PalletizerError(
                 f'cell_bridge: speed_scaling:={slider}; expected 0.01 to 1 (1 = full speed)'
+            )
+        fault_specs = str(
+            param('faults', '', 'hardware: injected faults, kind@goal[:share],... (bridge/faults)')
+        )
+        self.faults = FaultPlan(parse_faults(fault_specs.split(',')))
+        if self.faults.faults and not self.hardware:
+            raise PalletizerError(
+                f'cell_bridge: faults:={fault_specs!r} are injected in profile:=hardware only '
+                '(the lockstep profile is the deterministic one)'
             )
         # Parameters are declared above: from here on a change is refused (read at start).
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -467,7 +477,18 @@ class CellBridgeNode(Node):
                     _tol(goal.goal_tolerance),
                     gt.sec + gt.nanosec * 1e-9,
                 )
-                out = self.fjt.execute(prepared, on_tick, lambda: handle.is_cancel_requested)
+                self.faults.begin_goal(self.cell.suction.held is not None)
+                out = self.fjt.execute(
+                    prepared, on_tick, lambda: handle.is_cancel_requested, self._fault
+                )
+                if self.hardware and out.error_code == PATH_TOLERANCE_VIOLATED:
+                    # Held back on its path: the arm struck something, and a UR's controller
+                    # stops it with a protective stop.
+                    self.ur.protective_stop(self.cell.time)
+                    self.driver.publish_status()
+                    out = dataclasses.replace(
+                        out, error_string=f'protective stop: {out.error_string}'
+                    )
             except GoalError as exc:
                 res.error_code, res.error_string = exc.code, str(exc)
                 handle.abort()
@@ -480,6 +501,24 @@ class CellBridgeNode(Node):
             out.status, handle.canceled
         )()
         return res
+
+    def _fault(self, share: float) -> tuple[int, str] | None:
+        """The injected fault due at this share of the running goal (bridge/faults.py): the
+        controller's stops abort the goal as the driver's controller does; a lost vacuum
+        drops the carton and the arm moves on."""
+        f = self.faults.due(share)
+        if f is None:
+            return None
+        self.get_logger().warning(f'injected fault: {f.kind} at {share:.0%} of goal {f.goal}')
+        if f.kind == 'vacuum_loss':
+            self.cell.set_vacuum(False)  # the output stays on; the seal is gone
+            return None
+        if f.kind == 'protective_stop':
+            self.ur.protective_stop(self.cell.time)
+        else:
+            self.ur.stop()
+        self.driver.publish_status()
+        return INVALID_GOAL, f'goal aborted: {self.ur.motion_refused()}'
 
     def on_set_io(self, req: SetIO.Request, res: SetIO.Response):
         line = None if self.world_hw is None else self.world_hw.line

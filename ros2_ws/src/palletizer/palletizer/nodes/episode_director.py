@@ -353,7 +353,8 @@ class EpisodeDirectorNode(Node):
             'task': self.task,
             'oracle': oracle,
             'git_sha': sha,
-            'n_objects': self.n_objects,
+            # A real cell's line does not say how many cartons come: counted as they come.
+            'n_objects': None if self.real else self.n_objects,
         }
         req = BeginEpisode.Request(seed=seed, run_id=self.run_id, info_json=json.dumps(info))
         res = self.calls.service(

@@ -18,6 +18,8 @@ from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from ur_dashboard_msgs.srv import GetRobotMode, GetSafetyMode, IsProgramRunning
 from ur_msgs.msg import ToolDataMsg
 from ur_msgs.srv import SetIO
 
@@ -26,6 +28,7 @@ from palletizer.core.contracts import HeightMap, PalletGeometry, floats3
 from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import JointTrajectory, MotionParams, MotionPlanner
 from palletizer.core.streams import rewound
+from palletizer.core.ur_modes import UNLOCK_AFTER_S
 from palletizer.execution import (
     ExecResult,
     FollowResult,
@@ -41,6 +44,7 @@ from palletizer.execution import (
 )
 from palletizer.execution.layout import arm_boxes, pick_rise, ready_pose, static_boxes
 from palletizer.execution.maps import CurrentMap
+from palletizer.execution.recovery import ControllerState, Recovery, resume_path
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
@@ -55,17 +59,44 @@ from palletizer.nodes.spin import quiet_at_stop, run_node
 __all__ = ['TrajectoryExecutorNode', 'main']
 
 _SUCCEEDED = 4  # action_msgs/GoalStatus.STATUS_SUCCEEDED
+# FollowResult.error_code of a goal never sent (no server): nothing to recover from.
+_NO_SERVER = -100
+# The UR driver's dashboard client (ur_robot_driver's dashboard_client node).
+DASHBOARD = '/dashboard_client'
 # Refusals before anything moved: what the gripper holds is unchanged.
 _NOTHING_MOVED = (Outcome.IK_UNREACHABLE, Outcome.COLLISION, Outcome.INVALID_REQUEST)
 
 
-def _wait(future, timeout_s: float):
-    """The future's result, or None when it is not done within timeout_s [s] (wall)."""
+def _wait(future, timeout_s: float, stop: threading.Event | None = None):
+    """The future's result, or None when it is not done within timeout_s [s] (wall) or
+    `stop` is set first."""
     done = threading.Event()
     future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout_s):
-        return None
+    if stop is None:
+        return future.result() if done.wait(timeout_s) else None
+    end = time.monotonic() + timeout_s
+    while not done.wait(0.01):
+        if stop.is_set() or time.monotonic() >= end:
+            return None
     return future.result()
+
+
+class VacuumWatch:
+    """Watches the vacuum level during one goal: once a reading says a carton is held
+    (>= held_min), a later one below it means the cups let go; `lost` is then set."""
+
+    def __init__(self, held_min: float) -> None:
+        self.held_min = held_min
+        self.held_v = 0.0  # [V] the last level that held
+        self.level = 0.0  # [V] the level that did not
+        self.lost = threading.Event()
+
+    def see(self, v: float) -> None:
+        if v >= self.held_min:
+            self.held_v = v
+        elif self.held_v > 0.0 and not self.lost.is_set():
+            self.level = v
+            self.lost.set()
 
 
 def _s(stamp) -> float:
@@ -116,6 +147,9 @@ class TrajectoryExecutorNode(Node):
         self.wrench_timeout = param('wrench_timeout_s', 2.0, 'wait for the end sample [s]')
         self.margin = param('goal_timeout_margin_s', 60.0, 'FJT result wait beyond duration [s]')
         self.server_timeout = param('server_timeout_s', 10.0, 'wait for FJT/SetIO servers [s]')
+        self.max_recoveries = int(
+            param('max_recoveries', 2, 'protective stops or program stops recovered per goal')
+        )
         park = ParkPose()
         xyz = param('park_xyz', [park.x, park.y, park.z], 'photo park TCP position, world [m]')
         self.park_pose = ParkPose(
@@ -165,10 +199,22 @@ class TrajectoryExecutorNode(Node):
         self._vac_n = 0
         self._vac_v = 0.0
         self._vac_mark = 0
+        self._watch: VacuumWatch | None = None  # of the goal in progress
         self.window = WrenchWindow()
         self._last: tuple = (self.window.mark(), 0.0, 0.0, -np.inf)
         self.fjt = OrderedActionClient(self, FollowJointTrajectory, action, callback_group=self.io)
         self.set_io = self.create_client(SetIO, io_srv, callback_group=self.io)
+        # The UR dashboard: what stopped a goal, and the way back (execution/recovery.py).
+        self.dash = {
+            key: self.create_client(kind, f'{DASHBOARD}/{name}', callback_group=self.io)
+            for key, kind, name in (
+                ('robot_mode', GetRobotMode, 'get_robot_mode'),
+                ('safety_mode', GetSafetyMode, 'get_safety_mode'),
+                ('program_running', IsProgramRunning, 'program_running'),
+                ('unlock', Trigger, 'unlock_protective_stop'),
+                ('play', Trigger, 'play'),
+            )
+        }
         self.create_subscription(
             JointState, 'joint_states', self.on_joints, SENSORS, callback_group=self.io
         )
@@ -190,9 +236,10 @@ class TrajectoryExecutorNode(Node):
         self.publish_scene()
         # A fast-forward cell jumps the arm without physics: its wrench after a jump is not a
         # static reading, so the gripper's vacuum sensor judges the hold and the release.
+        self.motion = MotionParams.from_config(cell)
         self.seq = PickPlaceSequencer(
             self,
-            planner=MotionPlanner(params=MotionParams.from_config(cell)),
+            planner=MotionPlanner(params=self.motion),
             static_boxes=static_boxes(cfg, cfg.level(level).source),
             arm_boxes=arm_boxes(cfg, cfg.level(level).source),
             pick_rise=pick_rise(cfg, cfg.level(level).source),
@@ -248,6 +295,8 @@ class TrajectoryExecutorNode(Node):
         with self._vac:
             self._vac_n += 1
             self._vac_v = float(msg.analog_input2)
+            if self._watch is not None:
+                self._watch.see(self._vac_v)
             self._vac.notify_all()
 
     def on_heightmap(self, msg: HeightMapMsg) -> None:
@@ -301,8 +350,51 @@ class TrajectoryExecutorNode(Node):
             time.sleep(0.02)
 
     def follow(self, traj: JointTrajectory, progress) -> FollowResult:
+        """One trajectory goal; when the controller stopped it on its own (a protective stop,
+        the program stopped), said in one line and recovered as a real cell would, then the
+        rest of the path resumed from where the arm stands, `max_recoveries` times at most."""
+        out = self._follow_once(traj, progress)
+        done = 0
+        while not out.ok and out.error_code != _NO_SERVER:
+            state = self._controller_state()
+            how = Recovery.NONE if state is None else state.recovery()
+            if state is None or how is Recovery.NONE:
+                return out
+            seen = f'{state.describe()} (the goal: {out.message})'
+            if how is Recovery.OPERATOR or done >= self.max_recoveries:
+                why = (
+                    'an operator must clear it'
+                    if how is Recovery.OPERATOR
+                    else f'still so after {done} recover{"y" if done == 1 else "ies"}'
+                )
+                self.get_logger().error(
+                    f'controller stopped: {seen}; not commanding the arm: {why}'
+                )
+                return FollowResult(False, out.error_code, f'controller stopped: {seen}; {why}')
+            self.get_logger().warning(
+                f'controller stopped: {seen}; recovering: '
+                + ('unlock the protective stop, ' if how is Recovery.UNLOCK else '')
+                + 'play the program, resume the path from where the arm stands'
+            )
+            err = self._recover(how)
+            q = self.joint_positions()
+            if err or q is None:
+                err = err or 'no joint state'
+                self.get_logger().error(f'recovery failed: {err}; not commanding the arm')
+                return FollowResult(False, out.error_code, f'controller stopped: {seen}; {err}')
+            rest, joined = resume_path(traj, q, self.motion.limits, self.motion.rate_hz)
+            done += 1
+            self.get_logger().info(
+                f'resuming at {joined:.2f} s of {traj.duration:.2f} s, from where the arm stands'
+            )
+            out = self._follow_once(rest, lambda t, j=joined: progress(j + t))
+        return out
+
+    def _follow_once(self, traj: JointTrajectory, progress) -> FollowResult:
         if not self.fjt.wait_for_server(timeout_sec=self.server_timeout):
-            return FollowResult(False, 0, f'no FollowJointTrajectory server {self.action_name}')
+            return FollowResult(
+                False, _NO_SERVER, f'no FollowJointTrajectory server {self.action_name}'
+            )
         goal = FollowJointTrajectory.Goal(
             trajectory=trajectory_to_msg(traj, self.joints, self.dwell)
         )
@@ -321,7 +413,24 @@ class TrajectoryExecutorNode(Node):
         total = traj.duration + self.dwell
         wall = total / self.speed if self.speed > 0 else 0.0
         timeout = self.margin + 2.0 * wall
-        res = _wait(handle.get_result_async(), timeout)
+        watch = VacuumWatch(self.vac_held_min)
+        with self._vac:
+            self._watch = watch
+        try:
+            res = _wait(handle.get_result_async(), timeout, watch.lost)
+        finally:
+            with self._vac:
+                self._watch = None
+        if watch.lost.is_set():
+            # The cups let go mid-move: stop commanding the arm before it carries on empty.
+            _wait(handle.cancel_goal_async(), self.server_timeout)
+            msg = (
+                f'vacuum lost during the move: level {watch.level:.2f} V below '
+                f'{self.vac_held_min:.2f} V after {watch.held_v:.2f} V held; goal canceled, '
+                'arm stopped'
+            )
+            self.get_logger().error(msg)
+            return FollowResult(False, 0, msg, 'grasp_slip')
         if res is None:
             handle.cancel_goal_async()
             return FollowResult(False, 0, f'no result within {timeout:.0f} s; goal canceled')
@@ -333,6 +442,60 @@ class TrajectoryExecutorNode(Node):
         if res.status != _SUCCEEDED or r.error_code != 0:
             return FollowResult(False, r.error_code, r.error_string or f'status {res.status}')
         return FollowResult(True)
+
+    def _call(self, client, request, what: str):
+        """A dashboard call's response, or None (logged) when there is no answer."""
+        if not client.wait_for_service(timeout_sec=self.server_timeout):
+            self.get_logger().error(f'no {what} service {client.srv_name}')
+            return None
+        res = _wait(client.call_async(request), self.server_timeout)
+        if res is None:
+            self.get_logger().error(f'{client.srv_name}: no answer in {self.server_timeout} s')
+        return res
+
+    def _controller_state(self) -> ControllerState | None:
+        """The controller's modes and the program's state from the dashboard, or None."""
+        robot = self._call(self.dash['robot_mode'], GetRobotMode.Request(), 'dashboard')
+        safety = self._call(self.dash['safety_mode'], GetSafetyMode.Request(), 'dashboard')
+        running = self._call(self.dash['program_running'], IsProgramRunning.Request(), 'dashboard')
+        if robot is None or safety is None or running is None:
+            return None
+        return ControllerState(
+            int(robot.robot_mode.mode), int(safety.safety_mode.mode), bool(running.program_running)
+        )
+
+    def _recover(self, how: Recovery) -> str:
+        """Unlock the protective stop (UNLOCK), then play the program; '' or what failed."""
+        if how is Recovery.UNLOCK:
+            # The controller refuses an unlock within UNLOCK_AFTER_S of the stop (of its time:
+            # the joint states' stamps); asked again until it agrees or the wait runs out.
+            with self._q_lock:
+                since = self._q_stamp
+            end = time.monotonic() + self.server_timeout + 4.0 * UNLOCK_AFTER_S
+            while True:
+                with self._q_lock:
+                    waited = self._q_stamp - since
+                if waited >= UNLOCK_AFTER_S:
+                    res = self._call(self.dash['unlock'], Trigger.Request(), 'dashboard')
+                    if res is None:
+                        return 'no answer to unlock_protective_stop'
+                    if res.success:
+                        self.get_logger().info(f'unlock_protective_stop: {res.message}')
+                        break
+                    answer = res.message
+                else:
+                    answer = f'{waited:.1f} s of {UNLOCK_AFTER_S:.0f} s waited'
+                if time.monotonic() >= end:
+                    return f'the protective stop could not be unlocked: {answer}'
+                time.sleep(0.2)
+        res = self._call(self.dash['play'], Trigger.Request(), 'dashboard')
+        if res is None or not res.success:
+            return f'play refused: {res.message if res is not None else "no answer"}'
+        self.get_logger().info(f'play: {res.message}')
+        state = self._controller_state()
+        if state is None or state.recovery() is not Recovery.NONE:
+            return f'after play: {state.describe() if state is not None else "no state"}'
+        return ''
 
     def set_vacuum(self, on: bool) -> FollowResult:
         if not self.set_io.wait_for_service(timeout_sec=self.server_timeout):
