@@ -105,3 +105,23 @@ def test_the_pallet_exchange_outputs_and_a_line_that_waits_while_the_pallet_is_a
     assert line.presented is None and io.ready_in not in line.inputs()  # no carton meanwhile
     line.reset()  # the next load on an empty pallet
     assert line.inputs() == {io.ready_in} and line.outputs() == set() and line.handed == []
+
+
+def test_on_the_truck_the_arm_may_take_another_carton_of_the_load_than_the_one_presented():
+    # A trailer's cartons are all there: a palletizer that ranks the tops itself may take
+    # another carton of a tie than the source's first. The line hands over the one lifted
+    # away, the source is told so, and the next carton comes.
+    cfg = load_config()
+    io = cfg.cell.hardware.line
+    cell = Cell(cfg.level(31), seed=1)
+    line = Line(io)
+    line.set_output(io.request_out, True)
+    line.tick(cell)
+    first = line.presented
+    other = next(p for p in cell.source.forecast() if p != first)
+    before = cell.source.state().pending
+    _take_away(cell, other)
+    line.tick(cell)
+    assert line.handed == [other] and cell.source.state().pending == before - 1
+    assert line.presented is not None and line.presented != other
+    assert other not in cell.source.forecast() and first in cell.source.forecast()

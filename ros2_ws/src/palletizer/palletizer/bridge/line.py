@@ -44,7 +44,7 @@ class Line:
         self.finished = False  # the palletizer's finished_out
         self.ready = True  # ready_in: the plant's side of the pallet exchange
         self.presented: str | None = None
-        self._lid_z = 0.0
+        self._rest: dict[str, float] = {}  # lid z where each carton the arm may take rested
         self.done = False
         self.jammed = False
         self.handed: list[str] = []  # the load's ids, in the order they were lifted away
@@ -92,9 +92,10 @@ class Line:
     def tick(self, cell: Any) -> None:
         """Clear the beam once the presented carton has been lifted away; with the request up
         and the station empty, have the source bring the next carton to rest (physics runs)."""
-        if self.presented is not None and self._lifted_away(cell):
-            cell.release(self.presented)
-            self.handed.append(self.presented)
+        taken = self._lifted_away(cell) if self.presented is not None else None
+        if taken is not None:
+            cell.release(taken)
+            self.handed.append(taken)
             self.presented = None
         if self.presented is not None or not self.request or self.done or self.jammed:
             return
@@ -106,14 +107,23 @@ class Line:
             self.jammed, self.done = bool(st.jammed), bool(st.exhausted and not st.jammed)
             return
         self.presented = got.package_id
-        self._lid_z = self._lid(cell, got.package_id)
+        # Where it rests; on the truck, where each carton of the load rests (any may be taken).
+        truth = cell.ground_truth().cartons
+        takeable = cell.source.forecast() if cell.source.kind == 'truck' else [got.package_id]
+        self._rest = {p: float(truth[p].lid[2]) for p in takeable}
 
-    def _lifted_away(self, cell: Any) -> bool:
+    def _lifted_away(self, cell: Any) -> str | None:
+        """The carton the arm lifted clear of where it rested: the presented one or, on the
+        truck (whose load stands there whole, none singled out), any carton of the load."""
         held = cell.suction.held
-        if held is None or cell.package_id(held) != self.presented:
-            return False
-        assert self.presented is not None
-        return self._lid(cell, self.presented) - self._lid_z > BEAM_CLEAR_M
+        if held is None:
+            return None
+        pid = cell.package_id(held)
+        if pid != self.presented and not (
+            cell.source.kind == 'truck' and pid in cell.source.forecast()
+        ):
+            return None  # not the line's: a carton taken back from the pallet or the buffer
+        return pid if self._lid(cell, pid) - self._rest[pid] > BEAM_CLEAR_M else None
 
     @staticmethod
     def _lid(cell: Any, package_id: str) -> float:

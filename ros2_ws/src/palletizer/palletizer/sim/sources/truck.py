@@ -562,13 +562,17 @@ class TruckSource:
         return None
 
     def release(self, package_id: str) -> None:
-        """The arm took the presented carton."""
-        if self._presented is None or self._presented.package_id != package_id:
+        """The arm took `package_id`: the presented carton, or another of the load (a real
+        trailer's cartons are all there; a palletizer that ranks them itself may take another
+        of a tie). The next `present` ranks the load again."""
+        index = next((i for i, d in self._draws.items() if d.package_id == package_id), None)
+        if index is None or index in self._taken:
             current = self._presented.package_id if self._presented else None
             raise SourceError(
-                f'truck: release({package_id!r}) but the presented carton is {current!r}'
+                f'truck: release({package_id!r}), which is not a pending carton of the load '
+                f'(presented: {current!r})'
             )
-        self._taken.append(self._presented.index)
+        self._taken.append(index)
         self._presented = None
 
     def load_drift_mm(self) -> float:
