@@ -200,6 +200,7 @@ class TrajectoryExecutorNode(Node):
         self._vac_v = 0.0
         self._vac_mark = 0
         self._watch: VacuumWatch | None = None  # of the goal in progress
+        self._vac_on = False  # as last switched: a goal is watched only with the vacuum on
         self.window = WrenchWindow()
         self._last: tuple = (self.window.mark(), 0.0, 0.0, -np.inf)
         self.fjt = OrderedActionClient(self, FollowJointTrajectory, action, callback_group=self.io)
@@ -415,7 +416,9 @@ class TrajectoryExecutorNode(Node):
         timeout = self.margin + 2.0 * wall
         watch = VacuumWatch(self.vac_held_min)
         with self._vac:
-            self._watch = watch
+            # With the vacuum off (an approach, the retreat after a release) a level that was
+            # high is the seal letting go as asked, or a reading from before it: not watched.
+            self._watch = watch if self._vac_on else None
         try:
             res = _wait(handle.get_result_async(), timeout, watch.lost)
         finally:
@@ -504,6 +507,7 @@ class TrajectoryExecutorNode(Node):
         res = _wait(self.set_io.call_async(req), self.server_timeout)
         if res is None or not res.success:
             return FollowResult(False, 0, f'SetIO fun {self.vac_fun} pin {self.vac_pin} failed')
+        self._vac_on = on
         return FollowResult(True)
 
     def wrench_after_motion(self) -> ForceReading | None:
@@ -582,6 +586,7 @@ class TrajectoryExecutorNode(Node):
             if self._hm_epoch != epoch:
                 self._map.clear()  # the previous episode's stack
             self.seq.new_episode()
+            self._vac_on = False  # the reset cell's vacuum is off
             self.scene.reset()
             self.publish_scene()
             self.get_logger().info('sim time rewound: new episode, held state cleared')
