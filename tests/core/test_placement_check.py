@@ -6,7 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from palletizer.core.contracts import HeightMap, PackageSpec, PalletGeometry, PlacementPlan
+from palletizer.core.contracts import (
+    HeightMap,
+    LidRect,
+    PackageSpec,
+    PalletGeometry,
+    PlacementPlan,
+)
 from palletizer.core.placement_check import PlacementCheck, locate_lid
 
 PALLET = PalletGeometry()
@@ -48,6 +54,28 @@ def test_a_lid_is_located_to_a_few_millimetres_from_a_one_centimetre_map(dx, dy,
     assert math.hypot(x - actual[0], y - actual[1]) < 0.004
     assert abs(yaw - actual[2]) < math.radians(1.5)
     assert abs(z - planned[2]) < 0.003 and fit.coverage > 0.8
+
+
+def test_the_fusions_lid_rectangle_gives_the_centre_finer_than_the_grid():
+    # The same lid with the fusion's rectangle of it: the centre and yaw are the rectangle's.
+    # A rectangle of another size (a lid seen in part) or height is not this lid's.
+    L, W, H = 0.42, 0.30, 0.18
+    planned = (0.45, -0.12, PALLET.deck_z + H / 2, 0.3)
+    actual = (0.4537, -0.1236, 0.31)
+    cells = _map([(*actual, L, W, H)], noise=0.002)
+    rect = LidRect(*actual[:2], actual[2] + math.pi / 2, W + 0.002, L - 0.003, H + 0.001)
+    for lids, exact in [
+        ((rect,), True),
+        ((rect._replace(length=W - 0.08),), False),
+        ((rect._replace(height=H + 0.05),), False),
+        ((), False),
+    ]:
+        hm = HeightMap(cells.cells, cells.observed, cells.origin, cells.cell_size, lids)
+        fit = locate_lid(hm, PALLET, planned, (L, W, H))
+        assert fit is not None and fit.returns is exact
+        err = math.hypot(fit.pose[0] - actual[0], fit.pose[1] - actual[1])
+        assert (err < 1e-9) if exact else (err > 1e-4)
+        assert abs(fit.pose[3] - actual[2]) < (1e-9 if exact else math.radians(1.5))
 
 
 def test_a_lid_not_at_its_planned_height_is_not_seen():
@@ -96,3 +124,22 @@ def test_a_carton_lost_on_its_way_is_reported_only_where_its_lid_is_found():
     assert set(check.poses(list(plans))) == set(plans)
     check.reset()
     assert check.gone == set()
+
+
+def test_a_lid_partly_covered_by_a_later_carton_keeps_its_last_measurement():
+    # A carton on the layer above covers 40 % of the lower lid; the 60 % left in sight would
+    # fit a rectangle 80 mm off the carton's centre. The check keeps what it measured before.
+    L, W, H = 0.40, 0.30, 0.20
+    z = PALLET.deck_z + H / 2
+    plan = PlacementPlan((0.5, 0.0, z), 0.0, 1, 'a', 1.0, 1.0)
+    check = PlacementCheck(_Perception(_map([(0.502, 0.001, 0.0, L, W, H)], noise=0.001)), PALLET)
+    check.expect('carton-01', plan, PackageSpec('carton-01', 'carton', (L, W, H), 4.0))
+    first = check.poses(['carton-01'])['carton-01']
+    assert math.hypot(first[0] - 0.502, first[1] - 0.001) < 0.004
+    upper = (0.502 + L / 2, 0.001, 0.0, L, W, 2 * H)  # its left edge over the lower's middle
+    hm = _map([(0.502, 0.001, 0.0, L, W, H), upper], noise=0.001)
+    part = locate_lid(hm, PALLET, (0.5, 0.0, z, 0.0), (L, W, H))
+    assert part is not None and part.covered > 0.3  # the part in sight alone is well off
+    assert abs(part.pose[0] - 0.502) > 0.05
+    assert check.poses(['carton-01'])['carton-01'] == first
+    assert check.fits['carton-01'].covered == 0.0 and not check.unseen

@@ -23,11 +23,20 @@ def test_heightmap_round_trip_is_bit_exact_and_keeps_the_mask():
     rng = np.random.default_rng(3)
     cells = rng.uniform(0, 1.2, size=(80, 120))
     observed = rng.random((80, 120)) > 0.1
-    h = HeightMap(cells, observed, (0.0, -0.4), 0.01)
+    lids = ((0.41, -0.12, 0.3, 0.42, 0.3, 0.18), (0.9, 0.2, -1.2, 0.3, 0.2, 0.36))
+    h = HeightMap(cells, observed, (0.0, -0.4), 0.01, lids)
     back = convert.heightmap_from_msg(convert.heightmap_to_msg(h))
     assert back == h
     np.testing.assert_array_equal(back.cells, h.cells)
     np.testing.assert_array_equal(back.observed, h.observed)
+    assert back.lids == lids and back.lids[1].height == 0.36
+
+
+def test_heightmap_with_a_partial_lid_is_refused():
+    m = convert.heightmap_to_msg(HeightMap(np.zeros((2, 3)), lids=((0, 0, 0, 0.4, 0.3, 0.2),)))
+    m.lids = list(m.lids)[:5]
+    with pytest.raises(PalletizerError, match='5 lid values; expected 6 per lid'):
+        convert.heightmap_from_msg(m)
 
 
 def test_heightmap_with_wrong_cell_count_is_refused():

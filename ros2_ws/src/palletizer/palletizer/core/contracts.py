@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ __all__ = [
     'FailureCause',
     'floats3',
     'HeightMap',
+    'LidRect',
     'Observation',
     'PackageSpec',
     'PalletGeometry',
@@ -237,6 +238,19 @@ class PackageSpec:
         return cls(**d)
 
 
+class LidRect(NamedTuple):
+    """A lid as a rectangle fitted to the depth returns themselves, finer than the grid:
+    centre x, y [m, world], yaw [rad] of its `length` side, length and width [m], and its
+    height above the deck [m]."""
+
+    x: float
+    y: float
+    yaw: float
+    length: float
+    width: float
+    height: float
+
+
 @dataclass(frozen=True, eq=False)
 class HeightMap:
     """Pallet surface heights on a regular grid.
@@ -244,6 +258,8 @@ class HeightMap:
     cells: (ny, nx) heights above the deck [m]; world X runs along axis 1, Y along axis 0.
     observed: (ny, nx) bool, False where no sensor saw the cell (None means all observed).
     origin: world XY of the pallet's (-x, -y) corner [m]; cell_size: cell edge [m].
+    lids: the lid rectangles a fusion fitted to its returns (none for other maps); they do not
+    take part in the map's key or equality, which are the grid's.
     Non-finite cells become unobserved with height 0, and the arrays are private read-only copies,
     so the caller's map is never mutated.
     """
@@ -252,6 +268,7 @@ class HeightMap:
     observed: np.ndarray | None = None
     origin: tuple[float, float] = (0.0, -0.4)
     cell_size: float = 0.010
+    lids: tuple[LidRect, ...] = ()
 
     def __post_init__(self) -> None:
         cells = np.array(self.cells, dtype=float, copy=True)
@@ -275,6 +292,16 @@ class HeightMap:
         _set(self, 'observed', observed)
         _set(self, 'origin', _vec(self.origin, 2, 'HeightMap.origin'))
         _set(self, 'cell_size', _finite(self.cell_size, 'HeightMap.cell_size', 1e-6))
+        lids = []
+        for i, r in enumerate(self.lids):
+            v = tuple(float(x) for x in r)
+            if len(v) != 6 or not all(math.isfinite(x) for x in v):
+                raise PalletizerError(
+                    f'HeightMap.lids[{i}] is {r!r}; expected 6 finite numbers '
+                    '(x, y, yaw, length, width, height)'
+                )
+            lids.append(LidRect(*v))
+        _set(self, 'lids', tuple(lids))
 
     @classmethod
     def flat(cls, pallet: PalletGeometry | None = None, cell_size: float = 0.010) -> HeightMap:
@@ -319,16 +346,18 @@ class HeightMap:
             'observed': self.observed.tolist() if self.observed is not None else None,
             'origin': list(self.origin),
             'cell_size': self.cell_size,
+            'lids': [list(r) for r in self.lids],
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HeightMap:
-        _check_keys(cls, d)
+        _check_keys(cls, {'lids': [], **d})  # maps written without lids read as having none
         return cls(
             np.asarray(d['cells'], dtype=float),
             None if d['observed'] is None else np.asarray(d['observed'], dtype=bool),
             cast(tuple[float, float], tuple(d['origin'])),
             d['cell_size'],
+            cast(tuple[LidRect, ...], tuple(tuple(r) for r in d.get('lids', ()))),
         )
 
 

@@ -21,6 +21,7 @@ from palletizer.core.contracts import (
     EpisodeResult,
     FailureCause,
     HeightMap,
+    LidRect,
     Observation,
     PackageSpec,
     PalletState,
@@ -103,6 +104,7 @@ def heightmap_to_msg(h: HeightMap, frame_id: str = 'world') -> HeightMapMsg:
     m.header.frame_id = frame_id
     m.cells = np.ascontiguousarray(h.cells, dtype=np.float64).ravel()
     m.observed = [bool(b) for b in np.asarray(h.observed).ravel()]
+    m.lids = [float(v) for r in h.lids for v in r]
     return m
 
 
@@ -115,9 +117,18 @@ def heightmap_from_msg(m: HeightMapMsg) -> HeightMap:
             f'HeightMap message has {len(m.cells)} cells and {len(m.observed)} observed flags; '
             f'expected ny * nx = {m.ny} * {m.nx} = {n} of each'
         )
+    if len(m.lids) % 6:
+        from palletizer.core.errors import PalletizerError
+
+        raise PalletizerError(
+            f'HeightMap message has {len(m.lids)} lid values; expected 6 per lid '
+            '(x, y, yaw, length, width, height)'
+        )
     cells = np.asarray(m.cells, dtype=np.float64).reshape(m.ny, m.nx)
     observed = np.asarray(m.observed, dtype=bool).reshape(m.ny, m.nx)
-    return HeightMap(cells, observed, (m.origin_x, m.origin_y), m.cell_size)
+    v = [float(x) for x in m.lids]
+    lids = tuple(LidRect(*v[i : i + 6]) for i in range(0, len(v), 6))
+    return HeightMap(cells, observed, (m.origin_x, m.origin_y), m.cell_size, lids)
 
 
 def plan_to_msg(p: PlacementPlan) -> PlacementPlanMsg:

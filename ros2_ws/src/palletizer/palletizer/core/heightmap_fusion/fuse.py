@@ -1,6 +1,7 @@
 """One height map from the pallet cameras' depth views (fuse_heightmap, FusionResult): the views'
 points, the robot self-filter, per cell the estimate of the steepest view that observed it,
-holes filled, deck gaps bridged and lid edges completed; and a fused map's errors against the
+holes filled, deck gaps bridged and lid edges completed, with the rectangles fitted to the lids
+(HeightMap.lids); and a fused map's errors against the
 true one (map_errors).
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from palletizer.core.contracts import HeightMap, PalletGeometry
+from palletizer.core.contracts import HeightMap, LidRect, PalletGeometry
 from palletizer.core.heightmap_fusion.cells import _bridge_deck, _fill_holes, _robust_cells
 from palletizer.core.heightmap_fusion.lids import _complete_edges, _fit_lids
 from palletizer.core.heightmap_fusion.points import _lid_points, _view_points
@@ -95,6 +96,7 @@ def fuse_heightmap(
     for _ in range(2):
         _fill_holes(cells, obs, params.fill_neighbours, params.fill_tol)
         _bridge_deck(cells, obs, params.deck_bridge, params.fill_tol)
+    rects: list[LidRect] = []
     if params.edge_fill and order:
         # The steepest view's returns give the lid edges; those inside the robot are its own.
         lid_pts, foot = _lid_points(order[0], box, deck)
@@ -103,7 +105,8 @@ def fuse_heightmap(
             lid_pts, foot = lid_pts[free], foot[free]
         lids = _fit_lids(cells, obs, lid_pts, foot, (ox, oy), deck, params)
         _complete_edges(cells, obs, lids, params)
-    hm = HeightMap(cells, obs, (ox, oy), cs)
+        rects = [LidRect(*r, h) for h, _, _, r in lids]
+    hm = HeightMap(cells, obs, (ox, oy), cs, tuple(rects))
     return FusionResult(hm, np.ascontiguousarray(pts, dtype=np.float32), dropped)
 
 

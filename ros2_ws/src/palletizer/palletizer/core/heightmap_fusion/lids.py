@@ -14,6 +14,10 @@ from palletizer.core.params.fusion import FusionParams
 
 __all__: list[str] = []
 
+# A fitted lid: its height [m], the cells whose centre its rectangle holds, the cells of the
+# lid, and the rectangle (centre x, y [m, world], yaw [rad], length, width [m]).
+_Lid = tuple[float, np.ndarray, np.ndarray, tuple[float, float, float, float, float]]
+
 
 def _fit_lids(
     cells: np.ndarray,
@@ -23,7 +27,7 @@ def _fit_lids(
     origin: tuple[float, float],
     deck: float,
     params: FusionParams,
-) -> list[tuple[float, np.ndarray, np.ndarray]]:
+) -> list[_Lid]:
     """Rectangles fitted to the lids: each lid, a connected region of observed cells within
     lid_tol of one height, gets the minimum-area rectangle's axes of the returns within
     lid_band of its height round it (lid_pts (N, 3) [m, world], from the steepest view, foot
@@ -32,9 +36,12 @@ def _fit_lids(
     heights below the lid's, or few of the lid's own or higher ones (a carton standing on it),
     is rejected (two lids merged, a fit thrown by stray returns).
 
-    Returns (height [m], cells whose centre the rectangle holds, cells of the lid) per lid.
+    Returns (height [m], cells whose centre the rectangle holds, cells of the lid, the
+    rectangle: centre x, y [m, world], yaw [rad], length, width [m]) per lid. The rectangle's
+    centre is the mid-point of the trimmed extents, so the trim and the widening, the same at
+    both ends, leave it where the returns put it, finer than the grid.
     """
-    out: list[tuple[float, np.ndarray, np.ndarray]] = []
+    out: list[_Lid] = []
     if lid_pts.size == 0:
         return out
     ny, nx = cells.shape
@@ -87,14 +94,17 @@ def _fit_lids(
             or int((rin & (comp | above)).sum()) < params.lid_fill * n_in
         ):
             continue
-        out.append((h, rin, comp))
+        cu, cv = (u0 + u1) / 2, (v0 + v1) / 2
+        c = cu * u + cv * v
+        rect = (float(c[0]), float(c[1]), ang, float(u1 - u0 + 2 * w), float(v1 - v0 + 2 * w))
+        out.append((h, rin, comp, rect))
     return out
 
 
 def _complete_edges(
     cells: np.ndarray,
     obs: np.ndarray,
-    lids: list[tuple[float, np.ndarray, np.ndarray]],
+    lids: list[_Lid],
     params: FusionParams,
 ) -> None:
     """Observe, in place, the edge cells round the fitted lids (lids = _fit_lids(...)): inside
@@ -104,7 +114,7 @@ def _complete_edges(
     (the deck's edge, whose normals the footprint edge spoils). A slot between two lids, whose
     floor no camera saw, has only lid cells round it and stays unobserved."""
     top = np.full(cells.shape, -np.inf)
-    for h, rin, _ in lids:
+    for h, rin, _, _ in lids:
         top[rin] = np.maximum(top[rin], h)
     on = np.isfinite(top)
     fill = ~obs & on

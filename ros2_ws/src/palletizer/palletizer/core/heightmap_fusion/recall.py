@@ -152,7 +152,7 @@ def recall_hidden(
     obs = obs_now.copy()
     cells[iy[keep], ix[keep]] = np.asarray(prev.cells)[iy[keep], ix[keep]]
     obs[iy[keep], ix[keep]] = True
-    return HeightMap(cells, obs, now.origin, now.cell_size), int(keep.sum())
+    return HeightMap(cells, obs, now.origin, now.cell_size, now.lids), int(keep.sum())
 
 
 class MapMemory:
