@@ -53,6 +53,7 @@ def _heightmap(bag: BagWriter, k: int, rng: np.random.Generator) -> bytes:
         cell_size=0.01,
         cells=cells,
         observed=np.ones(_NY * _NX, dtype=np.bool_),
+        lids=np.asarray([0.1, 0.0, 0.0, 0.4, 0.3, 0.25 * (1 + k // 10)]),  # one lid
     )
     return bytes(store.serialize_cdr(msg, 'palletizer_msgs/msg/HeightMap'))
 
