@@ -1,8 +1,9 @@
 """Independent jobs on Ray: the one executor of `scripts/train` and of the reference and
 generalise benchmarks.
 
-Local by default: `ray.init` starts Ray on this machine's cores, node address 127.0.0.1, no
-dashboard, usage statistics off. With RAY_ADDRESS set (`head:6379`, run on a node of the
+Local by default: `ray.init(address='local')` starts a Ray instance of its own on this machine's
+cores, node address 127.0.0.1, no dashboard, usage statistics off, even where a `ray start` head
+is running here. With RAY_ADDRESS set (`head:6379`, run on a node of the
 cluster) the jobs go to that cluster instead; every node needs this checkout at the same path
 with `source scripts/env.sh` done before `ray start` (README "Scaling out on Ray").
 
@@ -60,7 +61,10 @@ def ray_session(workers: int | None = None) -> Iterator[None]:
     if os.environ.get('RAY_ADDRESS'):
         ray.init(address=os.environ['RAY_ADDRESS'], **common)
     else:
+        # address='local': a new instance of our own. Without it, ray.init looks for a
+        # `ray start` head left running on this machine, joins it, and then refuses num_cpus.
         ray.init(
+            address='local',
             num_cpus=max(1, workers or os.cpu_count() or 1),
             _node_ip_address='127.0.0.1',
             **common,
