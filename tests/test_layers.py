@@ -219,6 +219,74 @@ def static_offenders(folder: str) -> list[str]:
     return offenders
 
 
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the package's modules it imports anywhere (lazily and for type checking too).
+
+    `sources`: module name -> (source, is_package). `from A import b` is an edge to A.b where
+    that is a module, else to A; importing a module's parent packages is not counted.
+    """
+    graph: dict[str, set[str]] = {}
+    for module, (source, is_package) in sources.items():
+        package = module if is_package else module.rpartition('.')[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ''
+                if node.level:
+                    parts = package.split('.')
+                    base = '.'.join(
+                        parts[: len(parts) - node.level + 1] + ([base] if base else [])
+                    )
+                subs = {f'{base}.{a.name}' for a in node.names} & set(sources)
+                edges |= subs if len(subs) == len(node.names) else subs | {base}
+        graph[module] = {e for e in edges if e in sources and e != module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(groups)
+
+
+def package_sources() -> dict[str, tuple[str, bool]]:
+    return {
+        _module_name(p): (p.read_text(), p.name == '__init__.py')
+        for p in sorted(PKG.rglob('*.py'))
+    }
+
+
 _PROBE = (
     'import importlib, json, sys\n'
     'report = {}\n'
@@ -361,3 +429,26 @@ def test_the_checker_would_catch_a_violation():
     loaded = loaded_by(('palletizer.nodes.cell_bridge',))['palletizer.nodes.cell_bridge']
     whys = {violation(nodes, 'nodes', n) for n in loaded}
     assert {'mujoco', 'palletizer.sim (not below nodes)'} <= whys
+
+
+def test_no_module_imports_itself_through_others():
+    """No circular imports in the package, counting lazy and type-checking imports: a loop makes
+    what loads first depend on who imported what, and hides which module owns a concept."""
+    assert import_cycles(import_graph(package_sources())) == []
+
+
+def test_the_cycle_check_would_catch_a_loop():
+    sources = {
+        'palletizer.cli': ('', True),
+        'palletizer.cli.a': ('def f():\n    from palletizer.cli.b import g\n', False),
+        'palletizer.cli.b': ('from . import c\n', False),
+        'palletizer.cli.c': (
+            'from typing import TYPE_CHECKING\n'
+            'if TYPE_CHECKING:\n    from palletizer.cli.a import f\n',
+            False,
+        ),
+        'palletizer.cli.d': ('from palletizer.cli import a\n', False),
+    }
+    graph = import_graph(sources)
+    assert graph['palletizer.cli.d'] == {'palletizer.cli.a'}  # not the package itself
+    assert import_cycles(graph) == [['palletizer.cli.a', 'palletizer.cli.b', 'palletizer.cli.c']]

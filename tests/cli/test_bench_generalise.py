@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from palletizer.cli.bench_generalise import bench_generalise, parse_options, parse_seeds
+from palletizer.cli.bench_generalise import bench_generalise, parse_options
+from palletizer.cli.seeds import parse_seeds
 
 
 def test_seed_ranges_parse_and_bad_ones_say_what_is_allowed():

@@ -28,32 +28,14 @@ from pathlib import Path
 from palletizer.cli import pool
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
-from palletizer.core.errors import InvalidValue
+from palletizer.cli.seeds import parse_seeds
 from palletizer.version import git_sha
 
-__all__ = ['bench_generalise', 'parse_options', 'parse_seeds']
+__all__ = ['bench_generalise', 'parse_options']
 
 PLANNERS = ('heuristic', 'beam')
 MODES = {'quasi_static': None, 'fast_forward': 0.0, 'interpolated': 1.0}
 RESERVED_ABOVE = 100
-
-
-def parse_seeds(text: str) -> list[int]:
-    """'1-50', '3', '1-3,7,9-10' -> sorted seeds; InvalidValue (a ValueError) naming what is allowed."""
-    seeds: set[int] = set()
-    for part in text.split(','):
-        a, sep, b = part.strip().partition('-')
-        try:
-            lo = int(a)
-            hi = int(b) if sep else lo
-        except ValueError:
-            raise InvalidValue(
-                f'seeds {text!r}: {part!r} is not N or A-B; expected e.g. 1-50 or 1-3,7'
-            ) from None
-        if lo < 0 or hi < lo:
-            raise InvalidValue(f'seeds {text!r}: {part!r}; expected 0 <= A <= B')
-        seeds.update(range(lo, hi + 1))
-    return sorted(seeds)
 
 
 def quasi_static_one(job: tuple[str, None, int, int, str, int]) -> dict:

@@ -80,7 +80,7 @@ def bench_train_throughput(
 
 
 def parse_options(argv: Sequence[str], prog: str = 'scripts/bench train-throughput') -> dict:
-    from palletizer.cli.bench_generalise import parse_seeds
+    from palletizer.cli.seeds import parse_seeds
 
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split('\n\n')[0].replace('\n', ' '))
     p.add_argument('--workers', type=int, nargs='+', default=[1, 2], help='worker counts (1 2)')

@@ -54,7 +54,7 @@ def use_loads(spec: str) -> None:
 
 
 def _freeze(args: argparse.Namespace) -> int:
-    from palletizer.cli.bench_generalise import parse_seeds
+    from palletizer.cli.seeds import parse_seeds
     from palletizer.core.config import load_config
     from palletizer.core.frozen_loads import freeze
 

@@ -549,7 +549,7 @@ def compare(
 
 
 def _seeds(p: argparse.ArgumentParser, text: str, reserved: bool) -> list[int]:
-    from palletizer.cli.bench_generalise import parse_seeds
+    from palletizer.cli.seeds import parse_seeds
 
     try:
         seeds = parse_seeds(text)

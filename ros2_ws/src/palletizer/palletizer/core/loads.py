@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -15,10 +16,10 @@ from palletizer.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from palletizer.core.contracts import PackageSpec
-    from palletizer.core.frozen_loads import FrozenLoads
 
 __all__ = [
     'CartonDraw',
+    'LoadTable',
     'draw_carton',
     'draw_load',
     'frozen_table',
@@ -26,16 +27,30 @@ __all__ = [
     'staging_jitter',
 ]
 
+
+class LoadTable(Protocol):
+    """What draw_load and staging_jitter read of a frozen load table (core/frozen_loads.py's
+    FrozenLoads, which imports this module: the table is named by its shape, not imported)."""
+
+    @property
+    def draws(self) -> Mapping[tuple[int, int], Sequence[CartonDraw]]: ...
+
+    @property
+    def jitter(self) -> Mapping[tuple[int, int], Sequence[tuple[float, float, float]]]: ...
+
+    def __contains__(self, key: object) -> bool: ...
+
+
 # A frozen load table this process answers from (core/frozen_loads.py); None: the generator.
-_frozen: FrozenLoads | None = None
+_frozen: LoadTable | None = None
 
 
-def frozen_table() -> FrozenLoads | None:
+def frozen_table() -> LoadTable | None:
     """The frozen load table draw_load and staging_jitter answer from, or None."""
     return _frozen
 
 
-def set_frozen_table(table: FrozenLoads | None) -> None:
+def set_frozen_table(table: LoadTable | None) -> None:
     """Answer draw_load and staging_jitter from `table` for the (level, seed) pairs it holds
     (None: always the generator). Benchmark workers set it once (core/frozen_loads.py)."""
     global _frozen
