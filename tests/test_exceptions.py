@@ -57,7 +57,7 @@ def test_no_builtin_error_is_raised_on_purpose():
 
 def test_the_builtin_kinds_are_still_caught_by_their_old_handlers():
     from palletizer.bridge.stream import steps_per_sample
-    from palletizer.wiring.inprocess import oracle_flag
+    from palletizer.core.oracle import oracle_flag
 
     with pytest.raises(ValueError, match=r'rate_hz = 0.0, timestep = 0.002; expected both > 0'):
         steps_per_sample(0.0, 0.002)

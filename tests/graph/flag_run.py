@@ -8,8 +8,9 @@ import json
 import threading
 
 import rclpy
+from palletizer.core.oracle import oracle_flag, reads_truth
 from palletizer.nodes.depth_fusion import DepthFusionNode
-from palletizer.nodes.episode_director import MODE_PARAMETERS, graph_oracle_flag
+from palletizer.nodes.episode_director import MODE_PARAMETERS
 from palletizer.nodes.wrist_gauge import WristGaugeNode
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import MultiThreadedExecutor
@@ -41,7 +42,7 @@ def main() -> None:
         spin = threading.Thread(target=ex.spin)
         spin.start()
         try:
-            modes = [_read(nodes[2], node, name) for node, name in MODE_PARAMETERS]
+            modes = [_read(nodes[2], node, name) for node, name, _ in MODE_PARAMETERS]
             built = {
                 'map': nodes[0].map_mode,
                 'detector': nodes[0].detector_mode,
@@ -52,7 +53,13 @@ def main() -> None:
                     'asked': [m, d, g],
                     'built': built,
                     'reported': modes,
-                    'oracle': graph_oracle_flag(*modes, False),
+                    'oracle': oracle_flag(
+                        *(
+                            reads_truth(k, v)
+                            for (_, _, k), v in zip(MODE_PARAMETERS, modes, strict=True)
+                        ),
+                        False,
+                    ),
                 }
             )
         finally:

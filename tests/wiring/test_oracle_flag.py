@@ -6,10 +6,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from palletizer.core.oracle import oracle_flag, reads_truth
 from palletizer.core.planning import build_planner
-from palletizer.nodes.episode_director import graph_oracle_flag
+from palletizer.core.vocab import GaugeMode, PerceptionMode
+from palletizer.nodes.episode_director import MODE_PARAMETERS
 from palletizer.wiring.gauge import WristGauge
-from palletizer.wiring.inprocess import oracle_flag, run_inprocess
+from palletizer.wiring.inprocess import run_inprocess
 from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap
 from palletizer.wiring.perception import CameraDetector, CameraHeightMap
 
@@ -60,18 +62,32 @@ def test_oracle_flag_counts_every_component_and_refuses_a_stand_in():
     # A mode name passed where a component belongs (the old bug: the gauge never counted).
     with pytest.raises(TypeError, match='no oracle flag'):
         oracle_flag(*cams, 'oracle')
+    with pytest.raises(TypeError, match='no oracle flag'):
+        oracle_flag(*cams, 'wrench')
+    # Modes as members, and flags already decided, count for what they are.
+    assert oracle_flag(PerceptionMode.cameras, GaugeMode.wrench, False) is False
+    assert oracle_flag(PerceptionMode.cameras, GaugeMode.oracle) is True
+    assert oracle_flag(*cams, True) is True
+
+
+def graph_flag(modes, planner):
+    """The director's flag from the modes its nodes report (nodes/episode_director.py)."""
+    kinds = [k for _, _, k in MODE_PARAMETERS]
+    return oracle_flag(*(reads_truth(k, m) for k, m in zip(kinds, modes, strict=True)), planner)
 
 
 @pytest.mark.parametrize('map_mode, detector_mode, gauge', COMBOS)
 def test_graph_flag_is_computed_from_the_modes_the_nodes_report(map_mode, detector_mode, gauge):
     expected = 'oracle' in (map_mode, detector_mode, gauge)
-    assert graph_oracle_flag(map_mode, detector_mode, gauge, False) is expected
-    assert graph_oracle_flag(map_mode, detector_mode, gauge, True) is True
+    assert graph_flag((map_mode, detector_mode, gauge), False) is expected
+    assert graph_flag((map_mode, detector_mode, gauge), True) is True
 
 
 def test_graph_flag_is_set_when_a_mode_could_not_be_read():
-    assert graph_oracle_flag('?', 'cameras', 'wrench', False) is True
-    assert graph_oracle_flag('cameras', 'cameras', '?', False) is True
+    assert graph_flag(('?', 'cameras', 'wrench'), False) is True
+    assert graph_flag(('cameras', 'cameras', '?'), False) is True
+    # A gauge's mode is no perception mode, and the other way round: both count as truth.
+    assert reads_truth(PerceptionMode, 'wrench') and reads_truth(GaugeMode, 'cameras')
 
 
 def test_the_referee_reads_true_cogs_from_the_load_and_is_no_oracle():

@@ -29,6 +29,7 @@ from palletizer.cli import pool
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.cli.seeds import parse_seeds
+from palletizer.core.vocab import PerceptionMode
 from palletizer.version import git_sha
 
 __all__ = ['bench_generalise', 'parse_options']
@@ -226,7 +227,7 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         help='motion modes; quasi_static is planning only, no physics (default interpolated)',
     )
     p.add_argument('--levels', type=int, nargs='+', default=list(MAIN_LEVELS + HARD_LEVELS))
-    p.add_argument('--perception', choices=('cameras', 'oracle'), default='cameras')
+    p.add_argument('--perception', choices=PerceptionMode.names(), default='cameras')
     p.add_argument(
         '--workers', type=int, default=None, help='Ray tasks at once (default: the CPUs Ray has)'
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from palletizer.cli import pool
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
-from palletizer.core.vocab import PlannerKind
+from palletizer.core.vocab import PerceptionMode, PlannerKind
 from palletizer.version import git_sha
 
 __all__ = ['MAIN_LEVELS', 'HARD_LEVELS', 'bench_reference', 'run_one']
@@ -31,7 +31,7 @@ HARD_LEVELS = (14, 15, 16, 17)
 SEEDS = (1, 2, 3)
 PLANNERS = PlannerKind.names()
 MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
-PERCEPTION = ('cameras', 'oracle')
+PERCEPTION = PerceptionMode.names()
 # The reference cell's published figures (interpolated motion, oracles; docs/planners.md §6.10).
 REFERENCE = {
     'beam': {'episodes_ok': 22, 'cartons_placed': 140},

@@ -15,6 +15,8 @@ from palletizer.core.errors import ConfigError, PalletizerError, TelemetryError,
 __all__ = [
     'Closed',
     'EventKind',
+    'GaugeMode',
+    'PerceptionMode',
     'PlannerKind',
     'SnapshotView',
     'SourceKind',
@@ -78,6 +80,30 @@ class PlannerKind(Closed):
     @classmethod
     def noun(cls) -> str:
         return 'planner'
+
+
+class PerceptionMode(Closed):
+    """How the height map and the carton detector see. cameras: fused from the pallet cameras and
+    found in the pick cameras' images; oracle: read from the simulator (flags the run)."""
+
+    cameras = 'cameras'
+    oracle = 'oracle'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'perception'
+
+
+class GaugeMode(Closed):
+    """How a held carton is weighed. wrench: from the wrist force/torque sensor; oracle: its
+    mass and centre of mass read from the simulator (flags the run)."""
+
+    wrench = 'wrench'
+    oracle = 'oracle'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'gauge'
 
 
 class SourceKind(Closed):

@@ -20,7 +20,7 @@ from typing import Any
 
 from palletizer.core.config import SOURCES, Config, config_dir, load_config, read_yaml
 from palletizer.core.errors import ConfigError, GraphError, PalletizerError, close_match
-from palletizer.core.vocab import PlannerKind, TelemetryMode
+from palletizer.core.vocab import PerceptionMode, PlannerKind, TelemetryMode
 
 __all__ = [
     'LAUNCH_ARGUMENTS',
@@ -46,7 +46,7 @@ PLANNERS = PlannerKind.names()
 ROBOTS = ('sim', 'ur')
 CELL_PROFILES = ('lockstep', 'hardware')  # nodes/cell_hardware.py PROFILES
 TELEMETRY_MODES = TelemetryMode.names()
-PERCEPTION_MODES = ('cameras', 'oracle')
+PERCEPTION_MODES = PerceptionMode.names()
 VIZ_MODES = ('none', 'foxglove')
 FOXGLOVE_PORT = 8765  # Foxglove's default WebSocket port
 LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')

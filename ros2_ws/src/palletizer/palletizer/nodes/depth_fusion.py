@@ -44,6 +44,7 @@ from palletizer.core.heightmap_fusion import (
     RobotBody,
     fuse_heightmap,
 )
+from palletizer.core.vocab import PerceptionMode
 from palletizer.nodes.camera_inputs import DEFAULT_TOPICS, CameraInputs, cloud_msg, stamp_of
 from palletizer.nodes.convert import heightmap_to_msg, observation_from_msg, observation_to_msg
 from palletizer.nodes.qos import LATCHED
@@ -51,7 +52,7 @@ from palletizer.nodes.spin import run_node
 
 __all__ = ['DepthFusionNode', 'main']
 
-MODES = ('cameras', 'oracle')
+MODES = PerceptionMode.names()
 
 
 def _truth_boxes(res: GroundTruth.Response):
@@ -74,7 +75,9 @@ class DepthFusionNode(Node):
         )
         for name, value in (('map', self.map_mode), ('detector', self.detector_mode)):
             if value not in MODES:
-                raise SystemExit(f'depth_fusion: {name}:={value!r}; expected cameras or oracle')
+                raise SystemExit(
+                    f'depth_fusion: {name}:={value!r}; expected one of {", ".join(MODES)}'
+                )
         level = int(
             param('level', 0, 'level id: its source chooses the pick cameras; 0 = default')
         )

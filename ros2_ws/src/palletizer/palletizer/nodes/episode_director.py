@@ -24,7 +24,9 @@ from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult, PalletGeometry
 from palletizer.core.episode import EpisodeAborted, EpisodeSettings, run_episode
 from palletizer.core.errors import PalletizerError
+from palletizer.core.oracle import oracle_flag, reads_truth
 from palletizer.core.placement_check import PlacementCheck
+from palletizer.core.vocab import GaugeMode, PerceptionMode
 from palletizer.nodes.director_ports import (
     Calls,
     RosCell,
@@ -40,7 +42,7 @@ from palletizer.nodes.line_ports import RosLine
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.version import git_sha
 
-__all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'graph_oracle_flag', 'main', 'summary_line']
+__all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'main', 'summary_line']
 
 # Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -70,17 +72,11 @@ def summary_line(r: EpisodeResult) -> str:
 
 
 # Where each node reports what it runs: the height map, the detector, the gauge.
-MODE_PARAMETERS = (('depth_fusion', 'map'), ('depth_fusion', 'detector'), ('wrist_gauge', 'mode'))
-
-
-def graph_oracle_flag(map_mode: str, detector_mode: str, gauge_mode: str, planner: bool) -> bool:
-    """The graph run's oracle flag from the modes the nodes report they run.
-
-    Only the truth-free modes clear it (map and detector `cameras`, gauge `wrench`); an oracle
-    mode, or one that could not be read, sets it.
-    """
-    truth_free = map_mode == 'cameras' and detector_mode == 'cameras' and gauge_mode == 'wrench'
-    return bool(planner) or not truth_free
+MODE_PARAMETERS: tuple[tuple[str, str, type[PerceptionMode] | type[GaugeMode]], ...] = (
+    ('depth_fusion', 'map', PerceptionMode),
+    ('depth_fusion', 'detector', PerceptionMode),
+    ('wrist_gauge', 'mode', GaugeMode),
+)
 
 
 class EpisodeDirectorNode(Node):
@@ -237,16 +233,18 @@ class EpisodeDirectorNode(Node):
                 self.say(f'run stopped: {missing}')
                 self.exit_code = EXIT_FAILED
                 return
-            map_mode, detector_mode, gauge_mode = (
-                self._param_of(node, name) or '?' for node, name in MODE_PARAMETERS
-            )
+            modes = [self._param_of(node, name) or '?' for node, name, _ in MODE_PARAMETERS]
+            map_mode, detector_mode, gauge_mode = modes
             kind = self._param_of('planner', 'kind') or self.planner_kind
-            # The one place the oracle flag is computed: from what each node reports it runs.
-            oracle = graph_oracle_flag(map_mode, detector_mode, gauge_mode, self.planner.oracle)
+            # The flag from what each node reports it runs (core/oracle.py): unreadable is truth.
+            truth = [
+                reads_truth(k, m) for (_, _, k), m in zip(MODE_PARAMETERS, modes, strict=True)
+            ]
+            oracle = oracle_flag(*truth, self.planner)
             perception = RosPerception(
                 self,
                 self.calls,
-                oracle=map_mode != 'cameras' or detector_mode != 'cameras',
+                oracle=oracle_flag(*truth[:2]),
                 stamp=lambda: self.cell.stamp,
             )
             perception.on_heightmap = self.motion.set_heightmap

@@ -37,6 +37,7 @@ from palletizer.core.gauge import (
 )
 from palletizer.core.motion import UR10eKinematics, yaw_of
 from palletizer.core.streams import StampedBuffer
+from palletizer.core.vocab import GaugeMode
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
 from palletizer.nodes.spin import run_node
 
@@ -73,8 +74,10 @@ class WristGaugeNode(Node):
             'wrench = weigh from the sensor; oracle = the catalogue truth from the cell '
             '(marks the run oracle)',
         )
-        if self.mode not in ('wrench', 'oracle'):
-            raise SystemExit(f'wrist_gauge: mode:={self.mode!r}; expected wrench or oracle')
+        if self.mode not in GaugeMode.names():
+            raise SystemExit(
+                f'wrist_gauge: mode:={self.mode!r}; expected one of {", ".join(GaugeMode.names())}'
+            )
         truth = param(
             'ground_truth_service', '/cell_bridge/ground_truth', 'what the oracle mode reads'
         )

@@ -16,11 +16,13 @@ from palletizer.core.config import Config, load_config
 from palletizer.core.config.cell import CameraConfig
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, Presented, last_resort_line, run_episode
-from palletizer.core.errors import InvalidType, InvalidValue
+from palletizer.core.errors import InvalidValue
 from palletizer.core.gauge import GaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.motion import MotionParams, MotionPlanner
+from palletizer.core.oracle import oracle_flag
 from palletizer.core.planning import Planner
+from palletizer.core.vocab import GaugeMode
 from palletizer.execution import (
     PickPlaceSequencer,
     SequencerExecutor,
@@ -43,23 +45,8 @@ __all__ = [
     'PhotoMemorySink',
     'PhotoSink',
     'RunSetup',
-    'oracle_flag',
     'run_inprocess',
 ]
-
-
-def oracle_flag(*components: Any) -> bool:
-    """The run is an oracle if any constructed component reads simulator truth.
-
-    Each component must carry an `oracle` attribute: a mode name or another stand-in passed by
-    mistake would otherwise count as truth-free.
-    """
-    for c in components:
-        if not isinstance(getattr(c, 'oracle', None), bool):
-            raise InvalidType(
-                f'{c!r} is not a perception, gauge or planner component (no oracle flag)'
-            )
-    return any(c.oracle for c in components)
 
 
 class _ProbedGauge:
@@ -229,8 +216,7 @@ def run_inprocess(
     """
     map_mode = check_mode('map', map_mode or perception)
     detector_mode = check_mode('detector', detector_mode or perception)
-    if gauge not in ('wrench', 'oracle'):
-        raise InvalidValue(f'gauge = {gauge!r}; expected wrench or oracle')
+    gauge = GaugeMode.parse(gauge, 'gauge', error=InvalidValue)
     cfg = config or load_config()
     lv = cfg.level(level)
     cell = Cell(lv, seed, options=CellOptions.from_config(cfg.cell))
@@ -253,7 +239,7 @@ def run_inprocess(
                 every=steps_per_sample(cfg.cell.wrench.rate_hz, cfg.cell.physics.timestep),
                 settle_s=g.settle_s,
             )
-            if gauge == 'wrench'
+            if gauge is GaugeMode.wrench
             else oracle_gauge
         )
         # The trajectory_executor node's sequencer, over the cell instead of the UR driver's
@@ -275,7 +261,7 @@ def run_inprocess(
         # latched one.
         perceive = Perception(hmap, detector, on_heightmap=executor.heightmap_updated, probe=probe)
 
-        # The one place the in-process flag is computed: from the objects constructed.
+        # The in-process flag, from the objects constructed (core/oracle.py).
         oracle = oracle_flag(hmap, detector, weigher, planner)
         setup = RunSetup(
             str(getattr(planner, 'kind', '?')),

@@ -1,7 +1,7 @@
 """Oracle stubs and the referee: the only code besides the cell that reads simulator truth.
 
 Every oracle class carries `oracle = True`; the run's oracle flag is computed from the objects
-actually constructed (wiring.inprocess.oracle_flag), never set by hand.
+actually constructed (core/oracle.py oracle_flag), never set by hand.
 """
 
 from __future__ import annotations

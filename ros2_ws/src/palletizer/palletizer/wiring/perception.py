@@ -20,14 +20,15 @@ from palletizer.core.detection import (
     measure_lid,
     remeasured,
 )
-from palletizer.core.errors import ConfigError, close_match
 from palletizer.core.heightmap_fusion import (
     FusionResult,
     MapMemory,
     RobotBody,
     fuse_heightmap,
 )
+from palletizer.core.oracle import oracle_flag
 from palletizer.core.views import CameraView
+from palletizer.core.vocab import PerceptionMode
 from palletizer.sim.cell import Cell
 from palletizer.wiring.oracles import OracleDetector, OracleHeightMap
 
@@ -44,17 +45,12 @@ __all__ = [
 
 # cameras: the height map fused from the pallet cameras and detection from the pick cameras;
 # oracle: both read simulator truth (the run is flagged).
-PERCEPTION_MODES = ('cameras', 'oracle')
+PERCEPTION_MODES = PerceptionMode.names()
 
 
-def check_mode(name: str, value: str) -> str:
+def check_mode(name: str, value: str) -> PerceptionMode:
     """A perception mode, or a ConfigError naming what is allowed."""
-    if value not in PERCEPTION_MODES:
-        raise ConfigError(
-            f'{name} = {value!r}; expected one of {", ".join(PERCEPTION_MODES)}'
-            f'{close_match(str(value), PERCEPTION_MODES)}'
-        )
-    return value
+    return PerceptionMode.parse(value, name)
 
 
 def camera_views(
@@ -204,7 +200,7 @@ class Perception:
     probe: Any = None  # probe(kind, package_id, component): a benchmark's look after each call
 
     def __post_init__(self) -> None:
-        self.oracle = bool(self.hmap.oracle or self.detector.oracle)
+        self.oracle = oracle_flag(self.hmap, self.detector)
         self._held: Observation | None = None
 
     def detect(self, package_id: str) -> Observation | None:
@@ -254,13 +250,12 @@ def build_perception(
 ) -> tuple[Any, Any]:
     """(height map, detector) for the modes: CameraHeightMap or OracleHeightMap, CameraDetector or
     OracleDetector."""
-    check_mode('map', map_mode)
-    check_mode('detector', detector_mode)
     pallet = PalletGeometry.from_config(cfg.cell.pallet)
     hmap = (
         CameraHeightMap(cell, cfg, pallet)
-        if map_mode == 'cameras'
+        if check_mode('map', map_mode) is PerceptionMode.cameras
         else OracleHeightMap(cell, pallet)
     )
-    det = CameraDetector(cell, cfg, source) if detector_mode == 'cameras' else OracleDetector(cell)
+    cameras = check_mode('detector', detector_mode) is PerceptionMode.cameras
+    det = CameraDetector(cell, cfg, source) if cameras else OracleDetector(cell)
     return hmap, det
