@@ -74,11 +74,11 @@ def test_the_builtin_kinds_are_still_caught_by_their_old_handlers():
 
 def test_the_oracle_gauge_names_an_unknown_carton_and_the_ones_in_the_load():
     from palletizer.core.contracts import Observation
+    from palletizer.core.gauge import OracleGauge
     from palletizer.core.loads import draw_load
-    from palletizer.wiring.oracles import OracleGauge
 
     draws = draw_load(11, 1)
-    gauge = OracleGauge(draws)
+    gauge = OracleGauge(d.spec for d in draws)
     ids = sorted(d.package_id for d in draws)
     obs = Observation(ids[0] + 'x', (0.0, 0.0, 0.0), 0.0, (0.4, 0.3, 0.2), 1.0)
     with pytest.raises(

@@ -6,13 +6,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from palletizer.core.gauge import OracleGauge
 from palletizer.core.oracle import oracle_flag, reads_truth
 from palletizer.core.planning import build_planner
 from palletizer.core.vocab import GaugeMode, PerceptionMode
 from palletizer.nodes.episode_director import MODE_PARAMETERS
 from palletizer.wiring.gauge import WristGauge
 from palletizer.wiring.inprocess import run_inprocess
-from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap
+from palletizer.wiring.oracles import OracleDetector, OracleHeightMap
 from palletizer.wiring.perception import CameraDetector, CameraHeightMap
 
 COMBOS = list(

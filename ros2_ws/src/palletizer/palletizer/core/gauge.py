@@ -9,28 +9,32 @@ what the stability math needs (everything downstream is planar).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from palletizer.core.contracts import PackageSpec, floats3
-from palletizer.core.errors import PalletizerError
+from palletizer.core.contracts import Observation, PackageSpec, floats3
+from palletizer.core.errors import PalletizerError, UnknownKey, close_match
 from palletizer.core.motion.grasp import block_offsets, plan_grasp, tool_to_world_xy
+from palletizer.core.motion.kinematics import UR10eKinematics, yaw_of
 
 __all__ = [
     'GaugeParams',
     'GaugeReading',
+    'OracleGauge',
     'R_sensor_package',
     'WeighError',
     'average_wrench',
     'carton_centre_in_sensor',
     'gauge_errors',
     'lid_in_tool',
+    'off_plumb',
     'tool_tilt',
     'type_from_label',
     'weigh',
+    'weigh_held',
 ]
 
 _TOOL_FLIP = np.diag([1.0, -1.0, -1.0])  # tool-down frame: x along world x at yaw 0, z down
@@ -211,3 +215,69 @@ def weigh(
     offset = R.T @ (com - prior)
     spec = PackageSpec(package_id, type_name, floats3(dims), mass, floats3(offset))
     return GaugeReading(spec, floats3(com), 'ok')
+
+
+def off_plumb(kin: UR10eKinematics, q: ArrayLike | None, params: GaugeParams) -> str | None:
+    """Why a reading at joint angles `q` cannot serve as a tare (the tare model holds at plumb
+    poses only), or None; None too when the angles are unknown."""
+    if q is None:
+        return None
+    tilt = tool_tilt(kin.fk(np.asarray(q, dtype=float)))
+    if tilt > params.plumb_tol_rad:
+        return f'the tool is {math.degrees(tilt):.2f} deg off plumb'
+    return None
+
+
+def weigh_held(
+    tare: ArrayLike,
+    loaded: ArrayLike,
+    observation: Observation,
+    q: ArrayLike | None,
+    *,
+    kin: UR10eKinematics,
+    tcp_offset: float,
+    cup_gap: float,
+    params: GaugeParams,
+) -> GaugeReading:
+    """The weighing chain, the one both wirings run: the tool's pose from the joint angles
+    (forward kinematics), where the observed lid stands in the tool, the carton's centre in the
+    sensor frame from the grasp, then `weigh`. Without joint angles the tool is taken at yaw 0
+    and the grasp rule's block. Raises WeighError as `weigh` does.
+    """
+    T_tool = kin.fk(np.asarray(q, dtype=float)) if q is not None else None
+    tool_yaw = float(yaw_of(T_tool)) if T_tool is not None else 0.0
+    lid = lid_in_tool(observation.position[:2], T_tool) if T_tool is not None else None
+    return weigh(
+        tare,
+        loaded,
+        package_id=observation.package_id,
+        type_name=type_from_label(observation.package_id),
+        dims=observation.dims_guess,
+        centre_sensor=carton_centre_in_sensor(observation.dims_guess, tcp_offset, cup_gap, lid),
+        R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
+        params=params,
+    )
+
+
+class OracleGauge:
+    """Weighs by looking the carton up in the truth it is handed (the load's draws in-process,
+    the cell's ground truth in the graph): stands in for in-hand weighing, and flags the run."""
+
+    oracle = True
+
+    def __init__(self, specs: Iterable[PackageSpec]) -> None:
+        self.specs = {s.package_id: s for s in specs}
+
+    def weigh(self, observation: Observation) -> PackageSpec:
+        spec = self.specs.get(observation.package_id)
+        if spec is None:
+            ids = sorted(self.specs)
+            raise UnknownKey(
+                f'OracleGauge.weigh: package_id {observation.package_id!r} is not in the load; '
+                f'expected one of {", ".join(ids) or "(none)"}'
+                f'{close_match(observation.package_id, ids)}'
+            )
+        return spec
+
+    def forecast(self, package_ids: Sequence[str]) -> list[PackageSpec]:
+        return [self.specs[p] for p in package_ids if p in self.specs]

@@ -22,20 +22,18 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from palletizer.core.config import load_config
-from palletizer.core.contracts import PackageSpec
+from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.description import JOINTS
+from palletizer.core.errors import UnknownKey
 from palletizer.core.gauge import (
     GaugeParams,
-    R_sensor_package,
+    OracleGauge,
     WeighError,
     average_wrench,
-    carton_centre_in_sensor,
-    lid_in_tool,
-    tool_tilt,
-    type_from_label,
-    weigh,
+    off_plumb,
+    weigh_held,
 )
-from palletizer.core.motion import UR10eKinematics, yaw_of
+from palletizer.core.motion import UR10eKinematics
 from palletizer.core.streams import StampedBuffer
 from palletizer.core.vocab import GaugeMode
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
@@ -168,7 +166,7 @@ class WristGaugeNode(Node):
         except WeighError as exc:
             return str(exc)
 
-    def _oracle_spec(self, package_id: str):
+    def _oracle_spec(self, observation: Observation):
         """The carton's catalogue truth from the cell (oracle mode), or an error text."""
         if self.truth is None or not self.truth.wait_for_service(timeout_sec=10.0):
             return 'no ground truth service'
@@ -178,12 +176,16 @@ class WristGaugeNode(Node):
         done.wait(timeout=30.0)
         if not fut.done() or fut.result() is None:
             return 'no ground truth answer'
-        for c in fut.result().cartons:
-            if c.package_id == package_id:
-                return PackageSpec(
-                    c.package_id, c.type_name, tuple(c.dims_m), c.mass_kg, tuple(c.cog_offset_m)
-                )
-        return f'carton {package_id!r} is not in the cell'
+        gauge = OracleGauge(
+            PackageSpec(
+                c.package_id, c.type_name, tuple(c.dims_m), c.mass_kg, tuple(c.cog_offset_m)
+            )
+            for c in fut.result().cartons
+        )
+        try:
+            return gauge.weigh(observation)
+        except UnknownKey as exc:
+            return str(exc)
 
     def on_tare(self, req: Tare.Request, res: Tare.Response):
         if self.mode == 'oracle':  # nothing to zero: the oracle reads no sensor
@@ -194,11 +196,10 @@ class WristGaugeNode(Node):
         if isinstance(r, str):
             res.error_code, res.error_msg = Tare.Response.NOT_STILL, r
             return res
-        # The tare model holds at plumb poses only (core.gauge.tool_tilt).
-        tilt = tool_tilt(self.kin.fk(self.q)) if self.q is not None else 0.0
-        if tilt > self.params.plumb_tol_rad:
-            res.error_code = Tare.Response.NOT_STILL
-            res.error_msg = f'the tool is {np.degrees(tilt):.2f} deg off plumb'
+        # The tare model holds at plumb poses only (core.gauge.off_plumb).
+        why = off_plumb(self.kin, self.q, self.params)
+        if why:
+            res.error_code, res.error_msg = Tare.Response.NOT_STILL, why
             return res
         self.tare = r
         res.wrench = [float(v) for v in r]
@@ -207,7 +208,7 @@ class WristGaugeNode(Node):
 
     def on_weigh(self, req: Weigh.Request, res: Weigh.Response):
         if self.mode == 'oracle':
-            spec = self._oracle_spec(req.observation.package_id)
+            spec = self._oracle_spec(observation_from_msg(req.observation))
             if isinstance(spec, str):
                 res.error_code, res.error_msg = Weigh.Response.NO_PAYLOAD, spec
                 return res
@@ -225,21 +226,15 @@ class WristGaugeNode(Node):
         if isinstance(r, str):
             res.error_code, res.error_msg = Weigh.Response.NOT_STILL, r
             return res
-        obs = observation_from_msg(req.observation)
-        T_tool = self.kin.fk(self.q) if self.q is not None else None
-        tool_yaw = float(yaw_of(T_tool)) if T_tool is not None else 0.0
-        lid = lid_in_tool(obs.position[:2], T_tool) if T_tool is not None else None
         try:
-            reading = weigh(
+            reading = weigh_held(
                 tare,
                 r,
-                package_id=obs.package_id,
-                type_name=type_from_label(obs.package_id),
-                dims=obs.dims_guess,
-                centre_sensor=carton_centre_in_sensor(
-                    obs.dims_guess, self.tcp_offset, self.cup_gap, lid
-                ),
-                R_sensor_package=R_sensor_package(obs.yaw, tool_yaw),
+                observation_from_msg(req.observation),
+                self.q,
+                kin=self.kin,
+                tcp_offset=self.tcp_offset,
+                cup_gap=self.cup_gap,
                 params=self.params,
             )
         except WeighError as exc:

@@ -1,5 +1,6 @@
 """Wiring of the episode ports to the simulated cell: oracle stubs, referee, in-process runs."""
 
-from palletizer.wiring.oracles import OracleDetector, OracleGauge, OracleHeightMap, Referee
+from palletizer.core.gauge import OracleGauge
+from palletizer.wiring.oracles import OracleDetector, OracleHeightMap, Referee
 
 __all__ = ['OracleDetector', 'OracleGauge', 'OracleHeightMap', 'Referee']

@@ -13,18 +13,8 @@ import numpy as np
 from palletizer.bridge.stream import StepStream
 from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.errors import PalletizerError
-from palletizer.core.gauge import (
-    GaugeParams,
-    R_sensor_package,
-    WeighError,
-    average_wrench,
-    carton_centre_in_sensor,
-    lid_in_tool,
-    tool_tilt,
-    type_from_label,
-    weigh,
-)
-from palletizer.core.motion import UR10eKinematics, yaw_of
+from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, off_plumb, weigh_held
+from palletizer.core.motion import UR10eKinematics
 from palletizer.sim.robot import ARM_JOINTS
 
 __all__ = ['WristGauge']
@@ -100,10 +90,7 @@ class WristGauge:
         reading = self._read()
         if reading is None:
             return 'the arm was not still'
-        tilt = tool_tilt(self.kin.fk(self.cell.q))
-        if tilt > self.params.plumb_tol_rad:
-            return f'the tool is {np.degrees(tilt):.2f} deg off plumb'
-        return reading
+        return off_plumb(self.kin, self.cell.q, self.params) or reading
 
     def tare(self) -> np.ndarray:
         """Average wrench with nothing on the cups [N, N m]."""
@@ -129,22 +116,15 @@ class WristGauge:
         loaded = self._read()
         if loaded is None:
             return None
-        T_tool = self.kin.fk(self.cell.q)
-        tool_yaw = float(yaw_of(T_tool))
         try:
-            reading = weigh(
+            reading = weigh_held(
                 self._tare,
                 loaded,
-                package_id=observation.package_id,
-                type_name=type_from_label(observation.package_id),
-                dims=observation.dims_guess,
-                centre_sensor=carton_centre_in_sensor(
-                    observation.dims_guess,
-                    self.tcp_offset,
-                    self.cup_gap,
-                    lid_in_tool(observation.position[:2], T_tool),
-                ),
-                R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
+                observation,
+                self.cell.q,
+                kin=self.kin,
+                tcp_offset=self.tcp_offset,
+                cup_gap=self.cup_gap,
                 params=self.params,
             )
         except WeighError:

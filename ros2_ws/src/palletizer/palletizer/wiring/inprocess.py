@@ -17,7 +17,7 @@ from palletizer.core.config.cell import CameraConfig
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, Presented, last_resort_line, run_episode
 from palletizer.core.errors import InvalidValue
-from palletizer.core.gauge import GaugeParams
+from palletizer.core.gauge import GaugeParams, OracleGauge
 from palletizer.core.loads import draw_load
 from palletizer.core.motion import MotionParams, MotionPlanner
 from palletizer.core.oracle import oracle_flag
@@ -36,7 +36,7 @@ from palletizer.sim.cell import Cell, CellOptions
 from palletizer.telemetry.png import encode_png
 from palletizer.wiring.arm import CellArm
 from palletizer.wiring.gauge import WristGauge
-from palletizer.wiring.oracles import OracleGauge, Referee
+from palletizer.wiring.oracles import Referee
 from palletizer.wiring.perception import Perception, build_perception, check_mode
 
 __all__ = [
@@ -223,7 +223,7 @@ def run_inprocess(
     try:
         draws = draw_load(level, seed, cfg)
         hmap, detector = build_perception(cell, cfg, lv.source, map_mode, detector_mode)
-        oracle_gauge = OracleGauge(draws)
+        oracle_gauge = OracleGauge(d.spec for d in draws)
         g = cfg.perception.gauge
         weigher = (
             WristGauge(

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from palletizer.core.contracts import (
     HeightMap,
     Observation,
-    PackageSpec,
     PalletGeometry,
     floats3,
 )
@@ -21,7 +20,6 @@ from palletizer.core.loads import CartonDraw
 
 __all__ = [
     'OracleDetector',
-    'OracleGauge',
     'OracleHeightMap',
     'Referee',
 ]
@@ -74,24 +72,6 @@ class OracleDetector:
             tuple(truth.dims),
             1.0,
         )
-
-
-class OracleGauge:
-    """Reports the catalogue truth (mass, CoG) of a carton: stands in for in-hand weighing."""
-
-    oracle = True
-
-    def __init__(self, draws: Sequence[CartonDraw]) -> None:
-        self.draws = {d.package_id: d for d in draws}
-
-    def weigh(self, observation: Observation) -> PackageSpec:
-        draw = self.draws.get(observation.package_id)
-        if draw is None:
-            raise _unknown('OracleGauge.weigh', observation.package_id, self.draws)
-        return draw.spec
-
-    def forecast(self, package_ids: Sequence[str]) -> list[PackageSpec]:
-        return [self.draws[p].spec for p in package_ids if p in self.draws]
 
 
 class OracleHeightMap:
