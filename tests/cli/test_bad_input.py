@@ -128,6 +128,11 @@ CLI_CASES = [
         r'build it with python -m palletizer.core.motion.reach',
     ),
     (
+        'missing reach table, beam search',
+        lambda root: _write(root / 'reach_ur10e.npz', None, ['--planner', 'beam']),
+        r'planner:=beam needs the reach table: .*reach_ur10e.npz: reach table not found; ',
+    ),
+    (
         'corrupt reach table',
         lambda root: _write(root / 'reach_ur10e.npz', b'PK\x03\x04 not a zip'),
         r'planner:=heuristic needs the reach table: .*reach_ur10e.npz: not a reach table \(',
@@ -167,11 +172,11 @@ def test_the_seed_limit_is_the_reset_message_int32():
         (['--seed', str(SEED_MAX)], 'seed', SEED_MAX),
         (['--seed', str(SEED_MAX - 1), '-n', '2'], 'episodes', 2),
         (['--level', '12', 'level:=12'], 'level', 12),
-        (['--planner', 'beam'], 'planner', 'beam'),  # beam does not need the reach table
+        (['--planner', 'grid'], 'planner', 'grid'),  # the grid does not need the reach table
     ],
 )
 def test_neighbours_of_bad_input_are_accepted(configs, argv, field, value):
-    (configs / 'reach_ur10e.npz').unlink()  # only planner:=heuristic reads it
+    (configs / 'reach_ur10e.npz').unlink()  # the heuristic and beam search read it
     if field != 'planner':
         argv = [*argv, '--planner', 'grid']
     assert getattr(palletize.build_options(argv), field) == value

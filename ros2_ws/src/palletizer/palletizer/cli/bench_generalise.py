@@ -29,13 +29,13 @@ from palletizer.cli import pool
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.cli.seeds import parse_seeds
-from palletizer.core.vocab import PerceptionMode
+from palletizer.core.vocab import MotionMode, PerceptionMode
 from palletizer.version import git_sha
 
 __all__ = ['bench_generalise', 'parse_options']
 
 PLANNERS = ('heuristic', 'beam')
-MODES = {'quasi_static': None, 'fast_forward': 0.0, 'interpolated': 1.0}
+MODES = {m.value: m.speed for m in MotionMode}
 RESERVED_ABOVE = 100
 
 
@@ -93,7 +93,7 @@ def _run(job: tuple) -> dict:
 
 
 def _mode(speed: float | None) -> str:
-    return {v: k for k, v in MODES.items()}[speed]
+    return MotionMode.of_speed(speed).value
 
 
 def bench_generalise(

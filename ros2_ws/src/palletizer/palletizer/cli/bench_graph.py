@@ -40,6 +40,7 @@ from typing import Any
 
 from palletizer.core.config import Config, load_config
 from palletizer.core.errors import ConfigError, GraphError, close_match
+from palletizer.core.vocab import MotionMode
 
 __all__ = [
     'MODES',
@@ -59,7 +60,7 @@ __all__ = [
 PROTOCOL_LEVELS = (11, 12, 13, 21, 22, 23, 31, 32, 33)
 PROTOCOL_SEEDS = (1, 2, 3)
 SEED_LIMIT = 100  # the benchmark never runs a seed above this
-MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
+MODES = MotionMode.physical()
 OUTCOME_FIELDS = ('success', 'n_objects', 'n_placed', 'failure')
 PLACEMENT_FIELDS = ('package_id', 'layer', 'placed', 'actual_pose')
 POSE_KEYS = ('x', 'y', 'z', 'yaw')

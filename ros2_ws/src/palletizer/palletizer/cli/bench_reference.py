@@ -21,7 +21,7 @@ from pathlib import Path
 
 from palletizer.cli import pool
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
-from palletizer.core.vocab import PerceptionMode, PlannerKind
+from palletizer.core.vocab import MotionMode, PerceptionMode, PlannerKind
 from palletizer.version import git_sha
 
 __all__ = ['MAIN_LEVELS', 'HARD_LEVELS', 'bench_reference', 'run_one']
@@ -30,7 +30,7 @@ MAIN_LEVELS = (11, 12, 13, 21, 22, 23, 31, 32, 33)
 HARD_LEVELS = (14, 15, 16, 17)
 SEEDS = (1, 2, 3)
 PLANNERS = PlannerKind.names()
-MODES = {'fast_forward': 0.0, 'interpolated': 1.0}
+MODES = MotionMode.physical()
 PERCEPTION = PerceptionMode.names()
 # The reference cell's published figures (interpolated motion, oracles; docs/planners.md §6.10).
 REFERENCE = {
@@ -226,7 +226,6 @@ def bench_reference(
                 flush=True,
             )
     print(file=sys.stderr)
-    mode_of = {v: k for k, v in MODES.items()}
     summary: dict = {'main': {}, 'hard': {}}
     for pc in perceptions:
         for p in planners:
@@ -234,7 +233,9 @@ def bench_reference(
                 sel = [
                     r
                     for r in rows
-                    if r['perception'] == pc and r['planner'] == p and mode_of[r['speed']] == m
+                    if r['perception'] == pc
+                    and r['planner'] == p
+                    and MotionMode.of_speed(r['speed']) == m
                 ]
                 key = f'{pc}/{p}/{m}'
                 summary['main'][key] = _summarise([r for r in sel if r['level'] in MAIN_LEVELS])

@@ -16,6 +16,7 @@ __all__ = [
     'Closed',
     'EventKind',
     'GaugeMode',
+    'MotionMode',
     'PerceptionMode',
     'PlannerKind',
     'SnapshotView',
@@ -80,6 +81,52 @@ class PlannerKind(Closed):
     @classmethod
     def noun(cls) -> str:
         return 'planner'
+
+    @property
+    def uses_reach_table(self) -> bool:
+        """Whether the planner keeps its plans within the arm's reach table (configs'
+        reach_table; core/planning/factory.py loads it for these): all but the grid."""
+        return self is not PlannerKind.grid
+
+
+# The motion speed of each MotionMode: None for no physics, 0 for fast-forward.
+_MOTION_SPEED: dict[str, float | None] = {
+    'quasi_static': None,
+    'fast_forward': 0.0,
+    'interpolated': 1.0,
+}
+
+
+class MotionMode(Closed):
+    """How an episode's arm moves. quasi_static: no physics, every carton goes exactly where
+    planned (planning benchmarks only); fast_forward: physics, the arm set on each waypoint
+    (speed 0); interpolated: physics, the trajectories tracked in time (speed 1)."""
+
+    quasi_static = 'quasi_static'
+    fast_forward = 'fast_forward'
+    interpolated = 'interpolated'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'motion mode'
+
+    @property
+    def speed(self) -> float | None:
+        """The speed an episode runs at in this mode (None: no physics)."""
+        return _MOTION_SPEED[self.value]
+
+    @classmethod
+    def of_speed(cls, speed: float | None) -> MotionMode:
+        """The mode that runs at `speed` (one of None, 0 and 1)."""
+        for m in cls:
+            if m.speed == speed:
+                return m
+        raise cls.error()(f'speed {speed!r}; expected one of None, 0.0, 1.0')
+
+    @classmethod
+    def physical(cls) -> dict[str, float]:
+        """The modes that run the physics: name -> speed."""
+        return {m.value: s for m in cls if (s := m.speed) is not None}
 
 
 class PerceptionMode(Closed):

@@ -244,8 +244,8 @@ def options_from_mapping(
             f'is int32)'
         )
     planner = _as_choice('planner', v['planner'], PLANNERS)
-    if planner == 'heuristic':
-        _check_reach_table(cfg)
+    if PlannerKind(planner).uses_reach_table:
+        _check_reach_table(cfg, planner)
     planner_weights = _check_planner_weights(v['planner_weights'].strip(), planner)
     params_file = v['params_file'].strip()
     if params_file:
@@ -315,14 +315,15 @@ def _check_rviz(wanted: bool) -> bool:
     return wanted
 
 
-def _check_reach_table(cfg: Config) -> None:
-    """planner:=heuristic plans with the reach table: a missing or corrupt one fails here."""
-    from palletizer.core.motion import ReachTable  # only the heuristic needs it (0.3 s import)
+def _check_reach_table(cfg: Config, planner: str) -> None:
+    """The planners that plan with the reach table (PlannerKind.uses_reach_table): a missing or
+    corrupt one fails here, before any node starts."""
+    from palletizer.core.motion import ReachTable  # only those planners need it (0.3 s import)
 
     try:
         ReachTable.load(cfg.reach_table)
     except PalletizerError as exc:
-        raise GraphError(f'planner:=heuristic needs the reach table: {exc}') from None
+        raise GraphError(f'planner:={planner} needs the reach table: {exc}') from None
 
 
 def _check_planner_weights(text: str, planner: str) -> str:
