@@ -20,8 +20,9 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Final, Literal, Protocol, cast
 
 from palletizer.core.config.cell import CellConfig
 from palletizer.core.contracts import (
@@ -58,6 +59,16 @@ __all__ = [
     'run_episode',
     'stop_cause',
 ]
+
+
+class _Aside(Enum):
+    """What set_aside answers when it could not begin: no buffer, no place in it, or the
+    executor refused the move before anything moved (the carton is still in hand)."""
+
+    refused = 'refused'
+
+
+REFUSED: Final = _Aside.refused
 
 EVENT_KINDS = EventKind.names()
 
@@ -528,8 +539,8 @@ class _Loop:
                 result = self.planner.choose(spec, heightmap, pallet, tuple(excluded))
                 if result.plan is None:
                     aside = self.set_aside(spec, heightmap, slot)
-                    if aside != 'refused':
-                        return aside  # type: ignore[return-value]  # not 'refused': a cause or None
+                    if aside is not REFUSED:
+                        return aside
                     forced = True
                     result = self.planner.choose(
                         spec, heightmap, pallet, tuple(excluded), last_resort=True
@@ -537,40 +548,17 @@ class _Loop:
             if result.plan is None:
                 if last_resort:
                     aside = self.set_aside(spec, heightmap, slot)
-                    if aside != 'refused':
-                        return aside  # type: ignore[return-value]  # not 'refused': a cause or None
-                self.executor.return_to_source(obs)
-                self.emit(
-                    'fail',
+                    if aside is not REFUSED:
+                        return aside
+                return self.no_slot(
+                    obs,
                     pid,
-                    cause=FailureCause.wrong_placement.value,
-                    reject=dict(result.reject_summary) or None,
-                    reason='the planner found no slot'
+                    'the planner found no slot'
                     + (' and the buffer has no place' if self.buffer is not None else ''),
+                    reject=dict(result.reject_summary) or None,
                 )
-                return FailureCause.wrong_placement
             plan = result.plan
-            self.emit(
-                'plan',
-                pid,
-                layer=plan.layer,
-                slot=plan.slot,
-                score=round(plan.score, 4),
-                breakdown={k: round(v, 4) for k, v in plan.breakdown.items()},
-                heightmap_top_mm=_r(heightmap.top * 1000),
-                observed_pct=_r(heightmap.observed_ratio * 100),
-                retry=retry,
-                **(
-                    {'last_resort': True, 'support': round(plan.predicted_support, 3)}
-                    if forced
-                    else {}
-                ),
-            )
-            self.scores.append(plan.breakdown)
-            self.plan_scores.append(plan.score)
-            due = self.layer_photo_due(plan.layer)
-            if due is not None:
-                self.photo(due)  # the finished layer, before the next one covers it
+            self.emit_plan(pid, plan, heightmap, retry, forced)
             placed_out = self.executor.place(plan, spec, heightmap)
             if placed_out.ok:
                 attempt.plan = plan
@@ -587,17 +575,53 @@ class _Loop:
             excluded.append(plan.slot)
         else:
             aside = self.set_aside(spec, heightmap, slot)
-            if aside != 'refused':
-                return aside  # type: ignore[return-value]  # not 'refused': a cause or None
-            self.executor.return_to_source(obs)
-            self.emit(
-                'fail',
-                pid,
-                cause=FailureCause.wrong_placement.value,
-                reason=f'no reachable slot after {len(excluded)} tries: {excluded}',
+            if aside is not REFUSED:
+                return aside
+            return self.no_slot(
+                obs, pid, f'no reachable slot after {len(excluded)} tries: {excluded}'
             )
-            return FailureCause.wrong_placement
         assert placed_out is not None and attempt.plan is not None
+        return self.settled(attempt, placed_out, slot)
+
+    def no_slot(self, obs: Observation, pid: str, reason: str, **extra: Any) -> FailureCause:
+        """The carton in hand has no slot on the pallet nor in the buffer: it goes back to the
+        source and the episode ends with wrong_placement (`extra`: more of the fail event)."""
+        self.executor.return_to_source(obs)
+        self.emit('fail', pid, cause=FailureCause.wrong_placement.value, **extra, reason=reason)
+        return FailureCause.wrong_placement
+
+    def emit_plan(
+        self, pid: str, plan: PlacementPlan, heightmap: HeightMap, retry: int, forced: bool
+    ) -> None:
+        """The plan event of a placement about to run; the finished layer's photo when due."""
+        self.emit(
+            'plan',
+            pid,
+            layer=plan.layer,
+            slot=plan.slot,
+            score=round(plan.score, 4),
+            breakdown={k: round(v, 4) for k, v in plan.breakdown.items()},
+            heightmap_top_mm=_r(heightmap.top * 1000),
+            observed_pct=_r(heightmap.observed_ratio * 100),
+            retry=retry,
+            **(
+                {'last_resort': True, 'support': round(plan.predicted_support, 3)}
+                if forced
+                else {}
+            ),
+        )
+        self.scores.append(plan.breakdown)
+        self.plan_scores.append(plan.score)
+        due = self.layer_photo_due(plan.layer)
+        if due is not None:
+            self.photo(due)  # the finished layer, before the next one covers it
+
+    def settled(
+        self, attempt: _Attempt, placed_out: MotionOutcome, slot: BufferSlot | None
+    ) -> FailureCause | None:
+        """After a place the executor reports done: the stack settles, is measured, and the
+        newest carton and every one below are judged (a collapse, a miss, an overhang)."""
+        pid = attempt.spec.package_id
         drift = float(placed_out.details.get('drift_m', 0.0))
         # The stack gets settle_s of simulated time before the referee measures it; the empty
         # arm spends it going to wait above the source (executors with `ready`), out of the
@@ -660,23 +684,23 @@ class _Loop:
 
     def set_aside(
         self, spec: PackageSpec, heightmap: HeightMap, slot: BufferSlot | None = None
-    ) -> FailureCause | None | str:
+    ) -> FailureCause | None | Literal[_Aside.refused]:
         """Put the carton in hand down in the buffer (back in `slot` when it came from there).
 
-        None: set aside; 'refused': no buffer, no place in it, or the executor refused the move
+        None: set aside; REFUSED: no buffer, no place in it, or the executor refused the move
         before anything moved (the carton is still in hand); else the failure of the move.
         """
         if self.buffer is None:
-            return 'refused'
+            return REFUSED
         slot = slot or self.buffer.slot_for(spec)
         if slot is None:
-            return 'refused'
+            return REFUSED
         t0 = self.cell.sim_time()
         plan = PlacementPlan(slot.position, slot.yaw, 1, f'buffer-{slot.index}', 0.0, 0.0, {})
         out = self.executor.place(plan, spec, heightmap)
         if not out.ok:
             if out.holding:
-                return 'refused'
+                return REFUSED
             cause = out.cause or FailureCause.grasp_slip
             self.emit('fail', spec.package_id, cause=cause.value, reason=out.reason)
             return cause
