@@ -11,7 +11,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         '--run-slow',
         action='store_true',
         default=False,
-        help='also run the tests marked slow (long physical runs; see README "Tests")',
+        help='also run the tests marked slow (long physical runs; see docs/testing.md)',
     )
 
 

@@ -119,7 +119,7 @@ def test_a_node_killed_mid_episode_recovers_or_fails_fast_naming_it(victim, tmp_
     summary = [ln for _, ln in lines if 'seed 1:' in ln or 'stopping all nodes' in ln]
     print(f'\n{victim} killed: exit {code}; ' + ' | '.join(summary))
     if not recovered:
-        assert code == 1, text[-4000:]  # episodes failed (README "Exit codes")
+        assert code == 1, text[-4000:]  # episodes failed (docs/running.md "Exit codes")
         # The first line after the kill that reports the failure, and that it names the node.
         report = next(
             (

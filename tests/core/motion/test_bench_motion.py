@@ -1,4 +1,4 @@
-"""The motion benchmark runs and reports the keys the README promises."""
+"""The motion benchmark runs and reports the keys docs/benchmarks.md promises."""
 
 from __future__ import annotations
 

@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PalletizerError as exc:
         print(f'palletize: error: {exc}', file=sys.stderr)
         return 2
-    try:  # the run's own DDS domain, held while it runs (README "Runs are isolated")
+    try:  # the run's own DDS domain, held while it runs (docs/running.md "Runs are isolated")
         domain = claim_domain(robot=opts.robot)
     except PalletizerError as exc:
         print(f'palletize: error: {exc}', file=sys.stderr)

@@ -5,7 +5,7 @@ Local by default: `ray.init(address='local')` starts a Ray instance of its own o
 cores, node address 127.0.0.1, no dashboard, usage statistics off, even where a `ray start` head
 is running here. With RAY_ADDRESS set (`head:6379`, run on a node of the
 cluster) the jobs go to that cluster instead; every node needs this checkout at the same path
-with `source scripts/env.sh` done before `ray start` (README "Scaling out on Ray").
+with `source scripts/env.sh` done before `ray start` (docs/training.md "Scaling out on Ray").
 
 A job runs as a Ray task. A worker process that dies (killed, out of memory, a node lost) has its
 task retried, up to `retries` times, on another worker; an exception the job raises is not

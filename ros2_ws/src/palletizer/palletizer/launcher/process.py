@@ -84,7 +84,7 @@ class _Child:
     readers: list[threading.Thread]
 
 
-# Exit codes of a run (README "Exit codes"): every episode succeeded, episodes failed, bad input.
+# Exit codes of a run (docs/running.md "Exit codes"): every episode succeeded, episodes failed, bad input.
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 

@@ -44,7 +44,7 @@ from palletizer.version import git_sha
 
 __all__ = ['MODE_PARAMETERS', 'EpisodeDirectorNode', 'main', 'summary_line']
 
-# Exit codes (README "Exit codes"); an interrupted run exits 130 (SIGINT).
+# Exit codes (docs/running.md "Exit codes"); an interrupted run exits 130 (SIGINT).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # [s] how long robot:=ur waits for the driver's trajectory action once the director is up.
 # The driver is started first, and discovery on one host takes well under a second. The

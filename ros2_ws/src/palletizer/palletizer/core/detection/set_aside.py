@@ -2,8 +2,8 @@
 from cameras above it before the robot takes it back (measure_lid, LidMeasure).
 
 The buffer knows where it put a carton, but its height is the in-hand measurement's (the truck
-side camera's: p95 error 5.5 mm, README "Perception"), and the cups seal only within
-gripper.seal_band (4 mm) of the lid: a lid 3 mm lower than believed leaves the cups 4.5 mm
+side camera's: p95 error 5.5 mm, docs/perception.md "Perception in a run"), and the cups seal
+only within gripper.seal_band (4 mm) of the lid: a lid 3 mm lower than believed leaves the cups 4.5 mm
 above it and the pick-back lifts nothing (levels 32 and 33: every `grasp_slip` of the seeds
 1-50 heuristic run at a0089ec, one carton placed and two buffer moves). Standing on the
 auxiliary table, whose top is known, the lid gives the carton's true height too.
