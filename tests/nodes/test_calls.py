@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from palletizer.core.episode import EpisodeAborted
-from palletizer.nodes.director_ports import Calls, Timeouts
+from palletizer.nodes.calls import Calls, Timeouts
 
 
 class _Service:

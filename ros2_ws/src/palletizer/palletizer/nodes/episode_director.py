@@ -27,18 +27,10 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.oracle import oracle_flag, reads_truth
 from palletizer.core.placement_check import PlacementCheck
 from palletizer.core.vocab import GaugeMode, PerceptionMode
-from palletizer.nodes.director_ports import (
-    Calls,
-    RosCell,
-    RosExecutor,
-    RosGauge,
-    RosPerception,
-    RosPlanner,
-    RosReferee,
-    RosSink,
-    Timeouts,
-)
+from palletizer.nodes.calls import Calls, Timeouts
+from palletizer.nodes.director_ports import RosCell, RosExecutor, RosPlanner, RosReferee, RosSink
 from palletizer.nodes.line_ports import RosLine
+from palletizer.nodes.sensing_ports import RosGauge, RosPerception
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.version import git_sha
 

@@ -1,0 +1,240 @@
+"""The episode's sensing ports wired to ROS: the wrist gauge (tare, zero, weigh) and the
+perception (detect, fuse the height map, measure a lid), each the mirror of one core port in
+core/episode.py over the Calls helper (nodes/calls.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from builtin_interfaces.msg import Time
+from palletizer_msgs.srv import (
+    Detect,
+    FuseHeightMap,
+    MeasureHeld,
+    MeasureLid,
+    Tare,
+    Weigh,
+)
+from rclpy.node import Node
+
+from palletizer.core.contracts import (
+    HeightMap,
+    Observation,
+    PackageSpec,
+)
+from palletizer.core.episode import (
+    EpisodeAborted,
+)
+from palletizer.nodes.calls import Calls
+from palletizer.nodes.convert import (
+    heightmap_from_msg,
+    observation_from_msg,
+    observation_to_msg,
+    spec_from_msg,
+)
+
+__all__ = ['HoldingCell', 'RosGauge', 'RosPerception']
+
+
+class HoldingCell(Protocol):
+    """What the gauge needs of a cell port (RosCell, or line_ports.RosLine): let time pass with
+    the arm still, and the time now."""
+
+    @property
+    def stamp(self) -> Time: ...
+
+    def hold(self, seconds: float) -> None: ...
+
+
+class RosGauge:
+    """GaugePort over the wrist gauge; the arm is held still (cell settle) before each reading."""
+
+    oracle = False
+
+    def __init__(
+        self, node: Node, calls: Calls, hold_s: float, prefix: str = '/wrist_gauge'
+    ) -> None:
+        self.calls = calls
+        self.hold_s = hold_s
+        self.tare_c = node.create_client(Tare, f'{prefix}/tare')
+        self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
+        self.cell: HoldingCell | None = None
+        self.last_error = ''
+        self.tare_wrench: list[float] | None = None  # [N, N m] the episode's tare
+
+    def _held(self, build: Callable[[Time], Any]) -> Callable[[], Any]:
+        """A request built after holding the arm still again (a restarted gauge has not seen
+        the samples of the previous hold)."""
+
+        def again() -> Any:
+            assert self.cell is not None
+            self.cell.hold(self.hold_s)
+            return build(self.cell.stamp)
+
+        return again
+
+    def tare(self) -> None:
+        assert self.cell is not None
+
+        def build(stamp: Time) -> Tare.Request:
+            return Tare.Request(min_stamp=stamp)
+
+        # The gripper is empty and still: a tare asked again of a restarted gauge is the same.
+        res = self.calls.service(
+            self.tare_c,
+            build(self.cell.stamp),
+            'wrist gauge tare',
+            self.calls.t.quick_s,
+            repeatable=True,
+            again=self._held(build),
+        )
+        if res.error_code != Tare.Response.OK:
+            raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
+        self.tare_wrench = [float(v) for v in res.wrench]
+
+    def zero(self) -> None:
+        """Tare again with the gripper empty (the episode loop calls it after each place, the
+        arm still above the source), so the tare each weigh carries follows the sensor's drift;
+        a refused zero keeps the previous tare, as in-process (wiring.gauge.WristGauge.zero)."""
+        assert self.cell is not None
+        self.cell.hold(self.hold_s)
+
+        def build(stamp: Time) -> Tare.Request:
+            return Tare.Request(min_stamp=stamp)
+
+        res = self.calls.service(
+            self.tare_c,
+            build(self.cell.stamp),
+            'wrist gauge zero',
+            self.calls.t.quick_s,
+            repeatable=True,
+            again=self._held(build),
+        )
+        if res.error_code != Tare.Response.OK:
+            print(f'  wrist gauge zero refused, the last tare kept: {res.error_msg}', flush=True)
+            return
+        self.tare_wrench = [float(v) for v in res.wrench]
+
+    def weigh(self, observation: Observation) -> PackageSpec | None:
+        assert self.cell is not None
+        self.cell.hold(self.hold_s)
+
+        def build(stamp: Time) -> Weigh.Request:
+            return Weigh.Request(
+                observation=observation_to_msg(observation),
+                min_stamp=stamp,
+                tare=self.tare_wrench or [0.0] * 6,
+                has_tare=self.tare_wrench is not None,
+            )
+
+        res = self.calls.service(
+            self.weigh_c,
+            build(self.cell.stamp),
+            'wrist gauge weigh',
+            self.calls.t.quick_s,
+            repeatable=True,  # it carries the tare: a restarted gauge weighs the same
+            again=self._held(build),
+        )
+        if res.error_code != Weigh.Response.OK:
+            self.last_error = f'{res.error_code}: {res.error_msg}'
+            print(f'  wrist gauge: {self.last_error}', flush=True)
+            return None
+        return spec_from_msg(res.spec)
+
+
+class RosPerception:
+    """PerceptionPort over depth_fusion (detection and the fused height map)."""
+
+    def __init__(
+        self,
+        node: Node,
+        calls: Calls,
+        oracle: bool,
+        prefix: str = '/depth_fusion',
+        stamp: Callable[[], Time] | None = None,
+    ) -> None:
+        self.calls = calls
+        self.oracle = oracle
+        # The cell's time now: each request asks for frames no older (streaming cameras).
+        self.stamp = stamp or Time
+        self.detect_c = node.create_client(Detect, f'{prefix}/detect')
+        self.fuse_c = node.create_client(FuseHeightMap, f'{prefix}/fuse')
+        self.held_c = node.create_client(MeasureHeld, f'{prefix}/measure_held')
+        self.lid_c = node.create_client(MeasureLid, f'{prefix}/measure_lid')
+        self.lid_reason = ''  # why the last set-aside lid measurement failed
+        self.say: Callable[[str], None] = getattr(node, 'say', print)
+        self.last: HeightMap | None = None  # the newest fused map
+        self.held_reason = ''  # why the last in-hand measurement failed
+        self.on_heightmap: Callable[[HeightMap], None] | None = None
+        self.forget = True  # the next fusion starts the map afresh (an episode's first)
+
+    def reset(self) -> None:
+        """A new episode: the next fusion forgets what earlier ones saw."""
+        self.forget = True
+        self.last = None
+
+    def detect(self, package_id: str) -> Observation | None:
+        res = self.calls.service(
+            self.detect_c,
+            Detect.Request(min_stamp=self.stamp()),
+            'detection',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
+        seen = [observation_from_msg(o) for o in res.observations]
+        for o in seen:
+            if o.package_id == package_id:
+                return o
+        # A camera detector cannot read labels: its one detection is the presented carton.
+        unnamed = [o for o in seen if not o.package_id]
+        return dataclasses.replace(unnamed[0], package_id=package_id) if unnamed else None
+
+    def measure_held(self, observation: Observation) -> Observation | None:
+        got, self.held_reason = self._measure(
+            self.held_c, MeasureHeld, observation, 'in-hand measurement'
+        )
+        return got
+
+    def measure_lid(self, observation: Observation) -> Observation | None:
+        got, self.lid_reason = self._measure(
+            self.lid_c, MeasureLid, observation, 'set-aside lid measurement'
+        )
+        return got
+
+    def _measure(
+        self, client: Any, kind: Any, observation: Observation, what: str
+    ) -> tuple[Observation | None, str]:
+        """(the measured observation, '') of a MeasureHeld or MeasureLid call, or (None, why)."""
+        res = self.calls.service(
+            client,
+            kind.Request(observation=observation_to_msg(observation), min_stamp=self.stamp()),
+            what,
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
+        if res.error_code != kind.Response.OK:
+            self.say(f'  {what} of {observation.package_id}: {res.error_msg}')
+            return None, res.error_msg
+        return observation_from_msg(res.observation), ''
+
+    def heightmap(self) -> HeightMap:
+        res = self.calls.service(
+            self.fuse_c,
+            FuseHeightMap.Request(forget=self.forget, min_stamp=self.stamp()),
+            'height-map fusion',
+            self.calls.t.quick_s,
+            repeatable=True,
+            retry_s=10.0,
+        )
+        if res.error_code != FuseHeightMap.Response.OK:
+            raise EpisodeAborted(f'height-map fusion failed: {res.error_msg}')
+        self.forget = False
+        self.last = heightmap_from_msg(res.heightmap)
+        if self.on_heightmap is not None:
+            self.on_heightmap(self.last)
+        return self.last
