@@ -11,13 +11,9 @@ import math
 import numpy as np
 import pytest
 from palletizer.core.contracts import FailureCause, HeightMap, Observation, PackageSpec
-from palletizer.core.episode import (
-    EpisodeAborted,
-    MotionOutcome,
-    Presented,
-    run_episode,
-)
+from palletizer.core.episode import run_episode
 from palletizer.core.planning import ScorePlanner
+from palletizer.core.ports import EpisodeAborted, MotionOutcome, Presented
 
 STD_M = (0.42, 0.30, 0.18)
 

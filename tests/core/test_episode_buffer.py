@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from palletizer.core.config import load_config
 from palletizer.core.contracts import FailureCause, Observation, PackageSpec, PlanResult
-from palletizer.core.episode import EpisodeSettings, MotionOutcome
+from palletizer.core.episode import EpisodeSettings
 from palletizer.core.planning import ScorePlanner
 from palletizer.core.planning.buffer import Buffer, BufferSettings, BufferTable
+from palletizer.core.ports import MotionOutcome
 
 from tests.core.test_episode import STD_M, World, _run
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from palletizer.core.episode import MotionOutcome
+from palletizer.core.ports import MotionOutcome
 
 from tests.core.test_episode import World, _run
 

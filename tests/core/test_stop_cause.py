@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from palletizer.core.episode import STOP_REASON_ENV, stop_cause
+from palletizer.core.ports import STOP_REASON_ENV, stop_cause
 
 
 def test_the_launchers_reason_is_the_cause(tmp_path, monkeypatch):

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip('trajectory_msgs', reason='interfaces not built: run scripts/setup')
 
-from palletizer.core.episode import EpisodeAborted  # noqa: E402
 from palletizer.core.errors import PalletizerError  # noqa: E402
 from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory, MotionPlanner  # noqa: E402
+from palletizer.core.ports import EpisodeAborted  # noqa: E402
 from palletizer.execution import (  # noqa: E402
     ExecResult,
     Outcome,

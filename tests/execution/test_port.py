@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from palletizer.core.contracts import FailureCause, HeightMap
-from palletizer.core.episode import EpisodeAborted
+from palletizer.core.ports import EpisodeAborted
 from palletizer.execution import (
     ExecResult,
     Outcome,

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
-from palletizer.core.episode import EpisodeAborted
+from palletizer.core.ports import EpisodeAborted
 from palletizer.nodes.calls import Calls, Timeouts
 
 

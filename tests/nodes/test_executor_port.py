@@ -14,8 +14,8 @@ from palletizer.core.contracts import (
     PackageSpec,
     PlacementPlan,
 )
-from palletizer.core.episode import EpisodeAborted
 from palletizer.core.errors import PalletizerError, UnknownKey
+from palletizer.core.ports import EpisodeAborted
 from palletizer.nodes import director_ports
 from palletizer.nodes.director_ports import RosCell, RosExecutor, RosReferee
 from palletizer_msgs.action import Pick, Place

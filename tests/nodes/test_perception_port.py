@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 from palletizer.core.contracts import HeightMap
-from palletizer.core.episode import EpisodeAborted
+from palletizer.core.ports import EpisodeAborted
 from palletizer.nodes.convert import heightmap_to_msg
 from palletizer.nodes.sensing_ports import RosPerception
 from palletizer_msgs.srv import FuseHeightMap

@@ -15,7 +15,7 @@ from palletizer.core.contracts import (
     PackageSpec,
     PlacementPlan,
 )
-from palletizer.core.episode import EpisodeAborted, MotionOutcome
+from palletizer.core.ports import EpisodeAborted, MotionOutcome
 from palletizer.execution.park import ParkPose
 from palletizer.execution.sequencer import ExecResult, Outcome, PickPlaceSequencer
 

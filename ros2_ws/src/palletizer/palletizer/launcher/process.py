@@ -17,8 +17,8 @@ from typing import IO
 
 import yaml
 
-from palletizer.core.episode import STOP_REASON_ENV
 from palletizer.core.errors import GraphError
+from palletizer.core.ports import STOP_REASON_ENV
 from palletizer.launcher.graph import NodeSpec
 
 __all__ = [

@@ -16,11 +16,8 @@ from typing import Any
 from builtin_interfaces.msg import Time
 from rclpy.node import Node
 
-from palletizer.core.episode import (
-    STOP_REASON_ENV,
-    EpisodeAborted,
-)
 from palletizer.core.errors import PalletizerError
+from palletizer.core.ports import STOP_REASON_ENV, EpisodeAborted
 from palletizer.nodes.action_client import OrderedActionClient
 
 __all__ = ['Calls', 'Timeouts', 'stamp_s']

@@ -42,15 +42,11 @@ from palletizer.core.contracts import (
     PlanResult,
     floats3,
 )
-from palletizer.core.episode import (
-    EpisodeAborted,
-    MotionOutcome,
-    Presented,
-    last_resort_line,
-)
+from palletizer.core.episode import last_resort_line
 from palletizer.core.errors import UnknownKey
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
+from palletizer.core.ports import EpisodeAborted, MotionOutcome, Presented
 from palletizer.execution import exec_result_from_msg, motion_outcome, return_request
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.calls import Calls, stamp_s

@@ -22,10 +22,11 @@ from rclpy.node import Node
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult, PalletGeometry
-from palletizer.core.episode import EpisodeAborted, EpisodeSettings, run_episode
+from palletizer.core.episode import EpisodeSettings, run_episode
 from palletizer.core.errors import PalletizerError
 from palletizer.core.oracle import oracle_flag, reads_truth
 from palletizer.core.placement_check import PlacementCheck
+from palletizer.core.ports import EpisodeAborted
 from palletizer.core.vocab import GaugeMode, PerceptionMode
 from palletizer.nodes.calls import Calls, Timeouts
 from palletizer.nodes.director_ports import RosCell, RosExecutor, RosPlanner, RosReferee, RosSink

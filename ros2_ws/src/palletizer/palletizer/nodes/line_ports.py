@@ -21,7 +21,7 @@ from ur_msgs.msg import IOStates
 from ur_msgs.srv import SetIO
 
 from palletizer.core.config import LineIO
-from palletizer.core.episode import EpisodeAborted, Presented
+from palletizer.core.ports import EpisodeAborted, Presented
 
 __all__ = ['RosLine']
 

@@ -25,9 +25,7 @@ from palletizer.core.contracts import (
     Observation,
     PackageSpec,
 )
-from palletizer.core.episode import (
-    EpisodeAborted,
-)
+from palletizer.core.ports import EpisodeAborted
 from palletizer.nodes.calls import Calls
 from palletizer.nodes.convert import (
     heightmap_from_msg,

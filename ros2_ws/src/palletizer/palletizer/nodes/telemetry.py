@@ -29,8 +29,8 @@ from tf2_msgs.msg import TFMessage
 
 from palletizer.core.config import load_config
 from palletizer.core.contracts import EpisodeResult
-from palletizer.core.episode import stop_cause
 from palletizer.core.errors import PalletizerError
+from palletizer.core.ports import stop_cause
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start

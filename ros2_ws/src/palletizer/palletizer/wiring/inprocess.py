@@ -15,13 +15,14 @@ from palletizer.bridge.stream import steps_per_sample
 from palletizer.core.config import Config, load_config
 from palletizer.core.config.cell import CameraConfig
 from palletizer.core.contracts import EpisodeResult, PalletState, Placement
-from palletizer.core.episode import EpisodeSettings, Presented, last_resort_line, run_episode
+from palletizer.core.episode import EpisodeSettings, last_resort_line, run_episode
 from palletizer.core.errors import InvalidValue
 from palletizer.core.gauge import GaugeParams, OracleGauge
 from palletizer.core.loads import draw_load
 from palletizer.core.motion import MotionParams, MotionPlanner
 from palletizer.core.oracle import oracle_flag
 from palletizer.core.planning import Planner
+from palletizer.core.ports import Presented
 from palletizer.core.vocab import GaugeMode
 from palletizer.execution import (
     PickPlaceSequencer,
