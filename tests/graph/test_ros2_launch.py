@@ -90,9 +90,9 @@ def test_level_launch_runs_one_episode_and_ends_by_itself_with_exit_code_0(level
     assert got['left'] == [], got['left']
 
 
-# level (the default) and truck (another source, another scene): every source starts the same
-# node set, and the four files differ only in SOURCE and the docstring
-# (tests/launcher/test_graph.py), so table and conveyor would add only CI time (~50 s each).
+# level (the default) and truck (another source, another scene, through its include of
+# level.launch.py with source:=truck): table and conveyor.launch.py differ from truck's only in
+# the source's name (tests/launcher/test_graph.py), so they would add only CI time (~50 s each).
 #
 # Each is stopped once the first carton is down. level runs in real time (speed 1), so the stop
 # comes while the arm moves: the bridge's trajectory goal is cut short by it (it printed an

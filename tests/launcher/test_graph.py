@@ -157,27 +157,38 @@ def test_per_source_launch_defaults_to_its_first_level_and_refuses_others(source
         parse_launch_args([f'level:={other}'], source=source, config=CFG)
 
 
-@pytest.mark.parametrize(
-    'name, source',
-    [('level', None), ('table', 'table'), ('conveyor', 'conveyor'), ('truck', 'truck')],
-)
-def test_launch_files_are_thin_adapters_over_the_description(name, source):
-    tree = ast.parse((ROOT / 'launch' / f'{name}.launch.py').read_text())
-    assigns = {
-        t.id: n.value
-        for n in tree.body
-        if isinstance(n, ast.Assign)
-        for t in n.targets
-        if isinstance(t, ast.Name)
-    }
-    assert ast.literal_eval(assigns['SOURCE']) == source
-    calls = [
+def _calls(tree: ast.AST) -> list[str]:
+    return [
         n.func.id
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     ]
+
+
+def test_the_level_launch_is_the_one_adapter_over_the_description():
+    text = (ROOT / 'launch' / 'level.launch.py').read_text()
+    calls = _calls(ast.parse(text))
     assert 'launch_node_kwargs' in calls and 'Node' in calls
-    assert len((ROOT / 'launch' / f'{name}.launch.py').read_text().splitlines()) < 30
+    assert "LaunchConfiguration('source')" in text  # source:= restricts the levels
+    assert len(text.splitlines()) < 45
+
+
+@pytest.mark.parametrize('source', ['table', 'conveyor', 'truck'])
+def test_each_source_launch_includes_the_level_launch_with_its_source(source):
+    """As the UR driver's per-robot launch files include ur_control.launch.py: no node of their
+    own, only level.launch.py with source:= set."""
+    tree = ast.parse((ROOT / 'launch' / f'{source}.launch.py').read_text())
+    calls = _calls(tree)
+    assert 'IncludeLaunchDescription' in calls
+    assert 'launch_node_kwargs' not in calls and 'Node' not in calls
+    given = [
+        {ast.literal_eval(k): ast.literal_eval(v) for k, v in zip(n.keys, n.values, strict=True)}
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Dict)
+    ]
+    assert given == [{'source': source}]
+    paths = [c.value for c in ast.walk(tree) if isinstance(c, ast.Constant)]
+    assert 'level.launch.py' in paths
 
 
 @pytest.mark.parametrize(
@@ -234,12 +245,11 @@ def test_rviz_true_needs_rviz2_and_starts_it_with_the_cells_configuration(monkey
     assert 'rviz2' not in [n.name for n in describe(parse_launch_args([], config=CFG))]
 
 
-def test_the_four_launch_files_differ_only_in_their_source_and_docstring():
-    """So what the real-launch tests show of one (an episode that ends the launch with exit
-    code 0, tests/graph/test_ros2_launch.py) holds for all four."""
+def test_the_three_source_launch_files_differ_only_in_their_source():
+    """So what the real-launch tests show of one (truck: tests/graph/test_ros2_launch.py) holds
+    for all three."""
 
-    def body(name: str) -> list[str]:
-        lines = (ROOT / 'launch' / f'{name}.launch.py').read_text().splitlines()
-        return [ln for ln in lines[1:] if not ln.startswith('SOURCE = ')]
+    def body(name: str) -> str:
+        return (ROOT / 'launch' / f'{name}.launch.py').read_text().replace(name, 'SOURCE')
 
-    assert body('table') == body('level') == body('conveyor') == body('truck')
+    assert body('table') == body('conveyor') == body('truck')
