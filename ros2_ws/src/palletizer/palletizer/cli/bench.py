@@ -1,4 +1,9 @@
-"""`scripts/bench <name>`: run one benchmark, print progress to stderr and one JSON line last."""
+"""`scripts/bench <name>`: run one benchmark, print progress to stderr and one JSON line last.
+
+A run that writes its benchmark's current result file, `benchmarks/results/<name>.json`,
+appends that file's line to `benchmarks/history.jsonl` (cli/history.py): bpp, generalise and
+reference write theirs by default; the others print only, and write theirs with `--save`.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,15 @@ import argparse
 import importlib
 import json
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
+from palletizer.cli.history import HistoryError, append, history_line
 from palletizer.core.errors import close_match
 
 __all__ = ['BENCHMARKS', 'main']
@@ -79,6 +89,45 @@ BENCHMARKS = {
     ),
 }
 
+RESULTS = Path('benchmarks/results')
+# The benchmarks whose result file scripts/bench writes (with --save); the others with a
+# result file write it themselves.
+SAVED = ('perception', 'replica', 'hardware', 'graph')
+
+
+def _is_result_file(path: Path, name: str) -> bool:
+    """`path` is benchmarks/results/<name>.json (not a run written elsewhere with --out-dir)."""
+    path = path.resolve()
+    return path.name == f'{name}.json' and path.parent.parts[-2:] == ('benchmarks', 'results')
+
+
+def _record(name: str, result: dict[str, Any], command: str, save: bool) -> int:
+    """Write the result file of a benchmark in SAVED (with `save`), and append the line of the
+    result file the run wrote, if it wrote one, to benchmarks/history.jsonl beside it."""
+    written = result.get('output') or result.get('written')
+    if save:
+        from palletizer.version import git_sha
+
+        doc = {**result, 'command': command, 'commit': result.get('commit') or git_sha() or None}
+        path = RESULTS / f'{name}.json'
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + '\n')
+        written = str(path)
+        print(f'[bench] wrote {path}', file=sys.stderr)
+    if not isinstance(written, str) or not _is_result_file(Path(written), name):
+        return 0
+    path = Path(written).resolve()
+    now = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    try:
+        line = history_line(path, command=command, date=now)
+        line['source'] = f'benchmarks/results/{path.name}'
+        line = append(line, path.parent.parent / 'history.jsonl')
+    except HistoryError as exc:
+        print(f'bench: not recorded in the history: {exc}', file=sys.stderr)
+        return 1
+    print(f'[bench] appended {line["id"]} to benchmarks/history.jsonl', file=sys.stderr)
+    return 0
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
@@ -88,8 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument('name', nargs='?', help=f'one of {", ".join(BENCHMARKS)}')
     p.add_argument('--list', action='store_true', help='list the benchmarks')
+    p.add_argument(
+        '--save',
+        action='store_true',
+        help=f'{", ".join(SAVED)}: write the result to benchmarks/results/NAME.json '
+        '(and its line to benchmarks/history.jsonl)',
+    )
     p.add_argument('-h', '--help', action='store_true', help='show this help')
-    ns, extra = p.parse_known_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    ns, extra = p.parse_known_args(args)
     if ns.help and not ns.name:
         p.print_help()
         return 0
@@ -116,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.help and options is None:
         print(f'scripts/bench {ns.name}: {what}; it takes no options')
         return 0
+    if ns.save and ns.name not in SAVED:
+        p.error(f'--save is for {", ".join(SAVED)}; {ns.name} writes its own result file')
     if extra and options is None:
         p.error(f'unrecognized arguments: {" ".join(extra)} ({ns.name} takes no options)')
     kwargs = options(extra, prog=f'scripts/bench {ns.name}') if options else {}
@@ -125,8 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     result.setdefault('benchmark', ns.name)
     result['wall_s'] = round(time.perf_counter() - t0, 3)
     result['machine'] = {'python': platform.python_version(), 'cpu': platform.machine()}
+    code = _record(ns.name, result, shlex.join(['scripts/bench', *args]), ns.save)
     print(json.dumps(result, sort_keys=True))
-    return 0
+    return code
 
 
 if __name__ == '__main__':

@@ -23,6 +23,7 @@ from palletizer.core.bpp.baselines import BASELINES
 from palletizer.core.bpp.container import BIN_SIZE
 from palletizer.core.bpp.episode import Policy, run_episode
 from palletizer.core.errors import InvalidValue
+from palletizer.version import git_sha
 
 __all__ = ['PLANNERS', 'PUBLISHED', 'bench_bpp', 'make_policy', 'parse_options']
 
@@ -133,6 +134,7 @@ def bench_bpp(
         }
     result: dict[str, Any] = {
         'benchmark': 'bpp',
+        'commit': git_sha() or None,
         'setting': {
             'bin': list(BIN_SIZE),
             'item_types': len(seqs.ITEM_TYPES),
