@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from palletizer.core.contracts import FailureCause
 from palletizer.core.ports import MotionOutcome
 
 from tests.core.test_episode import World, _run
@@ -56,3 +57,28 @@ def test_an_episode_that_fails_before_any_attempt_takes_no_photo():
     w = PhotoWorld(n=4, jam_at=0)
     _run(w)
     assert w.log == []
+
+
+def test_after_a_carton_lost_in_flight_the_arm_stays_where_it_stopped():
+    """A real cell stops for the operator: the final photo is taken without the park."""
+    w = PhotoWorld(n=4)
+    place = w.place
+
+    def slip_third(plan, spec, hm):
+        if len(w.placements) < 2:
+            return place(plan, spec, hm)
+        w.poses[spec.package_id] = (1.5, 0.0, 0.1, 0.0)  # dropped off the pallet
+        return MotionOutcome(False, FailureCause.grasp_slip, 'vacuum lost during the move')
+
+    w.place = slip_third
+    result = _run(w)
+    assert result.failure is FailureCause.grasp_slip
+    assert ('park', 2) not in w.log and w.log[-1][0] == 'photo'
+    assert [k for k, _ in w.log].count('park') == [k for k, _ in w.log].count('photo') - 1
+    # Any other failure still ends parked (here, no slot: wrong_placement).
+    w2 = PhotoWorld(n=4)
+    w2.place = lambda plan, spec, hm: MotionOutcome(
+        False, FailureCause.ik_unreachable, 'no IK', holding=True
+    )
+    assert _run(w2).failure is FailureCause.wrong_placement
+    assert not w2.log or w2.log[-2][0] == 'park'

@@ -243,6 +243,8 @@ def test_a_vacuum_lost_in_flight_stops_the_arm_and_ends_the_episode_with_grasp_s
     (fail,) = [e for e in events if e['kind'] == 'fail']
     assert fail['package_id'] == 'carton-01' and fail['payload']['cause'] == 'grasp_slip'
     assert fail['payload']['reason'].startswith('vacuum lost during the move'), fail
+    # Nothing moves the arm after it (core/episode.py HALTING): no park for the final photo.
+    assert 'park:' not in out.split('vacuum lost during the move', 1)[1], out[-6000:]
 
 
 def _processes_with(text: str) -> list[str]:

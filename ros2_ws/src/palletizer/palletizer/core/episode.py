@@ -49,6 +49,7 @@ from palletizer.core.ports import (
 from palletizer.core.vocab import EventKind
 
 __all__ = [
+    'HALTING',
     'EVENT_KINDS',
     'EpisodeSettings',
     'last_resort_line',
@@ -64,6 +65,11 @@ class _Aside(Enum):
 
 
 REFUSED: Final = _Aside.refused
+
+# Failures after which a real cell stops the arm where it is and waits for the operator: a
+# carton lost in flight (it lies where nobody has looked) or a strike. The episode's last park
+# would drive the arm through a scene its map no longer shows.
+HALTING: Final = frozenset({FailureCause.grasp_slip, FailureCause.collision})
 
 EVENT_KINDS = EventKind.names()
 
@@ -247,19 +253,20 @@ class _Loop:
 
     # -- photos ------------------------------------------------------------------------------
 
-    def photo(self, after_seq: int) -> None:
+    def photo(self, after_seq: int, park: bool = True) -> None:
         """Park the arm, then have the sink take the photos of the stack after `after_seq`.
 
         The park is physics (the arm moves, sim time passes): it happens with every executor
         that has one, whether or not the sink takes photos, so results do not depend on the
         telemetry. A refused park leaves the arm where it is; the photo is taken anyway.
+        `park` False: the arm stays where it stopped (after a fault, HALTING).
         """
         if after_seq in self.photographed:
             return
         self.photographed.add(after_seq)
-        park = getattr(self.executor, 'park', None)
-        if park is not None:
-            park()
+        move = getattr(self.executor, 'park', None) if park else None
+        if move is not None:
+            move()
         shoot = getattr(self.sink, 'layer_photo', None)
         if shoot is not None:
             shoot(after_seq)
@@ -776,8 +783,9 @@ def run_episode(
             if failure is not None:
                 break
         if loop.attempts:
-            # The final photo, then the final measurement (it sees whatever the park did).
-            loop.photo(loop.attempts[-1].seq)
+            # The final photo, then the final measurement (it sees whatever the park did). After
+            # a fault that leaves the cell as nobody has seen it, the arm is not moved again.
+            loop.photo(loop.attempts[-1].seq, park=failure not in HALTING)
             loop.measured = loop.remeasure()
         return loop.result(failure)
     except EpisodeAborted as exc:
