@@ -6,6 +6,8 @@ import threading
 from typing import Any
 
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
+from rclpy.task import Future
 
 __all__ = ['OrderedActionClient']
 
@@ -25,17 +27,22 @@ class OrderedActionClient(ActionClient):
         self._order = threading.Lock()
         super().__init__(*args, **kwargs)
 
-    def send_goal_async(self, goal: Any, feedback_callback: Any = None, goal_uuid: Any = None):
+    def send_goal_async(
+        self, goal: Any, feedback_callback: Any = None, goal_uuid: Any = None
+    ) -> Future:
         with self._order:
-            return super().send_goal_async(goal, feedback_callback, goal_uuid)
+            future: Future = super().send_goal_async(goal, feedback_callback, goal_uuid)
+            return future
 
-    def _cancel_goal_async(self, goal_handle: Any):
+    def _cancel_goal_async(self, goal_handle: ClientGoalHandle) -> Future:
         with self._order:
-            return super()._cancel_goal_async(goal_handle)
+            future: Future = super()._cancel_goal_async(goal_handle)
+            return future
 
-    def _get_result_async(self, goal_handle: Any):
+    def _get_result_async(self, goal_handle: ClientGoalHandle) -> Future:
         with self._order:
-            return super()._get_result_async(goal_handle)
+            future: Future = super()._get_result_async(goal_handle)
+            return future
 
     async def execute(self, taken_data: Any) -> None:
         with self._order:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from builtin_interfaces.msg import Time
+from rclpy.client import Client
 from rclpy.node import Node
+from rclpy.task import Future
 
 from palletizer.core.errors import PalletizerError
 from palletizer.core.ports import STOP_REASON_ENV, EpisodeAborted
@@ -24,7 +26,7 @@ __all__ = ['Calls', 'Timeouts', 'stamp_s']
 
 
 def stamp_s(t: Time) -> float:
-    return t.sec + t.nanosec * 1e-9
+    return float(t.sec + t.nanosec * 1e-9)
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class Calls:
 
     def _wait(
         self,
-        fut,
+        fut: Future,
         what: str,
         timeout_s: float,
         alive: Callable[[], bool] | None = None,
@@ -156,13 +158,19 @@ class Calls:
             raise EpisodeAborted(f'{what} failed: {fut.exception()}')
         return fut.result()
 
-    def _servers(self, client) -> frozenset[bytes]:
+    def _servers(self, client: Client) -> frozenset[bytes]:
         """The GIDs of a service's servers (their reply writers): a restarted node has new ones,
         even when it is back before the old one's lease has expired."""
         infos = self.node.get_publishers_info_by_topic(f'rr{client.srv_name}Reply', no_mangle=True)
         return frozenset(bytes(i.endpoint_gid) for i in infos)
 
-    def _discover(self, client, ready: Callable[[float], bool], name: str, what: str) -> None:
+    def _discover(
+        self,
+        client: Client | OrderedActionClient,
+        ready: Callable[[float], bool],
+        name: str,
+        what: str,
+    ) -> None:
         if id(client) in self._ready:
             return
         if not ready(self.discover_s):
@@ -203,8 +211,8 @@ class Calls:
 
     def service(
         self,
-        client,
-        request,
+        client: Client,
+        request: Any,
         what: str,
         timeout_s: float,
         repeatable: bool = False,
@@ -221,7 +229,7 @@ class Calls:
         """
 
         def ready(t: float) -> bool:
-            return client.wait_for_service(timeout_sec=t)
+            return bool(client.wait_for_service(timeout_sec=t))
 
         self._discover(client, ready, client.srv_name, what)
         servers = self._servers(client)
@@ -237,7 +245,7 @@ class Calls:
         while True:
             left = timeout_s - (time.monotonic() - t0)
 
-            def alive(sent=servers) -> bool:
+            def alive(sent: frozenset[bytes] = servers) -> bool:
                 # Gone, or replaced while the request was out: its answer will not come.
                 now = self._servers(client)
                 return bool(now) and now <= sent and client.service_is_ready()
@@ -266,7 +274,7 @@ class Calls:
     def action(
         self,
         client: OrderedActionClient,
-        goal,
+        goal: Any,
         what: str,
         timeout_s: float,
         feedback: Callable[[Any], None] | None = None,
@@ -275,7 +283,7 @@ class Calls:
         (the arm may have moved), so a server that leaves the graph aborts the episode."""
 
         def ready(t: float) -> bool:
-            return client.wait_for_server(timeout_sec=t)
+            return bool(client.wait_for_server(timeout_sec=t))
 
         name = client._action_name
         self._discover(client, ready, name, what)

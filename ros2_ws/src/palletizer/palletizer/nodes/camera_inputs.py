@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Transform
+from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.time import Time as RosTime
 from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
@@ -38,25 +40,27 @@ DEFAULT_TOPICS = {
 
 
 def stamp_of(t: Time) -> float:
-    return t.sec + t.nanosec * 1e-9
+    return float(t.sec + t.nanosec * 1e-9)
 
 
 def image_to_array(msg: Image) -> np.ndarray:
     """32FC1 depth [m] -> (H, W) float32; 16UC1 depth [mm] -> metres; rgb8 -> (H, W, 3) uint8."""
-    h, w = msg.height, msg.width
+    h, w = int(msg.height), int(msg.width)
     if msg.encoding == '32FC1':
-        return np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(h, w).copy()
+        depth: np.ndarray = np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(h, w).copy()
+        return depth
     if msg.encoding == '16UC1':
         return (
             np.frombuffer(bytes(msg.data), dtype=np.uint16).reshape(h, w).astype(np.float32) / 1000
         )
     if msg.encoding in ('rgb8', 'bgr8'):
-        img = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(h, w, 3).copy()
-        return img if msg.encoding == 'rgb8' else img[..., ::-1].copy()
+        img: np.ndarray = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(h, w, 3).copy()
+        rgb: np.ndarray = img[..., ::-1].copy() if msg.encoding == 'bgr8' else img
+        return rgb
     raise InvalidValue(f'image encoding {msg.encoding!r}; expected 32FC1, 16UC1, rgb8 or bgr8')
 
 
-def transform_to_matrix(tr) -> np.ndarray:
+def transform_to_matrix(tr: Transform) -> np.ndarray:
     """geometry_msgs/Transform -> (4, 4)."""
     q = tr.rotation
     x, y, z, w = q.x, q.y, q.z, q.w
@@ -103,7 +107,7 @@ class CameraInputs:
         self,
         node: Node,
         cameras: Sequence[str],
-        group=None,
+        group: CallbackGroup | None = None,
         topics: Mapping[str, str] | None = None,
     ) -> None:
         topics = {**DEFAULT_TOPICS, **(topics or {})}
@@ -135,8 +139,10 @@ class CameraInputs:
             JointState, 'joint_states', self._on_joints, COMMANDS, callback_group=group
         )
 
-    def _put(self, store: dict, name: str):
-        def cb(msg) -> None:
+    def _put(
+        self, store: dict[str, Image] | dict[str, CameraInfo], name: str
+    ) -> Callable[[Image | CameraInfo], None]:
+        def cb(msg: Image | CameraInfo) -> None:
             with self._lock:
                 self._arrived += 1
                 store[name] = msg

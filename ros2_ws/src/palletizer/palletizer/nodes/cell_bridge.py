@@ -14,13 +14,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointTolerance
 from geometry_msgs.msg import Pose, TransformStamped, WrenchStamped
 from palletizer_msgs.msg import CartonTruth, SourceState
 from palletizer_msgs.srv import (
@@ -34,9 +37,11 @@ from palletizer_msgs.srv import (
 )
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -48,7 +53,9 @@ from palletizer.bridge import (
     FjtDefaults,
     FjtRunner,
     FjtStatus,
+    FramePose,
     StepStream,
+    Tick,
     camera_frames,
     carton_records,
     cell_frames,
@@ -72,6 +79,7 @@ from palletizer.nodes.spin import (
     start,
 )
 from palletizer.nodes.ur_driver import UrDriverInterfaces
+from palletizer.sim.cameras import Frame
 from palletizer.sim.cell import Cell, CellOptions
 from palletizer.sim.stability import StabilityProtocol
 
@@ -92,11 +100,11 @@ def _stamp(t: float) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def _tol(items) -> list[tuple[str, float, float, float]]:
+def _tol(items: Iterable[JointTolerance]) -> list[tuple[str, float, float, float]]:
     return [(j.name, j.position, j.velocity, j.acceleration) for j in items]
 
 
-def _point(q, qd) -> JointTrajectoryPoint:
+def _point(q: np.ndarray, qd: np.ndarray) -> JointTrajectoryPoint:
     return JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[float(v) for v in qd])
 
 
@@ -109,7 +117,7 @@ class CellBridgeNode(Node):
         cell_cfg = self.cfg.cell
         vac = cell_cfg.gripper.vacuum_io
 
-        def param(name, default, text):
+        def param(name: str, default: Any, text: str) -> Any:
             return self.declare_parameter(
                 name, default, ParameterDescriptor(description=text)
             ).value
@@ -188,7 +196,7 @@ class CellBridgeNode(Node):
         self.world = MutuallyExclusiveCallbackGroup()
         self.control = ReentrantCallbackGroup()
         self.lock = threading.Lock()
-        self.active_goal = None
+        self.active_goal: ServerGoalHandle | None = None  # the FJT goal executing
 
         self.clock_pub = self.create_publisher(Clock, '/clock', STREAM)
         self.js_pub = self.create_publisher(JointState, 'joint_states', BURST)
@@ -272,9 +280,9 @@ class CellBridgeNode(Node):
             (RunStability, '~/run_stability', self.on_stability),
             (GroundTruth, '~/ground_truth', self.on_ground_truth),
         ):
-            if self.world_hw is not None:  # served only to refuse, by name, and be counted
-                handler = self._refusal(name)
-            self.create_service(kind, name, handler, callback_group=ws)
+            # The hardware profile serves them only to refuse, by name, and be counted.
+            serve = handler if self.world_hw is None else self._refusal(name)
+            self.create_service(kind, name, serve, callback_group=ws)
         self.create_service(SetIO, io_srv, self.on_set_io, callback_group=ws)
         if self.world_hw is None:
             # A robot driver streams its joint states whether or not anything moves; so does
@@ -306,7 +314,7 @@ class CellBridgeNode(Node):
             + (f' (real-time factor {rtf}, cameras at {rate} Hz)' if self.hardware else '')
         )
 
-    def _refusal(self, name: str):
+    def _refusal(self, name: str) -> Callable[[Any, Any], Any]:
         world = self.world_hw
         assert world is not None
         return lambda _req, res: world.refuse(f'/cell_bridge/{name[2:]}', res)
@@ -320,15 +328,15 @@ class CellBridgeNode(Node):
     def _line_outputs(self) -> set[int]:
         return set() if self.world_hw is None else self.world_hw.line.outputs()
 
-    def _render(self, names: list[str]):
+    def _render(self, names: list[str]) -> dict[str, Frame]:
         """Frames of the named cameras now, rendered on the GL thread."""
-        frames = {}
+        frames: dict[str, Frame] = {}
         for n in names:
             w, h = self.cameras[n].size
             frames.update(self._gl.submit(self.cell.capture, [n], w, h).result())
         return frames
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         for p in params:
             if p.name != 'use_sim_time':
                 return SetParametersResult(
@@ -372,7 +380,7 @@ class CellBridgeNode(Node):
         self.publish_state()
         return ''
 
-    def _transforms(self, frames) -> list[TransformStamped]:
+    def _transforms(self, frames: Iterable[FramePose]) -> list[TransformStamped]:
         stamp = _stamp(self.cell.time)
         out = []
         for f in frames:
@@ -425,7 +433,7 @@ class CellBridgeNode(Node):
         self.wrench_pub.publish(msg)
 
     # Control interfaces ----------------------------------------------------------------------
-    def on_goal(self, goal) -> GoalResponse:
+    def on_goal(self, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         # One goal at a time; a second is refused rather than silently queued behind the first.
         if self.active_goal is not None:
             return GoalResponse.REJECT
@@ -445,7 +453,7 @@ class CellBridgeNode(Node):
         with self.lock:
             self.cell.zero_wrench()
 
-    def _execute(self, handle):
+    def _execute(self, handle: ServerGoalHandle) -> FollowJointTrajectory.Result:
         goal = handle.request
         res = FollowJointTrajectory.Result()
         points = [
@@ -460,7 +468,7 @@ class CellBridgeNode(Node):
         gt = goal.goal_time_tolerance
         fb = FollowJointTrajectory.Feedback(joint_names=list(self.joints))
 
-        def on_tick(tick) -> None:
+        def on_tick(tick: Tick) -> None:
             fb.header.stamp = _stamp(self.cell.time)
             fb.desired = _point(tick.desired_q, tick.desired_qd)
             fb.actual = _point(tick.actual_q, tick.actual_qd)
@@ -520,7 +528,7 @@ class CellBridgeNode(Node):
         self.driver.publish_status()
         return INVALID_GOAL, f'goal aborted: {self.ur.motion_refused()}'
 
-    def on_set_io(self, req: SetIO.Request, res: SetIO.Response):
+    def on_set_io(self, req: SetIO.Request, res: SetIO.Response) -> SetIO.Response:
         line = None if self.world_hw is None else self.world_hw.line
         if line is not None and req.fun == SetIO.Request.FUN_SET_DIGITAL_OUT:
             with self.lock:
@@ -543,7 +551,7 @@ class CellBridgeNode(Node):
         return res
 
     # Cell services ---------------------------------------------------------------------------
-    def on_reset(self, req: ResetCell.Request, res: ResetCell.Response):
+    def on_reset(self, req: ResetCell.Request, res: ResetCell.Response) -> ResetCell.Response:
         with self.lock:
             err = self._reset(req.level, req.seed)
         if err:
@@ -554,7 +562,9 @@ class CellBridgeNode(Node):
         res.stamp = _stamp(self.cell.time)
         return res
 
-    def on_present(self, req: PresentCarton.Request, res: PresentCarton.Response):
+    def on_present(
+        self, req: PresentCarton.Request, res: PresentCarton.Response
+    ) -> PresentCarton.Response:
         with self.lock:
             got = self.cell.present()
             st = self.cell.source.state()
@@ -577,7 +587,9 @@ class CellBridgeNode(Node):
         res.stamp = _stamp(self.cell.time)
         return res
 
-    def on_release(self, req: ReleaseCarton.Request, res: ReleaseCarton.Response):
+    def on_release(
+        self, req: ReleaseCarton.Request, res: ReleaseCarton.Response
+    ) -> ReleaseCarton.Response:
         if req.package_id != self.presented:
             res.error_code = ReleaseCarton.Response.NOT_PRESENTED
             res.error_msg = f'package_id {req.package_id!r}; presented: {self.presented!r}'
@@ -589,7 +601,7 @@ class CellBridgeNode(Node):
         res.stamp = _stamp(self.cell.time)
         return res
 
-    def on_settle(self, req: Settle.Request, res: Settle.Response):
+    def on_settle(self, req: Settle.Request, res: Settle.Response) -> Settle.Response:
         if not (0.0 <= req.duration <= 600.0):  # NaN fails the comparison too
             res.error_code = Settle.Response.INVALID_REQUEST
             res.error_msg = f'duration = {req.duration} s; expected 0 to 600 s of sim time'
@@ -609,7 +621,7 @@ class CellBridgeNode(Node):
         res.stamp = _stamp(self.cell.time)
         return res
 
-    def on_capture(self, req: Capture.Request, res: Capture.Response):
+    def on_capture(self, req: Capture.Request, res: Capture.Response) -> Capture.Response:
         names = list(req.cameras) or self.pallet_cams
         bad = [n for n in names if n not in self.cameras]
         if bad:
@@ -626,7 +638,9 @@ class CellBridgeNode(Node):
         self.images.publish(frames, res.stamp)
         return res
 
-    def on_stability(self, req: RunStability.Request, res: RunStability.Response):
+    def on_stability(
+        self, req: RunStability.Request, res: RunStability.Response
+    ) -> RunStability.Response:
         R = RunStability.Response
         if not (req.jolts or req.beam or req.eumos):
             res.error_code = R.INVALID_REQUEST
@@ -656,7 +670,9 @@ class CellBridgeNode(Node):
         res.detail_json = json.dumps([dataclasses.asdict(t) for t in report.trials], default=float)
         return res
 
-    def on_ground_truth(self, req: GroundTruth.Request, res: GroundTruth.Response):
+    def on_ground_truth(
+        self, req: GroundTruth.Request, res: GroundTruth.Response
+    ) -> GroundTruth.Response:
         with self.lock:
             gt = self.cell.ground_truth()
         res.stamp = _stamp(gt.time)
@@ -684,7 +700,7 @@ class CellBridgeNode(Node):
         return res
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     try:

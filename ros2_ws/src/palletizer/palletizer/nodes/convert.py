@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from geometry_msgs.msg import Point
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-def _point(p) -> Point:
+def _point(p: Sequence[float]) -> Point:
     return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
 
 
@@ -157,7 +157,7 @@ def plan_from_msg(m: PlacementPlanMsg) -> PlacementPlan:
     )
 
 
-def _pose4(p) -> Pose4:
+def _pose4(p: Sequence[float]) -> Pose4:
     return Pose4(x=float(p[0]), y=float(p[1]), z=float(p[2]), yaw=float(p[3]))
 
 
@@ -233,7 +233,7 @@ def reject_to_lists(summary: Mapping[str, int]) -> tuple[list[str], list[int]]:
     return names, [int(summary[n]) for n in names]
 
 
-def reject_from_lists(names, counts) -> dict[str, int]:
+def reject_from_lists(names: Iterable[str], counts: Iterable[int]) -> dict[str, int]:
     return {str(n): int(c) for n, c in zip(names, counts, strict=True)}
 
 

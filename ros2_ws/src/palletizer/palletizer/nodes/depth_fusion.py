@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -26,6 +28,7 @@ from palletizer_msgs.srv import (
 )
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 
@@ -44,6 +47,7 @@ from palletizer.core.heightmap_fusion import (
     RobotBody,
     fuse_heightmap,
 )
+from palletizer.core.views import CameraView
 from palletizer.core.vocab import PerceptionMode
 from palletizer.nodes.camera_inputs import DEFAULT_TOPICS, CameraInputs, cloud_msg, stamp_of
 from palletizer.nodes.convert import heightmap_to_msg, observation_from_msg, observation_to_msg
@@ -55,7 +59,13 @@ __all__ = ['DepthFusionNode', 'main']
 MODES = PerceptionMode.names()
 
 
-def _truth_boxes(res: GroundTruth.Response):
+# A true carton: package_id, centre (3,) [m], orientation quaternion (w, x, y, z), L, W, H [m].
+_TrueBox = tuple[
+    str, tuple[float, float, float], tuple[float, float, float, float], tuple[float, float, float]
+]
+
+
+def _truth_boxes(res: GroundTruth.Response) -> Iterator[_TrueBox]:
     for c in res.cartons:
         p, o = c.pose.position, c.pose.orientation
         yield c.package_id, (p.x, p.y, p.z), (o.w, o.x, o.y, o.z), tuple(c.dims_m)
@@ -65,7 +75,7 @@ class DepthFusionNode(Node):
     def __init__(self) -> None:
         super().__init__('depth_fusion')
 
-        def param(name, default, text):
+        def param(name: str, default: Any, text: str) -> Any:
             desc = ParameterDescriptor(description=text, read_only=True)
             return self.declare_parameter(name, default, desc).value
 
@@ -157,7 +167,7 @@ class DepthFusionNode(Node):
         )
 
     # Calls ----------------------------------------------------------------------------------
-    def _call(self, client, request, timeout: float = 30.0):
+    def _call(self, client: Client | None, request: Any, timeout: float = 30.0) -> Any:
         if client is None or not client.wait_for_service(timeout_sec=10.0):
             return None
         done = threading.Event()
@@ -166,8 +176,10 @@ class DepthFusionNode(Node):
         done.wait(timeout=timeout)
         return fut.result() if fut.done() else None
 
-    def _views(self, names, rgb: bool, min_stamp: float):
-        """(views, stamp) of a fresh capture of `names`, or (None, reason); self.mark is the
+    def _views(
+        self, names: Sequence[str], rgb: bool, min_stamp: float
+    ) -> tuple[list[CameraView], float] | str:
+        """(views, stamp) of a fresh capture of `names`, or why there is none; self.mark is the
         message count before the capture was asked for, self.capture_q the arm's joints at the
         capture (from the capture's answer; None without a capture service)."""
         self.mark = self.inputs.mark()
@@ -175,7 +187,7 @@ class DepthFusionNode(Node):
         if self.capture is not None:
             res = self._call(self.capture, Capture.Request(cameras=list(names)))
             if res is None or res.error_code != Capture.Response.OK:
-                return None, 'no capture: ' + ('no answer' if res is None else res.error_msg)
+                return 'no capture: ' + ('no answer' if res is None else res.error_msg)
             stamp = stamp_of(res.stamp)
             pos = dict(zip(res.joint_names, res.joint_positions, strict=False))
             if all(n in pos for n in self.joint_names):
@@ -183,16 +195,16 @@ class DepthFusionNode(Node):
         else:
             got = self.inputs.streamed(names, min_stamp, rgb, self.mark, self.frames_timeout_s)
             if got is None:
-                return None, (
+                return (
                     f'no frames of {", ".join(names)} stamped at or after {min_stamp:.3f} s '
                     f'within {self.frames_timeout_s} s'
                 )
             return got
         if stamp < min_stamp - 1e-9:
-            return None, f'capture at {stamp:.3f} s is older than {min_stamp:.3f} s'
+            return f'capture at {stamp:.3f} s is older than {min_stamp:.3f} s'
         views = self.inputs.views(names, stamp, rgb, self.mark, timeout=self.frames_timeout_s)
         if views is None:
-            return None, f'frames of {", ".join(names)} at {stamp:.3f} s did not all arrive'
+            return f'frames of {", ".join(names)} at {stamp:.3f} s did not all arrive'
         return views, stamp
 
     def _joints(self, stamp: float) -> np.ndarray | None:
@@ -205,7 +217,9 @@ class DepthFusionNode(Node):
         return self.inputs.joints_at(stamp, self.joint_names, self.mark)
 
     # Services -------------------------------------------------------------------------------
-    def on_fuse(self, req: FuseHeightMap.Request, res: FuseHeightMap.Response):
+    def on_fuse(
+        self, req: FuseHeightMap.Request, res: FuseHeightMap.Response
+    ) -> FuseHeightMap.Response:
         if self.map_mode == 'oracle':
             gt = self._call(self.truth, GroundTruth.Request())
             if gt is None:
@@ -215,10 +229,11 @@ class DepthFusionNode(Node):
             res.heightmap = heightmap_to_msg(hm)
             res.heightmap.header.stamp = gt.stamp
         else:
-            views, stamp = self._views(self.pallet_cams, False, stamp_of(req.min_stamp))
-            if views is None:
-                res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+            got = self._views(self.pallet_cams, False, stamp_of(req.min_stamp))
+            if isinstance(got, str):
+                res.error_code, res.error_msg = res.STALE_FRAMES, got
                 return res
+            views, stamp = got
             q = self._joints(stamp) if self.body else None
             if self.body is not None and q is None:
                 res.error_code = res.STALE_FRAMES
@@ -239,7 +254,7 @@ class DepthFusionNode(Node):
         res.error_code = FuseHeightMap.Response.OK
         return res
 
-    def on_detect(self, req: Detect.Request, res: Detect.Response):
+    def on_detect(self, req: Detect.Request, res: Detect.Response) -> Detect.Response:
         if self.detector_mode == 'oracle':
             gt = self._call(self.truth, GroundTruth.Request())
             if gt is None:
@@ -252,10 +267,11 @@ class DepthFusionNode(Node):
                     obs = Observation(pid, pos, yaw_of_quat(quat), dims, 1.0)
                     res.observations.append(observation_to_msg(obs))
         else:
-            views, stamp = self._views(self.pick_cams, True, stamp_of(req.min_stamp))
-            if views is None:
-                res.error_code, res.error_msg = res.STALE_FRAMES, stamp
+            taken = self._views(self.pick_cams, True, stamp_of(req.min_stamp))
+            if isinstance(taken, str):
+                res.error_code, res.error_msg = res.STALE_FRAMES, taken
                 return res
+            views, _ = taken
             if self.source == 'truck':
                 got = detect_truck(views, self.det, self.truck)
             else:
@@ -271,30 +287,39 @@ class DepthFusionNode(Node):
         res.error_code = res.OK if res.observations else res.NO_DETECTION
         return res
 
-    def _views_and_joints(self, names, min_stamp, res):
+    def _views_and_joints(
+        self,
+        names: Sequence[str],
+        min_stamp: Time,
+        res: MeasureHeld.Response | MeasureLid.Response,
+    ) -> tuple[list[CameraView], np.ndarray, float] | None:
         """(views, q, stamp) of a fresh depth capture of `names` and the arm's joints at it, or
-        (None, None, 0.0) with res's STALE_FRAMES and the why set."""
-        views, stamp = self._views(names, False, stamp_of(min_stamp))
-        if views is None:
-            res.error_code, res.error_msg = res.STALE_FRAMES, stamp
-            return None, None, 0.0
+        None with res's STALE_FRAMES and the why set."""
+        got = self._views(names, False, stamp_of(min_stamp))
+        if isinstance(got, str):
+            res.error_code, res.error_msg = res.STALE_FRAMES, got
+            return None
+        views, stamp = got
         q = self._joints(stamp)
         if q is None:
             res.error_code = res.STALE_FRAMES
             res.error_msg = f'no joint state at {stamp:.3f} s to place the arm in the views'
-            return None, None, 0.0
+            return None
         return views, q, stamp
 
-    def on_measure_held(self, req: MeasureHeld.Request, res: MeasureHeld.Response):
+    def on_measure_held(
+        self, req: MeasureHeld.Request, res: MeasureHeld.Response
+    ) -> MeasureHeld.Response:
         obs = observation_from_msg(req.observation)
         res.observation, res.confidence = req.observation, 1.0
         if self.detector_mode == 'oracle' or self.source != 'truck':
             # The oracle's sizes are true; a station detection measured the height already.
             res.error_code = res.OK
             return res
-        views, q, stamp = self._views_and_joints(self.det.held_cameras, req.min_stamp, res)
-        if views is None:
+        taken = self._views_and_joints(self.det.held_cameras, req.min_stamp, res)
+        if taken is None:
             return res
+        views, q, stamp = taken
         got = held_height(
             views,
             self.det,
@@ -321,16 +346,19 @@ class DepthFusionNode(Node):
         res.error_code = res.OK
         return res
 
-    def on_measure_lid(self, req: MeasureLid.Request, res: MeasureLid.Response):
+    def on_measure_lid(
+        self, req: MeasureLid.Request, res: MeasureLid.Response
+    ) -> MeasureLid.Response:
         obs = observation_from_msg(req.observation)
         res.observation, res.confidence = req.observation, 1.0
         if self.detector_mode == 'oracle':
             # The oracle's sizes are true: the carton stands as believed.
             res.error_code = res.OK
             return res
-        views, q, _ = self._views_and_joints(self.det.lid_cameras, req.min_stamp, res)
-        if views is None:
+        taken = self._views_and_joints(self.det.lid_cameras, req.min_stamp, res)
+        if taken is None:
             return res
+        views, q, _ = taken
         got = measure_lid(views, self.det, obs, self.held_body, q)
         res.confidence = float(got.confidence)
         if got.top_z <= 0.0:
@@ -341,7 +369,7 @@ class DepthFusionNode(Node):
         return res
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     run_node(DepthFusionNode, args, threads=4)
 
 

@@ -29,6 +29,7 @@ from palletizer_msgs.srv import (
     RunStability,
     Settle,
 )
+from rclpy.client import Client
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
@@ -243,7 +244,7 @@ class RosExecutor:
         """The empty arm's move to wait above the source; a refusal leaves the arm put."""
         return self._move(self.ready_c, 'ready')
 
-    def _move(self, client, what: str) -> MotionOutcome:
+    def _move(self, client: Client, what: str) -> MotionOutcome:
         """A MoveArm call, read as the in-process executor reads the sequencer's move: the
         cause from the response's field, through the one mapping (execution.motion_outcome)."""
         res = self.calls.service(client, MoveArm.Request(), what, self.calls.t.motion)
@@ -412,7 +413,7 @@ class RosSink:
         self._last = placement
 
     def layer_photo(self, after_seq: int) -> None:
-        if self.calls is None or not self.photo_views:
+        if self.calls is None or self.capture_c is None:  # no photo_views: no client
             return
         req = Capture.Request(cameras=list(self.photo_views))
         res = self.calls.service(

@@ -11,12 +11,14 @@ import dataclasses
 import json
 import threading
 import time
+from typing import Any
 
 import rclpy
 from palletizer_msgs.srv import BeginEpisode, EndEpisode
 from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
@@ -76,7 +78,7 @@ class EpisodeDirectorNode(Node):
     def __init__(self) -> None:
         super().__init__('episode_director')
 
-        def param(name, default, text):
+        def param(name: str, default: Any, text: str) -> Any:
             return self.declare_parameter(
                 name, default, ParameterDescriptor(description=text)
             ).value
@@ -172,7 +174,7 @@ class EpisodeDirectorNode(Node):
         self.begin_c = self.create_client(BeginEpisode, '/telemetry/begin_episode')
         self.end_c = self.create_client(EndEpisode, '/telemetry/end_episode')
         self.results: list[EpisodeResult] = []
-        self._param_clients: dict[str, object] = {}
+        self._param_clients: dict[str, Client] = {}
         self.exit_code = 0
         self.finished = False  # set once run() is over, before it shuts the graph down
 
@@ -381,7 +383,7 @@ class EpisodeDirectorNode(Node):
             )
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     worker = None

@@ -281,7 +281,7 @@ class FoxgloveBridgeNode(Node):
         super().destroy_node()
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     run_node(FoxgloveBridgeNode, args)
 
 

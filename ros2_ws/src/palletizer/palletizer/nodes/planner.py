@@ -7,6 +7,7 @@ import sys
 from palletizer_msgs.srv import PlanPlacement
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
@@ -61,7 +62,7 @@ class PlannerNode(Node):
             f'(oracle={self.record.planner.oracle})'
         )
 
-    def on_set_parameters(self, params) -> SetParametersResult:
+    def on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         for p in params:
             if p.name in ('kind', 'weights_file'):
                 return SetParametersResult(
@@ -70,13 +71,15 @@ class PlannerNode(Node):
                 )
         return SetParametersResult(successful=True)
 
-    def on_reset(self, req: Trigger.Request, res: Trigger.Response):
+    def on_reset(self, req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
         """Forget the recorded stack: a new episode starts on an empty pallet."""
         self.record.reset()
         res.success, res.message = True, f'{self.kind} planner reset'
         return res
 
-    def on_plan(self, req: PlanPlacement.Request, res: PlanPlacement.Response):
+    def on_plan(
+        self, req: PlanPlacement.Request, res: PlanPlacement.Response
+    ) -> PlanPlacement.Response:
         try:
             spec = spec_from_msg(req.spec)
             heightmap = heightmap_from_msg(req.heightmap)
@@ -114,7 +117,7 @@ class PlannerNode(Node):
         return res
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     try:
         run_node(PlannerNode, args)
     except PalletizerError as exc:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
 import rclpy
+from rclpy.action.server import ServerGoalHandle
 from rclpy.executors import (
     Executor,
     ExternalShutdownException,
@@ -48,7 +49,7 @@ def _stop_requested(_signum: int, _frame: object) -> None:
     _STOP.set()
 
 
-def init(args=None) -> None:
+def init(args: list[str] | None = None) -> None:
     """rclpy.init, with Ctrl-C a stop like SIGTERM instead of a KeyboardInterrupt.
 
     rclpy's signal handler shuts the context down, which wakes every executor, and then calls the
@@ -86,8 +87,8 @@ def start(make: Callable[[], T]) -> T:
 
 
 def quiet_at_stop(
-    node: Node, execute: Callable[[object], R], stopped: Callable[[], R]
-) -> Callable[[object], R]:
+    node: Node, execute: Callable[[ServerGoalHandle], R], stopped: Callable[[], R]
+) -> Callable[[ServerGoalHandle], R]:
     """An action server's execute callback that a stop ends quietly.
 
     A stop (Ctrl-C) in the middle of a goal shuts the context down under it: the next publish
@@ -96,7 +97,7 @@ def quiet_at_stop(
     with the result `stopped()`. While the context is ok an error is a real one and propagates.
     """
 
-    def wrapped(handle) -> R:
+    def wrapped(handle: ServerGoalHandle) -> R:
         try:
             return execute(handle)
         except Exception:
@@ -201,7 +202,9 @@ def _drain(executor: Executor, timeout_s: float = DRAIN_S) -> None:
             t.exception()
 
 
-def run_node(make: Callable[[], Node], args=None, threads: int | None = None) -> NoReturn:
+def run_node(
+    make: Callable[[], Node], args: list[str] | None = None, threads: int | None = None
+) -> NoReturn:
     """rclpy.init, build the node, spin (multi-threaded when `threads` is given), then
     destroy_node and try_shutdown whatever happened. `with rclpy.init()` is rolling-only."""
     init(args)

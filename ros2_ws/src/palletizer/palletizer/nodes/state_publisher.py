@@ -80,7 +80,7 @@ class StatePublisherNode(Node):
         self.tf.sendTransform(tfs)
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     run_node(StatePublisherNode, args)
 
 

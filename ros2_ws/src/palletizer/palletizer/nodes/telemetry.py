@@ -12,17 +12,22 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rclpy
+from builtin_interfaces.msg import Time
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
 from palletizer_msgs.srv import BeginEpisode, EndEpisode
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image, JointState
 from tf2_msgs.msg import TFMessage
@@ -54,7 +59,7 @@ _FIXED = ('mode', 'runs_dir', 'run_stamp', 'tag', 'min_free_mb')
 _MAX_FRAMES = 8
 
 
-def _stamp_ns(stamp) -> int:
+def _stamp_ns(stamp: Time) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
@@ -73,7 +78,7 @@ class TelemetryNode(Node):
         self._launcher_pid = os.getppid()  # a different parent at close: the launcher died
         cfg = load_config().telemetry
 
-        def param(name: str, default, what: str):
+        def param(name: str, default: Any, what: str) -> Any:
             return self.declare_parameter(
                 name, default, ParameterDescriptor(description=what)
             ).value
@@ -197,13 +202,15 @@ class TelemetryNode(Node):
         else:
             log.error(line)
 
-    def _raw(self, msg_type, topic: str, qos, callback) -> None:
+    def _raw(
+        self, msg_type: type, topic: str, qos: QoSProfile, callback: Callable[[bytes], None]
+    ) -> None:
         # raw=True: the bag stores the wire bytes; only the episode topics are deserialised.
         self.create_subscription(
             msg_type, topic, callback, qos, callback_group=self._subs, raw=True
         )
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         for p in params:
             if p.name in _FIXED:
                 return SetParametersResult(
@@ -251,7 +258,7 @@ class TelemetryNode(Node):
         )
         return False
 
-    def _recorder(self, topic: str):
+    def _recorder(self, topic: str) -> Callable[[bytes], None]:
         def record(data: bytes) -> None:
             with self._lock:
                 self._record(topic, data)
@@ -377,7 +384,9 @@ class TelemetryNode(Node):
             raise TelemetryWriteError(f'no run folder: {rec.error}')
         return rec.run
 
-    def on_begin_episode(self, req: BeginEpisode.Request, res: BeginEpisode.Response):
+    def on_begin_episode(
+        self, req: BeginEpisode.Request, res: BeginEpisode.Response
+    ) -> BeginEpisode.Response:
         if self.rec is None:
             res.error_code = BeginEpisode.Response.DISABLED
             res.error_msg = 'telemetry mode off: nothing is written'
@@ -392,7 +401,9 @@ class TelemetryNode(Node):
             (log.warning if res.error_code == BeginEpisode.Response.OK else log.error)(why)
         return res
 
-    def on_end_episode(self, req: EndEpisode.Request, res: EndEpisode.Response):
+    def on_end_episode(
+        self, req: EndEpisode.Request, res: EndEpisode.Response
+    ) -> EndEpisode.Response:
         if self.rec is None:
             res.error_code = EndEpisode.Response.DISABLED
             res.error_msg = 'telemetry mode off: nothing is written'
@@ -500,7 +511,7 @@ class TelemetryNode(Node):
                 )
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     init(args)  # Ctrl-C stops the node like SIGTERM: no KeyboardInterrupt
     node = None
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 
 __all__ = ['quat_from_matrix', 'transform_msg']
@@ -26,7 +27,7 @@ def quat_from_matrix(R: np.ndarray) -> tuple[float, float, float, float]:
     return (q[0], q[1], q[2], q[3])
 
 
-def transform_msg(stamp, parent: str, child: str, T: np.ndarray) -> TransformStamped:
+def transform_msg(stamp: Time, parent: str, child: str, T: np.ndarray) -> TransformStamped:
     msg = TransformStamped()
     msg.header.stamp = stamp
     msg.header.frame_id = parent

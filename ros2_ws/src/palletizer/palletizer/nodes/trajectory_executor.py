@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import WrenchStamped
 from moveit_msgs.msg import DisplayTrajectory, PlanningScene
@@ -15,8 +18,12 @@ from palletizer_msgs.msg import HeightMap as HeightMapMsg
 from palletizer_msgs.srv import MoveArm
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from ur_dashboard_msgs.srv import GetRobotMode, GetSafetyMode, IsProgramRunning
@@ -45,6 +52,7 @@ from palletizer.execution import (
 from palletizer.execution.layout import arm_boxes, pick_rise, ready_pose, static_boxes
 from palletizer.execution.maps import CurrentMap
 from palletizer.execution.recovery import ControllerState, Recovery, resume_path
+from palletizer.execution.sequencer import Feedback
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.convert import (
     heightmap_from_msg,
@@ -67,7 +75,7 @@ DASHBOARD = '/dashboard_client'
 _NOTHING_MOVED = (Outcome.IK_UNREACHABLE, Outcome.COLLISION, Outcome.INVALID_REQUEST)
 
 
-def _wait(future, timeout_s: float, stop: threading.Event | None = None):
+def _wait(future: Future, timeout_s: float, stop: threading.Event | None = None) -> Any:
     """The future's result, or None when it is not done within timeout_s [s] (wall) or
     `stop` is set first."""
     done = threading.Event()
@@ -99,8 +107,8 @@ class VacuumWatch:
             self.lost.set()
 
 
-def _s(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
+def _s(stamp: Time) -> float:
+    return float(stamp.sec + stamp.nanosec * 1e-9)
 
 
 class TrajectoryExecutorNode(Node):
@@ -112,7 +120,7 @@ class TrajectoryExecutorNode(Node):
         cfg = load_config()
         cell = cfg.cell
 
-        def param(name, default, text):
+        def param(name: str, default: Any, text: str) -> Any:
             return self.declare_parameter(
                 name, default, ParameterDescriptor(description=text)
             ).value
@@ -267,7 +275,7 @@ class TrajectoryExecutorNode(Node):
             f'pin {self.vac_pin}, wrench {wrench}, speed {self.speed}'
         )
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         for p in params:
             if p.name != 'use_sim_time':
                 return SetParametersResult(
@@ -345,12 +353,13 @@ class TrajectoryExecutorNode(Node):
         while True:
             with self._q_lock:
                 if self._q is not None:
-                    return self._q.copy()
+                    q: np.ndarray = self._q.copy()
+                    return q
             if time.monotonic() >= end:
                 return None
             time.sleep(0.02)
 
-    def follow(self, traj: JointTrajectory, progress) -> FollowResult:
+    def follow(self, traj: JointTrajectory, progress: Callable[[float], None]) -> FollowResult:
         """One trajectory goal; when the controller stopped it on its own (a protective stop,
         the program stopped), said in one line and recovered as a real cell would, then the
         rest of the path resumed from where the arm stands, `max_recoveries` times at most."""
@@ -388,10 +397,16 @@ class TrajectoryExecutorNode(Node):
             self.get_logger().info(
                 f'resuming at {joined:.2f} s of {traj.duration:.2f} s, from where the arm stands'
             )
-            out = self._follow_once(rest, lambda t, j=joined: progress(j + t))
+
+            def resumed(t: float, j: float = joined) -> None:
+                progress(j + t)  # time along the whole path: the rest starts at `joined`
+
+            out = self._follow_once(rest, resumed)
         return out
 
-    def _follow_once(self, traj: JointTrajectory, progress) -> FollowResult:
+    def _follow_once(
+        self, traj: JointTrajectory, progress: Callable[[float], None]
+    ) -> FollowResult:
         if not self.fjt.wait_for_server(timeout_sec=self.server_timeout):
             return FollowResult(
                 False, _NO_SERVER, f'no FollowJointTrajectory server {self.action_name}'
@@ -404,7 +419,7 @@ class TrajectoryExecutorNode(Node):
         with self._vac:
             self._vac_mark = self._vac_n
 
-        def on_feedback(fb) -> None:
+        def on_feedback(fb: FollowJointTrajectory.Impl.FeedbackMessage) -> None:
             m = fb.feedback
             progress(max(_s(m.desired.time_from_start), _s(m.header.stamp) - mark.stamp))
 
@@ -446,7 +461,7 @@ class TrajectoryExecutorNode(Node):
             return FollowResult(False, r.error_code, r.error_string or f'status {res.status}')
         return FollowResult(True)
 
-    def _call(self, client, request, what: str):
+    def _call(self, client: Client, request: Any, what: str) -> Any:
         """A dashboard call's response, or None (logged) when there is no answer."""
         if not client.wait_for_service(timeout_sec=self.server_timeout):
             self.get_logger().error(f'no {what} service {client.srv_name}')
@@ -526,11 +541,16 @@ class TrajectoryExecutorNode(Node):
             return self._vac_v >= self.vac_held_min if fresh else None
 
     # Actions ----------------------------------------------------------------------------------
-    def on_goal(self, _goal) -> GoalResponse:
+    def on_goal(self, _goal: Pick.Goal | Place.Goal) -> GoalResponse:
         # One motion at a time: a second goal is refused rather than queued behind the first.
         return GoalResponse.REJECT if self.busy.locked() else GoalResponse.ACCEPT
 
-    def _run(self, handle, kind, work) -> object:
+    def _run(
+        self,
+        handle: ServerGoalHandle,
+        kind: type[Pick] | type[Place],
+        work: Callable[[Feedback], ExecResult],
+    ) -> tuple[Pick.Result | Place.Result, ExecResult]:
         def feedback(phase: str, progress: float) -> None:
             handle.publish_feedback(kind.Feedback(phase=phase, progress=float(progress)))
 
@@ -591,7 +611,9 @@ class TrajectoryExecutorNode(Node):
             self.publish_scene()
             self.get_logger().info('sim time rewound: new episode, held state cleared')
 
-    def _invalid(self, handle, kind, exc: Exception):
+    def _invalid(
+        self, handle: ServerGoalHandle, kind: type[Pick] | type[Place], exc: Exception
+    ) -> Pick.Result | Place.Result:
         """A goal that does not convert: INVALID_REQUEST, no cause (not a failure of the cell),
         and nothing moves."""
         handle.abort()
@@ -599,13 +621,13 @@ class TrajectoryExecutorNode(Node):
         self.get_logger().warning(f'{kind.__name__.lower()}: {out.message}')
         return exec_result_to_msg(out, kind.Result())
 
-    def _stopped(self, kind):
+    def _stopped(self, kind: type[Pick] | type[Place]) -> Pick.Result | Place.Result:
         """The result of a goal that a stop (Ctrl-C) cut short: the controller's motion ended
         with the node."""
         out = ExecResult(Outcome.CONTROLLER_FAILED, 'the trajectory executor stopped')
         return exec_result_to_msg(out, kind.Result())
 
-    def on_pick(self, handle):
+    def on_pick(self, handle: ServerGoalHandle) -> Pick.Result:
         try:
             obs = observation_from_msg(handle.request.observation)
         except (PalletizerError, ValueError) as exc:
@@ -618,7 +640,7 @@ class TrajectoryExecutorNode(Node):
         self.publish_scene()
         return res
 
-    def on_place(self, handle):
+    def on_place(self, handle: ServerGoalHandle) -> Place.Result:
         req = handle.request
         try:
             plan, spec = plan_from_msg(req.plan), spec_from_msg(req.spec)
@@ -626,7 +648,7 @@ class TrajectoryExecutorNode(Node):
         except (PalletizerError, ValueError) as exc:
             return self._invalid(handle, Place, exc)
 
-        def place(fb):
+        def place(fb: Feedback) -> ExecResult:
             self._adopt(hm)
             return self.seq.place(plan, spec, hm, fb)
 
@@ -652,7 +674,9 @@ class TrajectoryExecutorNode(Node):
             return exec_result_to_msg(ExecResult(Outcome.OK), res)
         return self._service_move(res, 'ready', lambda: self.seq.hover(self._map.map, pose))
 
-    def _service_move(self, res: MoveArm.Response, what: str, move) -> MoveArm.Response:
+    def _service_move(
+        self, res: MoveArm.Response, what: str, move: Callable[[], ExecResult]
+    ) -> MoveArm.Response:
         """Run a MoveArm service's move unless a pick or place holds the arm; log it."""
         t0 = time.monotonic()
         if not self.busy.acquire(blocking=False):
@@ -674,7 +698,7 @@ class TrajectoryExecutorNode(Node):
         return res
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     run_node(TrajectoryExecutorNode, args, threads=4)
 
 

@@ -22,7 +22,8 @@ A new episode (an attempt seq lower than the last one) clears the episode's mark
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -40,6 +41,8 @@ from palletizer.nodes.spin import run_node
 __all__ = ['FRAME', 'MarkerState', 'VizMarkersNode', 'main']
 
 FRAME = 'world'
+
+_Msg = TypeVar('_Msg')
 
 
 def _color(r: float, g: float, b: float, a: float = 1.0) -> ColorRGBA:
@@ -191,8 +194,8 @@ class VizMarkersNode(Node):
         self.state.on_event(ev)
         self.publish()
 
-    def _wrap(self, handler):
-        def cb(msg) -> None:
+    def _wrap(self, handler: Callable[[_Msg], None]) -> Callable[[_Msg], None]:
+        def cb(msg: _Msg) -> None:
             handler(msg)
             self.publish()
 
@@ -202,7 +205,7 @@ class VizMarkersNode(Node):
         self.pub.publish(self.state.array(self.get_clock().now().to_msg()))
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     run_node(VizMarkersNode, args)
 
 

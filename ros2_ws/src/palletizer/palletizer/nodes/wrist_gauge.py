@@ -11,8 +11,10 @@ and sends the newest tare with each weigh.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.srv import GroundTruth, Tare, Weigh
 from rcl_interfaces.msg import ParameterDescriptor
@@ -48,7 +50,7 @@ class WristGaugeNode(Node):
         cfg = load_config()
         g = cfg.perception.gauge
 
-        def param(name, default, text):
+        def param(name: str, default: Any, text: str) -> Any:
             return self.declare_parameter(
                 name, default, ParameterDescriptor(description=text)
             ).value
@@ -66,7 +68,7 @@ class WristGaugeNode(Node):
                 'joint speed below which the arm counts as still [rad/s]',
             )
         )
-        self.mode = param(
+        self.mode: str = param(
             'mode',
             'wrench',
             'wrench = weigh from the sensor; oracle = the catalogue truth from the cell '
@@ -145,7 +147,7 @@ class WristGaugeNode(Node):
             vel = dict(zip(msg.name, msg.velocity, strict=False))
             self.qd_max = max((abs(vel.get(j, 0.0)) for j in JOINTS), default=0.0)
 
-    def _reading(self, min_stamp) -> np.ndarray | str:
+    def _reading(self, min_stamp: Time) -> np.ndarray | str:
         want = min_stamp.sec + min_stamp.nanosec * 1e-9
         rows, newest = self.buffer.window(want, self.window_s, self.wait_s)
         if rows.shape[0] == 0 and not want - 1e-9 <= newest <= want + self.window_s + 1e-9:
@@ -166,7 +168,7 @@ class WristGaugeNode(Node):
         except WeighError as exc:
             return str(exc)
 
-    def _oracle_spec(self, observation: Observation):
+    def _oracle_spec(self, observation: Observation) -> PackageSpec | str:
         """The carton's catalogue truth from the cell (oracle mode), or an error text."""
         if self.truth is None or not self.truth.wait_for_service(timeout_sec=10.0):
             return 'no ground truth service'
@@ -187,7 +189,7 @@ class WristGaugeNode(Node):
         except UnknownKey as exc:
             return str(exc)
 
-    def on_tare(self, req: Tare.Request, res: Tare.Response):
+    def on_tare(self, req: Tare.Request, res: Tare.Response) -> Tare.Response:
         if self.mode == 'oracle':  # nothing to zero: the oracle reads no sensor
             res.wrench = [0.0] * 6
             res.error_code = Tare.Response.OK
@@ -206,7 +208,7 @@ class WristGaugeNode(Node):
         res.error_code = Tare.Response.OK
         return res
 
-    def on_weigh(self, req: Weigh.Request, res: Weigh.Response):
+    def on_weigh(self, req: Weigh.Request, res: Weigh.Response) -> Weigh.Response:
         if self.mode == 'oracle':
             spec = self._oracle_spec(observation_from_msg(req.observation))
             if isinstance(spec, str):
@@ -251,7 +253,7 @@ class WristGaugeNode(Node):
         return res
 
 
-def main(args=None) -> None:
+def main(args: list[str] | None = None) -> None:
     run_node(WristGaugeNode, args, threads=3)
 
 
