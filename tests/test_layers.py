@@ -70,6 +70,22 @@ EXCEPTIONS: dict[str, Rule] = {
     'palletizer.nodes.cell_hardware': Rule(
         ('core', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
     ),
+    # Its parameters, parts of it: the fault plan and FJT defaults are the bridge's.
+    'palletizer.nodes.cell_params': Rule(
+        ('core', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
+    ),
+    # Its streams (clock, joint states, wrench, TF), part of it: they read the Cell.
+    'palletizer.nodes.cell_streams': Rule(
+        ('core', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
+    ),
+    # Its trajectory action and SetIO, part of it: they run goals on the Cell (bridge/fjt.py).
+    'palletizer.nodes.cell_control': Rule(
+        ('core', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
+    ),
+    # Its lockstep services (reset, present, capture, stability...), part of it: calls on the Cell.
+    'palletizer.nodes.cell_services': Rule(
+        ('core', 'sim', 'bridge'), ros=True, messages=True, mujoco=True
+    ),
     # trajectory_msgs conversion, message types only; execution/__init__ loads it on first use.
     'palletizer.execution.messages': Rule(('core',), messages=True),
 }

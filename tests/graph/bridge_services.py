@@ -26,9 +26,9 @@ def main() -> int:
             )
     out: dict[str, object] = {}
     t0 = time.perf_counter()
-    cap = node.on_capture(Capture.Request(cameras=['top', 'station']), Capture.Response())
+    cap = node.lockstep.on_capture(Capture.Request(cameras=['top', 'station']), Capture.Response())
     out['capture_s'] = round(time.perf_counter() - t0, 3)
-    bad = node.on_capture(Capture.Request(cameras=['roof']), Capture.Response())
+    bad = node.lockstep.on_capture(Capture.Request(cameras=['roof']), Capture.Response())
     end = time.monotonic() + 5.0
     while len(frames) < 6 and time.monotonic() < end:
         rclpy.spin_once(node, timeout_sec=0.05)
@@ -45,18 +45,18 @@ def main() -> int:
     }
     digests = []
     for _ in range(2):
-        node.on_reset(ResetCell.Request(level=11, seed=3), ResetCell.Response())
-        pres = node.on_present(PresentCarton.Request(), PresentCarton.Response())
-        st = node.on_settle(Settle.Request(duration=0.2), Settle.Response())
+        node.lockstep.on_reset(ResetCell.Request(level=11, seed=3), ResetCell.Response())
+        pres = node.lockstep.on_present(PresentCarton.Request(), PresentCarton.Response())
+        st = node.lockstep.on_settle(Settle.Request(duration=0.2), Settle.Response())
         digests.append(node.cell.state_digest().hex())
     out['settle'] = {'code': st.error_code, 'max_speed': st.max_speed, 'id': pres.package_id}
     out['deterministic'] = digests[0] == digests[1]
-    neg = node.on_settle(Settle.Request(duration=-1.0), Settle.Response())
+    neg = node.lockstep.on_settle(Settle.Request(duration=-1.0), Settle.Response())
     out['settle_neg'] = [neg.error_code, neg.error_msg]
-    none = node.on_stability(RunStability.Request(), RunStability.Response())
+    none = node.lockstep.on_stability(RunStability.Request(), RunStability.Response())
     out['stability_none'] = [none.error_code, none.error_msg]
     t0 = time.perf_counter()
-    stab = node.on_stability(
+    stab = node.lockstep.on_stability(
         RunStability.Request(jolts=False, beam=False, eumos=True), RunStability.Response()
     )
     out['stability'] = {
