@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builtin_interfaces.msg import Time
 from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.task import Future
@@ -22,11 +21,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.ports import STOP_REASON_ENV, EpisodeAborted
 from palletizer.nodes.action_client import OrderedActionClient
 
-__all__ = ['Calls', 'Timeouts', 'stamp_s']
-
-
-def stamp_s(t: Time) -> float:
-    return float(t.sec + t.nanosec * 1e-9)
+__all__ = ['Calls', 'Timeouts']
 
 
 @dataclass(frozen=True)

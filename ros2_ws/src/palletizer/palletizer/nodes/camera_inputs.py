@@ -19,6 +19,7 @@ from tf2_ros import Buffer, TransformListener
 
 from palletizer.core.errors import InvalidValue
 from palletizer.core.views import CameraView
+from palletizer.nodes.convert import stamp_s
 from palletizer.nodes.qos import COMMANDS, STATIC_TF
 
 __all__ = [
@@ -26,7 +27,6 @@ __all__ = [
     'CameraInputs',
     'cloud_msg',
     'image_to_array',
-    'stamp_of',
     'transform_to_matrix',
 ]
 
@@ -37,10 +37,6 @@ DEFAULT_TOPICS = {
     'color': '/cameras/{camera}/color/image_raw',
     'info': '/cameras/{camera}/camera_info',
 }
-
-
-def stamp_of(t: Time) -> float:
-    return float(t.sec + t.nanosec * 1e-9)
 
 
 def image_to_array(msg: Image) -> np.ndarray:
@@ -162,7 +158,7 @@ class CameraInputs:
     def _on_joints(self, msg: JointState) -> None:
         with self._lock:
             last = self._joints[-1][1] if self._joints else None
-            if last is not None and stamp_of(msg.header.stamp) < stamp_of(last.header.stamp):
+            if last is not None and stamp_s(msg.header.stamp) < stamp_s(last.header.stamp):
                 self._joints = []  # sim time rewound: a new episode, the old states are stale
             self._arrived += 1
             self._joints = [*self._joints[-49:], (self._arrived, msg)]
@@ -182,8 +178,8 @@ class CameraInputs:
             need = [self._depth, self._info] + ([self._color] if rgb else [])
             if any(n not in d or self._when[id(d), n] <= after for d in need):
                 return False
-            own = stamp_of(self._depth[n].header.stamp)
-            if any(abs(stamp_of(d[n].header.stamp) - own) > 1e-6 for d in need):
+            own = stamp_s(self._depth[n].header.stamp)
+            if any(abs(stamp_s(d[n].header.stamp) - own) > 1e-6 for d in need):
                 return False  # the images of one frame are still arriving
             if own < stamp - 1e-6 if at_least else abs(own - stamp) > 1e-6:
                 return False
@@ -237,7 +233,7 @@ class CameraInputs:
             T = self.optical_frame(n)
             if T is None:  # cannot happen once _ready held: static frames are never dropped
                 return None
-            out.append(CameraView(n, dep, col, K, T, stamp_of(self._depth[n].header.stamp)))
+            out.append(CameraView(n, dep, col, K, T, stamp_s(self._depth[n].header.stamp)))
         return out
 
     def joints_at(
@@ -252,7 +248,7 @@ class CameraInputs:
                 fresh = [
                     j
                     for n, j in self._joints
-                    if n > after and stamp_of(j.header.stamp) >= stamp - 1e-9
+                    if n > after and stamp_s(j.header.stamp) >= stamp - 1e-9
                 ]
                 if fresh:
                     js = fresh[0]

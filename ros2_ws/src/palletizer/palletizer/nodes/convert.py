@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point
 from palletizer_msgs.msg import EpisodeResult as EpisodeResultMsg
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
@@ -31,6 +32,7 @@ from palletizer.core.contracts import (
 )
 
 __all__ = [
+    'stamp_s',
     'episode_result_from_msg',
     'episode_result_to_msg',
     'heightmap_from_msg',
@@ -48,6 +50,11 @@ __all__ = [
     'spec_from_msg',
     'spec_to_msg',
 ]
+
+
+def stamp_s(t: Time) -> float:
+    """A message stamp (builtin_interfaces/Time) in seconds."""
+    return float(t.sec + t.nanosec * 1e-9)
 
 
 def _point(p: Sequence[float]) -> Point:

@@ -49,8 +49,13 @@ from palletizer.core.heightmap_fusion import (
 )
 from palletizer.core.views import CameraView
 from palletizer.core.vocab import PerceptionMode
-from palletizer.nodes.camera_inputs import DEFAULT_TOPICS, CameraInputs, cloud_msg, stamp_of
-from palletizer.nodes.convert import heightmap_to_msg, observation_from_msg, observation_to_msg
+from palletizer.nodes.camera_inputs import DEFAULT_TOPICS, CameraInputs, cloud_msg
+from palletizer.nodes.convert import (
+    heightmap_to_msg,
+    observation_from_msg,
+    observation_to_msg,
+    stamp_s,
+)
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import run_node
 
@@ -188,7 +193,7 @@ class DepthFusionNode(Node):
             res = self._call(self.capture, Capture.Request(cameras=list(names)))
             if res is None or res.error_code != Capture.Response.OK:
                 return 'no capture: ' + ('no answer' if res is None else res.error_msg)
-            stamp = stamp_of(res.stamp)
+            stamp = stamp_s(res.stamp)
             pos = dict(zip(res.joint_names, res.joint_positions, strict=False))
             if all(n in pos for n in self.joint_names):
                 self.capture_q = np.array([pos[n] for n in self.joint_names], dtype=float)
@@ -229,7 +234,7 @@ class DepthFusionNode(Node):
             res.heightmap = heightmap_to_msg(hm)
             res.heightmap.header.stamp = gt.stamp
         else:
-            got = self._views(self.pallet_cams, False, stamp_of(req.min_stamp))
+            got = self._views(self.pallet_cams, False, stamp_s(req.min_stamp))
             if isinstance(got, str):
                 res.error_code, res.error_msg = res.STALE_FRAMES, got
                 return res
@@ -267,7 +272,7 @@ class DepthFusionNode(Node):
                     obs = Observation(pid, pos, yaw_of_quat(quat), dims, 1.0)
                     res.observations.append(observation_to_msg(obs))
         else:
-            taken = self._views(self.pick_cams, True, stamp_of(req.min_stamp))
+            taken = self._views(self.pick_cams, True, stamp_s(req.min_stamp))
             if isinstance(taken, str):
                 res.error_code, res.error_msg = res.STALE_FRAMES, taken
                 return res
@@ -295,7 +300,7 @@ class DepthFusionNode(Node):
     ) -> tuple[list[CameraView], np.ndarray, float] | None:
         """(views, q, stamp) of a fresh depth capture of `names` and the arm's joints at it, or
         None with res's STALE_FRAMES and the why set."""
-        got = self._views(names, False, stamp_of(min_stamp))
+        got = self._views(names, False, stamp_s(min_stamp))
         if isinstance(got, str):
             res.error_code, res.error_msg = res.STALE_FRAMES, got
             return None

@@ -50,7 +50,7 @@ from palletizer.core.planning import PlannerKind
 from palletizer.core.ports import EpisodeAborted, MotionOutcome, Presented
 from palletizer.execution import exec_result_from_msg, motion_outcome, return_request
 from palletizer.nodes.action_client import OrderedActionClient
-from palletizer.nodes.calls import Calls, stamp_s
+from palletizer.nodes.calls import Calls
 from palletizer.nodes.convert import (
     heightmap_to_msg,
     observation_to_msg,
@@ -60,6 +60,7 @@ from palletizer.nodes.convert import (
     plan_to_msg,
     reject_from_lists,
     spec_to_msg,
+    stamp_s,
 )
 from palletizer.nodes.qos import EVENTS
 from palletizer.nodes.sensing_ports import RosGauge

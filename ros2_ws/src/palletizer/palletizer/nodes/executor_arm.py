@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from control_msgs.action import FollowJointTrajectory
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
@@ -31,8 +30,9 @@ from palletizer.execution import FollowResult, ForceReading, WrenchWindow, traje
 from palletizer.execution.recovery import ControllerState, Recovery, resume_path
 from palletizer.execution.vacuum import VacuumLevel, VacuumWatch
 from palletizer.nodes.action_client import OrderedActionClient
+from palletizer.nodes.convert import stamp_s
 
-__all__ = ['ArmSettings', 'Dashboard', 'DriverArm', 'JointFeed', 'stamp_s', 'wait_future']
+__all__ = ['ArmSettings', 'Dashboard', 'DriverArm', 'JointFeed', 'wait_future']
 
 _SUCCEEDED = 4  # action_msgs/GoalStatus.STATUS_SUCCEEDED
 # FollowResult.error_code of a goal never sent (no server): nothing to recover from.
@@ -51,10 +51,6 @@ def wait_future(future: Future, timeout_s: float, stop: threading.Event | None =
         if stop.is_set() or time.monotonic() >= end:
             return None
     return future.result()
-
-
-def stamp_s(stamp: Time) -> float:
-    return float(stamp.sec + stamp.nanosec * 1e-9)
 
 
 class JointFeed:

@@ -37,8 +37,9 @@ from palletizer.nodes.convert import (
     observation_from_msg,
     plan_from_msg,
     spec_from_msg,
+    stamp_s,
 )
-from palletizer.nodes.executor_arm import DriverArm, JointFeed, stamp_s
+from palletizer.nodes.executor_arm import DriverArm, JointFeed
 from palletizer.nodes.moveit_view import CellScene
 from palletizer.nodes.spin import quiet_at_stop
 

@@ -26,8 +26,8 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.motion import MotionParams, MotionPlanner
 from palletizer.execution import ParkPose, PickPlaceSequencer, VerifyParams
 from palletizer.execution.layout import arm_boxes, pick_rise, ready_pose, static_boxes
-from palletizer.nodes.convert import heightmap_from_msg
-from palletizer.nodes.executor_arm import ArmSettings, DriverArm, JointFeed, stamp_s
+from palletizer.nodes.convert import heightmap_from_msg, stamp_s
+from palletizer.nodes.executor_arm import ArmSettings, DriverArm, JointFeed
 from palletizer.nodes.executor_goals import ExecutorGoals
 from palletizer.nodes.executor_recovery import DashboardClient
 from palletizer.nodes.moveit_view import CellScene, display_trajectory
