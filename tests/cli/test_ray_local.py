@@ -32,6 +32,7 @@ def head(monkeypatch):
     monkeypatch.delenv('RAY_ADDRESS', raising=False)
     monkeypatch.setenv('RAY_USAGE_STATS_ENABLED', '0')
     port = _free_port()
+    before = CURRENT.read_text() if CURRENT.exists() else None
     exe = Path(sys.executable).with_name('ray')
     proc = subprocess.Popen(
         [str(exe), 'start', '--head', '--block', f'--port={port}', '--num-cpus=1']
@@ -55,6 +56,13 @@ def head(monkeypatch):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
+        # The stopped head leaves its address behind, and a later plain ray.init would try to
+        # join it: put back what was there.
+        if CURRENT.exists() and CURRENT.read_text().strip().endswith(f':{port}'):
+            if before is None:
+                CURRENT.unlink()
+            else:
+                CURRENT.write_text(before)
 
 
 def test_with_a_head_running_the_pool_starts_its_own_ray_and_leaves_the_head_alone(head):

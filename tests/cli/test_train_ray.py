@@ -25,7 +25,11 @@ def local_ray():
     """One local Ray (2 CPUs, loopback) for the module; Ray's start-up is the slow part."""
     os.environ['RAY_USAGE_STATS_ENABLED'] = '0'
     ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address='127.0.0.1'
+        address='local',  # its own, whatever else runs here (cli/pool.py)
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _node_ip_address='127.0.0.1',
     )
     yield
     ray.shutdown()

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from palletizer.core.errors import PalletizerError
+
 __all__ = ['DOCS', 'MARKER', 'Finding', 'check', 'main', 'render', 'rewrite']
 
 # The Markdown files that carry markers, relative to the repository root.
@@ -55,7 +57,7 @@ class Finding:
         return f'{where}: the text is {self.text!r}, the result file says {self.want!r}'
 
 
-class KeyPathError(LookupError):
+class KeyPathError(PalletizerError, LookupError):
     """A key path that leads nowhere; the message says where it stopped and what is there."""
 
 

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from palletizer.core.errors import PalletizerError
+
 __all__ = [
     'HISTORY',
     'HistoryError',
@@ -40,7 +42,7 @@ PER_EPISODE = frozenset({'episodes', 'per_episode', 'mismatch_details'})
 _SHA = re.compile(r'^[0-9a-f]{7,40}$')
 
 
-class HistoryError(ValueError):
+class HistoryError(PalletizerError, ValueError):
     """A result file or history line that cannot be recorded; the message names the file."""
 
 
