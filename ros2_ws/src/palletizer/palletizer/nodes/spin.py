@@ -137,6 +137,9 @@ def destroy_within(node: Node, timeout_s: float = DESTROY_S, code: int | None = 
     had: `code` when given, else 1 while an error propagates and 0 otherwise.
     """
     done = threading.Event()
+    # Asked once the destroy has begun, a node answers get_name with rclpy's InvalidHandle: the
+    # watchdog died of that with a traceback, and the process hung on to launch's SIGKILL.
+    name = node.get_name()
     exc = sys.exc_info()[1]  # what propagates through the caller's `finally`, if anything
     failing = exc is not None and not isinstance(
         exc, KeyboardInterrupt | ExternalShutdownException
@@ -144,12 +147,13 @@ def destroy_within(node: Node, timeout_s: float = DESTROY_S, code: int | None = 
 
     def watchdog() -> None:
         if not done.wait(timeout_s):
-            print(
-                f'[{node.get_name()}] destroy_node hung for {timeout_s:g} s in the middleware; '
-                'the process ends without it',
-                file=sys.stderr,
-                flush=True,
-            )
+            with contextlib.suppress(Exception):  # nothing may keep the process from ending
+                print(
+                    f'[{name}] destroy_node hung for {timeout_s:g} s in the middleware; '
+                    'the process ends without it',
+                    file=sys.stderr,
+                    flush=True,
+                )
             exit_now(code if code is not None else 1 if failing else 0)
 
     threading.Thread(target=watchdog, name='destroy_watchdog', daemon=True).start()
