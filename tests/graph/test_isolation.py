@@ -33,6 +33,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
+@pytest.mark.slow  # 77 s in CI at e3b6f9d; the domain claim is unit-tested in tests/launcher
 def test_two_runs_at_once_get_their_own_domains_and_write_only_their_own_episode(tmp_path):
     dirs = [tmp_path / 'a', tmp_path / 'b']
     for d in dirs:

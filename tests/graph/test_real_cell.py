@@ -190,6 +190,9 @@ def _ur_episode(tmp_path: Path, level: int, cell_params: str) -> tuple[str, dict
     return out, episode, run
 
 
+# The three robot:=ur episodes below (263, 152 and 176 s in CI at e3b6f9d) are behind
+# --run-slow; the default run's robot:=ur episode is the vacuum loss's, after them.
+@pytest.mark.slow
 def test_robot_ur_completes_level_11_through_a_protective_stop_and_a_stopped_program_at_half_speed(
     tmp_path,
 ):
@@ -216,6 +219,7 @@ def test_robot_ur_completes_level_11_through_a_protective_stop_and_a_stopped_pro
     assert episode['success'] and episode['n_placed'] == 4 == episode['n_objects']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('level', [21, 31])
 def test_robot_ur_completes_the_conveyor_and_the_truck_against_the_emulated_driver(
     tmp_path, level

@@ -97,7 +97,8 @@ def test_level_launch_runs_one_episode_and_ends_by_itself_with_exit_code_0(level
 # Each is stopped once the first carton is down. level runs in real time (speed 1), so the stop
 # comes while the arm moves: the bridge's trajectory goal is cut short by it (it printed an
 # RCLError traceback from its execute callback). truck is fast-forward.
-@pytest.mark.parametrize('name', ['level', 'truck'])
+# The truck's launch file includes level.launch.py: its Ctrl-C (24 s) is behind --run-slow.
+@pytest.mark.parametrize('name', ['level', pytest.param('truck', marks=pytest.mark.slow)])
 def test_ctrl_c_stops_every_node_of_each_launch_file(name, tmp_path):
     """The launch file starts the described node set; Ctrl-C (SIGINT to the process group, as
     a terminal sends it) ends them all, within launch's SIGINT grace (no SIGTERM), without a
