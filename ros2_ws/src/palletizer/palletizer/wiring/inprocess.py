@@ -247,6 +247,7 @@ def run_inprocess(
         # interfaces. Hold and release are judged by the vacuum sensor in both motion modes
         # (the node does so in fast-forward and reads the wrench when interpolated): an arm
         # without a still dwell at the end of each goal gives no static wrench reading.
+        cell_port = CellPortAdapter(cell, cfg)
         sequencer = PickPlaceSequencer(
             CellArm(cell, speed=speed),
             planner=MotionPlanner(params=MotionParams.from_config(cfg.cell)),
@@ -255,6 +256,7 @@ def run_inprocess(
             pick_rise=pick_rise(cfg, lv.source),
             verify=VerifyParams(noise_force_n=cfg.cell.wrench.noise_force_n),
             use_wrench=False,
+            clock=cell_port.sim_time,  # the episode's clock: pick and place report their phases
         )
         executor = SequencerExecutor(sequencer, ready_pose=ready_pose(cfg, lv.source))
 
@@ -291,11 +293,12 @@ def run_inprocess(
                 weigher.attach()
                 weigher.tare()
 
+        cell_port.on_reset = on_reset
         result = run_episode(
             level=level,
             seed=seed,
             task=lv.source,
-            cell=CellPortAdapter(cell, cfg, on_reset),
+            cell=cell_port,
             perception=perceive,
             gauge=weigher if probe is None else _ProbedGauge(weigher, probe),
             planner=planner,
