@@ -207,6 +207,7 @@ def run_inprocess(
     probe: Callable[[str, str, Any], None] | None = None,
     git_sha: str = '',
     on_start: Callable[[RunSetup], None] | None = None,
+    on_sequencer: Callable[[PickPlaceSequencer], None] | None = None,
 ) -> tuple[EpisodeResult, Any]:
     """One episode of (level, seed) on a fresh simulated cell; returns (result, sink).
 
@@ -214,6 +215,8 @@ def run_inprocess(
     detector_mode override one of them. gauge: wrench | oracle. probe(kind, package_id,
     component), when given, is called after each detection ('detect'), fusion ('heightmap')
     and weighing ('weigh'), for benchmarks that score perception against the referee.
+    on_sequencer(sequencer), when given, sees the executor's sequencer before the episode
+    starts (scripts/bench throughput times its plans again at the physical limit).
     """
     map_mode = check_mode('map', map_mode or perception)
     detector_mode = check_mode('detector', detector_mode or perception)
@@ -258,6 +261,8 @@ def run_inprocess(
             use_wrench=False,
             clock=cell_port.sim_time,  # the episode's clock: pick and place report their phases
         )
+        if on_sequencer is not None:
+            on_sequencer(sequencer)
         executor = SequencerExecutor(sequencer, ready_pose=ready_pose(cfg, lv.source))
 
         # The executor moves against the last perceived map, as the node does against the
