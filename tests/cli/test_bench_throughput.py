@@ -124,3 +124,10 @@ def test_bad_options_stop_it_before_it_runs(capsys):
     with pytest.raises(SystemExit):
         parse_options(['--planners', 'bean'])
     assert "did you mean 'beam'" in capsys.readouterr().err
+
+
+def test_an_uncapped_twin_slower_than_our_plan_counts_at_our_time():
+    rec = LimitRecorder(_Plans(0.5), _Plans(2.0))  # type: ignore[arg-type]
+    rec.plan_pick(np.zeros(6), 0.0)
+    rec.plan_place(np.zeros(6), 1.0, None)
+    assert rec.slower == 2 and rec.per_carton(LIMITS)[0]['path_s'] == 1.0
