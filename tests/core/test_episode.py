@@ -6,6 +6,7 @@ test says otherwise. It exercises the loop's bookkeeping, not physics.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,6 +15,7 @@ from palletizer.core.contracts import FailureCause, HeightMap, Observation, Pack
 from palletizer.core.episode import run_episode
 from palletizer.core.planning import ScorePlanner
 from palletizer.core.ports import EpisodeAborted, MotionOutcome, Presented
+from palletizer.core.vocab import CyclePhase
 
 STD_M = (0.42, 0.30, 0.18)
 
@@ -344,3 +346,64 @@ def test_the_reported_margin_takes_the_true_cog_in_the_frame_of_the_measured_yaw
     assert truth.states[-1].cog[:2] == pytest.approx(where, abs=1e-9)
     # The weighed offset turned by the body's yaw puts it on the other side of the centre.
     assert math.dist(weighed.states[-1].cog[:2], where) == pytest.approx(0.16, abs=1e-9)
+
+
+class _TimedWorld(World):
+    """World whose pick, weigh and place take sim time and report their phases as an executor
+    with a clock does."""
+
+    def pick(self, observation):
+        t0, self.t = self.t, self.t + 3.0
+        phases = (
+            (CyclePhase.return_, t0),
+            (CyclePhase.descend, t0 + 1),
+            (CyclePhase.lift, t0 + 2),
+        )
+        return MotionOutcome(True, details={'active_cups': 16}, phases=phases)
+
+    def weigh(self, observation):
+        self.t += 1.5
+        return super().weigh(observation)
+
+    def place(self, plan, spec, heightmap):
+        t0 = self.t
+        out = super().place(plan, spec, heightmap)
+        self.t += 4.0
+        marks = ((CyclePhase.place, 2.0), (CyclePhase.release, 3.0), (CyclePhase.retract, 3.5))
+        return dataclasses.replace(out, phases=tuple((p, t0 + dt) for p, dt in marks))
+
+
+def test_each_settle_carries_its_cartons_cycle_and_the_cycles_tile_the_episode():
+    w = _TimedWorld(n=3)
+    r = _run(w)
+    cycles = [p for _, k, _, p in w.events if k == 'settle']
+    assert r.success and len(cycles) == 3
+    want = [
+        ['wait', 5.0],
+        ['return', 1.0],
+        ['descend', 1.0],
+        ['lift', 1.0],
+        ['weigh', 1.5],
+        ['cross', 2.0],
+        ['place', 1.0],
+        ['release', 0.5],
+        ['retract', 0.5],
+        ['settle', 1.25],
+    ]
+    for c in cycles:
+        assert c['phases'] == want
+        assert sum(s for _, s in c['phases']) == pytest.approx(c['cycle_s']) == 14.75
+    # The first cycle begins at the reset; each next one where the one before ended.
+    assert cycles[0]['cycle_start_s'] == 0.0
+    for a, b in zip(cycles, cycles[1:], strict=False):
+        assert b['cycle_start_s'] == pytest.approx(a['cycle_start_s'] + a['cycle_s'])
+    # Every name is a CyclePhase.
+    assert {name for c in cycles for name, _ in c['phases']} <= set(CyclePhase.names())
+
+
+def test_a_failure_carries_the_cycle_it_cut_short():
+    w = World(jam_at=1)
+    r = _run(w)
+    assert r.failure is FailureCause.timeout
+    fail = [p for _, k, _, p in w.events if k == 'fail'][-1]
+    assert fail['phases'] == [['wait', 5.0]] and fail['cycle_s'] == 5.0

@@ -8,15 +8,19 @@ import math
 import numpy as np
 import pytest
 from palletizer.core.contracts import HeightMap, Observation, PackageSpec, PlacementPlan
+from palletizer.core.cycle import CycleClock
 from palletizer.core.motion import HOME_Q, CartonPose, JointTrajectory, yaw_of
 from palletizer.core.motion.path import wrap_pi
+from palletizer.core.vocab import CyclePhase
 from palletizer.execution import (
     ExecResult,
     FollowResult,
     ForceReading,
     Outcome,
     PickPlaceSequencer,
+    SequencerExecutor,
     controller_cause,
+    cycle_phase,
 )
 
 GRIPPER = np.array([0.0, 0.0, -60.0])  # empty tool weight in the sensor frame [N]
@@ -293,3 +297,64 @@ def test_arrival_timeline_follows_the_tcp_through_rounded_corners():
     k = int(np.searchsorted(plan.trajectory.t, ends[i]))
     assert 0 < ends[i] < ends[-1]
     assert np.abs(plan.trajectory.qd[k]).max() > 0.05
+
+
+class ClockedArm(RecordingArm):
+    """A recording arm on a sim clock: each goal takes its duration plus a still dwell [s]."""
+
+    def __init__(self, dwell_s: float = 0.25):
+        super().__init__()
+        self.t, self.dwell_s = 0.0, dwell_s
+
+    def follow(self, traj, progress):
+        out = super().follow(traj, progress)
+        self.t += traj.duration + self.dwell_s
+        return out
+
+
+def test_with_a_clock_pick_and_place_report_phases_that_tile_their_time():
+    arm = ClockedArm()
+    ex = SequencerExecutor(PickPlaceSequencer(arm, clock=lambda: arm.t))
+    clock = CycleClock()
+    clock.begin(CyclePhase.descend, 0.0)
+    picked = ex.pick(_obs())
+    assert picked.ok
+    clock.marks_within(picked.phases, 0.0, arm.t)
+    t_pick = arm.t
+    placed = ex.place(*_place_args())
+    assert placed.ok
+    clock.marks_within(placed.phases, t_pick, arm.t)
+    spans = clock.close(arm.t)
+    P = CyclePhase
+    assert [s.phase for s in spans] == [
+        P.return_,  # the cross to above the carton
+        P.descend,
+        P.dwell,
+        P.lift,  # the seal switched in no time
+        P.dwell,
+        P.cross,
+        P.place,
+        P.dwell,
+        P.retract,
+        P.dwell,
+    ]
+    assert spans[0].start_s == 0.0 and spans[-1].end_s == pytest.approx(arm.t)
+    for a, b in zip(spans, spans[1:], strict=False):
+        assert a.end_s == b.start_s
+    assert [s.duration_s for s in spans if s.phase is P.dwell] == pytest.approx([0.25] * 4)
+    # The first goal (the approach) ends where its dwell begins.
+    assert spans[2].start_s == pytest.approx(arm.goals[0].duration, abs=1e-3)
+
+
+def test_without_a_clock_the_executor_reports_no_phases():
+    ex = SequencerExecutor(PickPlaceSequencer(RecordingArm()))
+    assert ex.pick(_obs()).phases == ()
+
+
+def test_feedback_phases_map_to_the_cycle_by_side():
+    assert cycle_phase('descend', placing=False) is CyclePhase.descend
+    assert cycle_phase('descend', placing=True) is CyclePhase.place
+    assert cycle_phase('cross', placing=False) is CyclePhase.return_
+    assert cycle_phase('rise', placing=True) is CyclePhase.cross
+    assert cycle_phase('verify', placing=True) is CyclePhase.retract
+    assert cycle_phase('dwell', placing=True) is CyclePhase.dwell

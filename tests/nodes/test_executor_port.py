@@ -142,3 +142,35 @@ def test_the_referee_gives_each_cartons_true_cog_offset_and_names_a_missing_one(
     assert referee.cog_offsets(['box_2']) == {'box_2': pytest.approx((0.03, -0.01, 0.002))}
     with pytest.raises(UnknownKey, match=r"'box_1' is not in the ground truth; it has box_2"):
         referee.cog_offsets(['box_1'])
+
+
+class _FeedbackCalls(_Calls):
+    """Sends the queued feedback (phase, progress) during each goal; each goal takes 4 s."""
+
+    def __init__(self, clock: list[float], feedback: list[tuple[str, float]], *answers) -> None:
+        super().__init__(*answers)
+        self.clock, self.feedback = clock, feedback
+
+    def action(self, _client, _goal, what, _timeout, feedback=None, **_kw):
+        for phase, progress in self.feedback:
+            feedback(SimpleNamespace(feedback=SimpleNamespace(phase=phase, progress=progress)))
+        self.clock[0] += 4.0
+        return super().action(_client, _goal, what, _timeout)
+
+
+def test_a_goals_feedback_phases_are_placed_in_the_sim_time_it_took(monkeypatch):
+    from palletizer.core.vocab import CyclePhase as P
+
+    monkeypatch.setattr(director_ports, 'OrderedActionClient', lambda *_a, **_k: object())
+    clock = [10.0]
+    fb = [('cross', 0.0), ('descend', 0.25), ('descend', 0.3), ('release', 0.5), ('retract', 0.5)]
+    calls = _FeedbackCalls(clock, fb, Place.Result(error_code=Place.Result.OK))
+    port = RosExecutor(_Node(), calls, clock=lambda: clock[0])  # type: ignore[arg-type]
+    out = port.place(*_place_args())
+    assert out.ok
+    assert out.phases == (
+        (P.cross, 10.0),
+        (P.place, 11.0),
+        (P.release, 12.0),
+        (P.retract, 12.0),
+    )

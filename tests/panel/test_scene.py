@@ -163,3 +163,15 @@ def test_an_aborted_episode_counts_its_level_s_cartons(tmp_path):
     assert ep['aborted'] and ep['n_objects'] == 6  # level 12 has six cartons
     (row,) = list_runs(tmp_path)
     assert (row['placed'], row['cartons'], row['aborted']) == (1, 6, 1)
+
+
+def test_a_settle_with_its_cycle_gives_the_bar_its_phases_and_their_sum():
+    sc = _two_cartons()
+    phases = [['wait', 0.5], ['descend', 1.25], ['cross', 2.0], ['settle', 1.5]]
+    sc.on_event(
+        _event(5, 'settle', 'b-00', 11.6, layer=1, drift_mm=0.0, cycle_s=5.25, phases=phases)
+    )
+    assert sc.cycle_times() == [
+        {'package_id': 'a-00', 's': 4.0},
+        {'package_id': 'b-00', 's': 5.25, 'phases': phases},
+    ]

@@ -64,3 +64,13 @@ def test_non_finite_and_non_numeric_si_values_are_errors():
         payload_to_display('settle', {'layer': 1, 'drift_m': 'big'})
     with pytest.raises(TelemetryError, match=r'confidence = inf; expected a finite number'):
         payload_to_display('perceive', {'seen': 1, 'confidence': float('inf')})
+
+
+def test_a_settle_with_its_carton_cycle_passes_as_it_is():
+    cycle = {
+        'cycle_start_s': 1.5,
+        'cycle_s': 3.25,
+        'phases': [['wait', 0.12], ['descend', 0.742], ['weigh', 1.5], ['retract', 0.888]],
+    }
+    out = payload_to_display('settle', {'layer': 1, 'drift_mm': 0.0, **cycle})
+    assert out == {'layer': 1, 'drift_mm': 0.0, **cycle}

@@ -82,6 +82,12 @@ BENCHMARKS = {
         'the reference levels in the hardware profile (real-cell interfaces only), scored by the '
         'scenario referee, against the lockstep loop',
     ),
+    'throughput': (
+        'palletizer.cli.bench_throughput',
+        'bench_throughput',
+        'seconds per carton by phase, cartons per hour and the physical limit, interpolated, '
+        'cameras, both planners',
+    ),
     'graph': (
         'palletizer.cli.bench_graph',
         'bench_graph',
@@ -92,7 +98,7 @@ BENCHMARKS = {
 RESULTS = Path('benchmarks/results')
 # The benchmarks whose result file scripts/bench writes (with --save); the others with a
 # result file write it themselves.
-SAVED = ('perception', 'replica', 'hardware', 'graph')
+SAVED = ('perception', 'replica', 'hardware', 'graph', 'throughput')
 
 
 def _is_result_file(path: Path, name: str) -> bool:

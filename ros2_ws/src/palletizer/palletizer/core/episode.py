@@ -33,6 +33,7 @@ from palletizer.core.contracts import (
     Placement,
     PlacementPlan,
 )
+from palletizer.core.cycle import CycleClock, spans_payload
 from palletizer.core.measure import Tolerances, measure_placement, pallet_state, world_to_pallet
 from palletizer.core.planning import Planner
 from palletizer.core.planning.buffer import Buffer, BufferSettings, BufferSlot, BufferTable
@@ -46,7 +47,7 @@ from palletizer.core.ports import (
     RefereePort,
     SinkPort,
 )
-from palletizer.core.vocab import EventKind
+from palletizer.core.vocab import CyclePhase, EventKind
 
 __all__ = [
     'HALTING',
@@ -179,12 +180,33 @@ class _Loop:
         self.buffer_motion_s = 0.0  # [s sim] spent on them
         self.last_move = ''  # what the last carton() or drain() did, for the progress line
         self.progress: Callable[[str], None] | None = None
+        self.clock = CycleClock()  # the phases of the carton cycle in progress
 
     # -- reporting ---------------------------------------------------------------------------
 
     def emit(self, kind: str, package_id: str = '', **payload: Any) -> None:
+        if kind == 'fail':
+            # The cycle a failure cuts short, so its time is attributed as a settled one is.
+            payload = {**payload, **spans_payload(self.clock.close(self.cell.sim_time()))}
         self.sink.event(self.seq, round(self.cell.sim_time(), 2), kind, package_id, payload)
         self.seq += 1
+
+    # -- the cycle's phases ------------------------------------------------------------------
+
+    def at(self, phase: CyclePhase) -> None:
+        """`phase` of the carton cycle begins now."""
+        self.clock.mark(phase, self.cell.sim_time())
+
+    def marked(
+        self, phase: CyclePhase, call: Callable[..., MotionOutcome], *args: Any
+    ) -> MotionOutcome:
+        """An executor call, call(*args), that begins in `phase`, refined by the phases it
+        reports."""
+        t0 = self.cell.sim_time()
+        self.clock.mark(phase, t0)
+        out = call(*args)
+        self.clock.marks_within(out.phases, t0, self.cell.sim_time())
+        return out
 
     # -- the referee -------------------------------------------------------------------------
 
@@ -264,6 +286,7 @@ class _Loop:
         if after_seq in self.photographed:
             return
         self.photographed.add(after_seq)
+        self.at(CyclePhase.photo)
         move = getattr(self.executor, 'park', None) if park else None
         if move is not None:
             move()
@@ -282,6 +305,7 @@ class _Loop:
 
     def carton(self) -> FailureCause | None | bool:
         """Handle the next carton. True = source exhausted; None = ok; else the failure."""
+        self.at(CyclePhase.wait)
         if self.cell.sim_time() > self.s.max_duration_s:
             self.emit('fail', cause=FailureCause.timeout.value, reason='episode time exceeded')
             return FailureCause.timeout
@@ -306,6 +330,7 @@ class _Loop:
         pid = shown.package_id
         if self.counting:
             self.n_objects += 1
+        self.at(CyclePhase.detect)
         obs = self.perception.detect(pid)
         tries = 1
         # An empty or ambiguous view is tried again on fresh frames (new sensor noise) before
@@ -328,7 +353,7 @@ class _Loop:
                 reason=f'no confident detection of the presented carton in {tries} tries',
             )
             return FailureCause.no_detection
-        picked = self.executor.pick(obs)
+        picked = self.marked(CyclePhase.descend, self.executor.pick, obs)
         if not picked.ok:
             cause = picked.cause or FailureCause.grasp_slip
             self.emit('fail', cause=cause.value, reason=picked.reason)
@@ -338,6 +363,7 @@ class _Loop:
         if measure is not None:
             # What the camera above the pick could not see (the height of a carton standing on
             # another) is measured in hand, lifted clear.
+            self.at(CyclePhase.measure)
             held = measure(obs)
             if held is None:
                 self.executor.return_to_source(obs)
@@ -351,6 +377,7 @@ class _Loop:
                 )
                 return FailureCause.no_detection
             obs = held
+        self.at(CyclePhase.weigh)
         spec = self.gauge.weigh(obs)
         if spec is None:
             self.emit(
@@ -393,6 +420,7 @@ class _Loop:
         excluded: list[str] = []
         placed_out: MotionOutcome | None = None
         for retry in range(self.s.place_retries + 1):
+            self.at(CyclePhase.plan)
             forced = last_resort
             if last_resort:
                 result = self.planner.choose(
@@ -422,7 +450,7 @@ class _Loop:
                 )
             plan = result.plan
             self.emit_plan(pid, plan, heightmap, retry, forced)
-            placed_out = self.executor.place(plan, spec, heightmap)
+            placed_out = self.marked(CyclePhase.cross, self.executor.place, plan, spec, heightmap)
             if placed_out.ok:
                 attempt.plan = plan
                 break
@@ -491,7 +519,8 @@ class _Loop:
         # stack's way, the gauge zeroes the empty tool there (gauges with `zero`), and the cell
         # settles whatever is left.
         placed_at = self.cell.sim_time()
-        self.after_place()
+        self.after_place(phases=True)
+        self.at(CyclePhase.settle)
         left = self.s.settle_s - (self.cell.sim_time() - placed_at)
         if left > 1e-9:
             self.cell.settle(left)
@@ -507,7 +536,11 @@ class _Loop:
             overhang_mm=_r(newest.overhang_m * 1000),
             reach_residual_mm=_r(float(placed_out.details.get('reach_residual_m', 0.0)) * 1000),
         )
-        self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000))
+        # The carton's cycle ends with its settle; the next one begins where it ends.
+        now = self.cell.sim_time()
+        cycle = spans_payload(self.clock.close(now))
+        self.clock.begin(CyclePhase.wait, now)
+        self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000), **cycle)
         self.sink.placement(newest)
         self.sink.pallet_state(self.measured_state(newest.seq))
         self.believed.append(self.believe(attempt))
@@ -535,14 +568,19 @@ class _Loop:
 
     # -- the set-aside buffer ----------------------------------------------------------------
 
-    def after_place(self) -> None:
+    def after_place(self, phases: bool = False) -> None:
         """The empty arm's move to wait above the source and the gauge's tare (when the ports
-        have them), as after every place."""
+        have them), as after every place. phases: mark them as the cycle's return and settle
+        (a set-aside's stay in its buffer phase)."""
         ready = getattr(self.executor, 'ready', None)
         if ready is not None:
+            if phases:
+                self.at(CyclePhase.return_)
             ready()
         zero = getattr(self.gauge, 'zero', None)
         if zero is not None:
+            if phases:
+                self.at(CyclePhase.settle)  # the tare's hold counts towards the settle
             zero()
 
     def set_aside(
@@ -558,6 +596,7 @@ class _Loop:
         slot = slot or self.buffer.slot_for(spec)
         if slot is None:
             return REFUSED
+        self.at(CyclePhase.buffer)
         t0 = self.cell.sim_time()
         plan = PlacementPlan(slot.position, slot.yaw, 1, f'buffer-{slot.index}', 0.0, 0.0, {})
         out = self.executor.place(plan, spec, heightmap)
@@ -613,6 +652,7 @@ class _Loop:
                 if self.planner.choose(waiting, heightmap, pallet, (), **ask).plan is None:
                     continue
                 spec, slot = self.buffer.take(waiting.package_id)
+                self.at(CyclePhase.buffer)
                 obs = Buffer.observation(spec, slot)
                 lid_seen = self.measure_set_aside(obs)
                 if isinstance(lid_seen, Observation):
@@ -767,6 +807,7 @@ def run_episode(
     try:
         n = cell.reset(level, seed)
         loop.n_objects, loop.counting = max(n, 0), n < 0
+        loop.clock.begin(CyclePhase.wait, cell.sim_time())
         failure: FailureCause | None = None
         while True:
             outcome = loop.carton()

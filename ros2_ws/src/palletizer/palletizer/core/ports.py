@@ -26,6 +26,7 @@ from palletizer.core.contracts import (
     PlacementPlan,
 )
 from palletizer.core.errors import PalletizerError
+from palletizer.core.vocab import CyclePhase
 
 __all__ = [
     'CellPort',
@@ -102,6 +103,9 @@ class MotionOutcome:
     reason: str = ''
     holding: bool = False  # still holding the carton after a failed place
     details: Mapping[str, Any] = field(default_factory=dict)
+    # Where the call's time went, when the executor knows: (phase, sim time since the reset
+    # [s] at which it began), in order (core/cycle.py); empty when it does not.
+    phases: tuple[tuple[CyclePhase, float], ...] = ()
 
 
 class CellPort(Protocol):

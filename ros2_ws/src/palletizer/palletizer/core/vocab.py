@@ -14,6 +14,7 @@ from palletizer.core.errors import ConfigError, PalletizerError, TelemetryError,
 
 __all__ = [
     'Closed',
+    'CyclePhase',
     'EventKind',
     'GaugeMode',
     'MotionMode',
@@ -163,6 +164,38 @@ class SourceKind(Closed):
     @classmethod
     def noun(cls) -> str:
         return 'source'
+
+
+class CyclePhase(Closed):
+    """Where a carton's cycle spends its simulated time (core/cycle.py tiles the cycle with
+    these). Pick side: wait (the source presents), detect, return (the empty arm travels to
+    above the carton), descend, seal, lift, measure (in-hand height), weigh. Place side: plan,
+    photo (the park for a finished layer's photo), cross, place (the descent to the release
+    pose), release, retract, settle (the stack settles and is measured). dwell: the arm held
+    still at a goal's end for the wrist wrench reading; buffer: set-aside and take-back moves.
+    """
+
+    wait = 'wait'
+    detect = 'detect'
+    return_ = 'return'
+    descend = 'descend'
+    dwell = 'dwell'
+    seal = 'seal'
+    lift = 'lift'
+    measure = 'measure'
+    weigh = 'weigh'
+    plan = 'plan'
+    photo = 'photo'
+    cross = 'cross'
+    place = 'place'
+    release = 'release'
+    retract = 'retract'
+    settle = 'settle'
+    buffer = 'buffer'
+
+    @classmethod
+    def noun(cls) -> str:
+        return 'cycle phase'
 
 
 class _Telemetry(Closed):

@@ -19,6 +19,7 @@ from palletizer.execution.sequencer import (
     PickPlaceSequencer,
     arrival_timeline,
     controller_cause,
+    cycle_phase,
 )
 from palletizer.execution.wrench import (
     ForceReading,
@@ -60,6 +61,7 @@ __all__ = [
     'motion_outcome',
     'park_waypoints',
     'arrival_timeline',
+    'cycle_phase',
     'plan_park',
     'plan_unpark',
     'ready_pose',

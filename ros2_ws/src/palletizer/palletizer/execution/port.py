@@ -8,6 +8,8 @@ action result or a MoveArm response converted back to an ExecResult
 
 from __future__ import annotations
 
+import dataclasses
+
 from palletizer.core.contracts import (
     FailureCause,
     HeightMap,
@@ -16,8 +18,9 @@ from palletizer.core.contracts import (
     PlacementPlan,
 )
 from palletizer.core.ports import EpisodeAborted, MotionOutcome
+from palletizer.core.vocab import CyclePhase
 from palletizer.execution.park import ParkPose
-from palletizer.execution.sequencer import ExecResult, Outcome, PickPlaceSequencer
+from palletizer.execution.sequencer import ExecResult, Outcome, PickPlaceSequencer, cycle_phase
 
 __all__ = ['SequencerExecutor', 'motion_outcome', 'return_request']
 
@@ -93,10 +96,17 @@ class SequencerExecutor:
         self.seq.heightmap_updated()
 
     def pick(self, observation: Observation) -> MotionOutcome:
-        return motion_outcome(self.seq.pick(observation, self.heightmap))
+        out = motion_outcome(self.seq.pick(observation, self.heightmap))
+        return dataclasses.replace(out, phases=self._phases(placing=False))
 
     def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
-        return motion_outcome(self.seq.place(plan, spec, heightmap), placing=True)
+        out = motion_outcome(self.seq.place(plan, spec, heightmap), placing=True)
+        return dataclasses.replace(out, phases=self._phases(placing=True))
+
+    def _phases(self, placing: bool) -> tuple[tuple[CyclePhase, float], ...]:
+        """The sequencer's marks of the last action as carton-cycle phases (none without a
+        sequencer clock)."""
+        return tuple((cycle_phase(name, placing), t) for name, t in self.seq.marks)
 
     def return_to_source(self, observation: Observation) -> MotionOutcome:
         """Put the held carton back where it was observed; nothing to do when none is held."""

@@ -34,6 +34,7 @@ from palletizer.core.motion import (
     plan_grasp,
 )
 from palletizer.core.motion.path import wrap_pi
+from palletizer.core.vocab import CyclePhase
 from palletizer.execution.park import Parked, ParkPose, plan_park, plan_unpark
 from palletizer.execution.wrench import (
     ForceReading,
@@ -51,6 +52,7 @@ __all__ = [
     'PickPlaceSequencer',
     'controller_cause',
     'arrival_timeline',
+    'cycle_phase',
 ]
 
 Feedback = Callable[[str, float], None]
@@ -143,6 +145,36 @@ _PHASE = {
 }
 
 
+# Feedback phases that name the same part of the cycle in a pick and in a place. A still
+# dwell at a goal's end (the wrench reading) is `dwell` in both.
+_CYCLE_BOTH = {'dwell': CyclePhase.dwell}
+_CYCLE_PICK = {
+    'descend': CyclePhase.descend,
+    'seal': CyclePhase.seal,
+    'lift': CyclePhase.lift,
+    'verify': CyclePhase.lift,
+}
+_CYCLE_PLACE = {
+    'descend': CyclePhase.place,
+    'release': CyclePhase.release,
+    'retract': CyclePhase.retract,
+    'verify': CyclePhase.retract,
+}
+
+
+def cycle_phase(feedback_phase: str, placing: bool) -> CyclePhase:
+    """The carton-cycle phase (core.cycle) of a pick's or a place's feedback phase.
+
+    A pick's travel before its descent (rise, cross, out of the photo park) is the empty arm's
+    return to the source; a place's travel before its descent is its cross.
+    """
+    table = _CYCLE_PLACE if placing else _CYCLE_PICK
+    found = _CYCLE_BOTH.get(feedback_phase) or table.get(feedback_phase)
+    if found is not None:
+        return found
+    return CyclePhase.cross if placing else CyclePhase.return_
+
+
 def arrival_timeline(
     traj: JointTrajectory, waypoints: tuple, kin: UR10eKinematics
 ) -> tuple[tuple[float, str], ...]:
@@ -205,8 +237,14 @@ class PickPlaceSequencer:
         use_wrench: bool = True,
         arm_boxes: tuple[AABB, ...] = (),
         pick_rise: float = 0.0,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.arm = arm
+        # The arm's sim time [s]: with one, each action leaves its feedback phases with the
+        # times they began in `marks` (where a port's progress is not called as it goes, the
+        # times come from the trajectory's arrival timeline).
+        self.clock = clock
+        self.marks: list[tuple[str, float]] = []
         self.pick_rise = pick_rise
         self.motion = planner or MotionPlanner()
         self.static_boxes = static_boxes
@@ -255,7 +293,8 @@ class PickPlaceSequencer:
         feedback: Feedback | None = None,
     ) -> ExecResult:
         """Approach, vacuum on, lift, verify the hold from the wrench."""
-        fb = feedback or (lambda phase, progress: None)
+        self.marks = []
+        fb = self._marking(feedback)
         q = self.arm.joint_positions()
         if q is None:
             return _controller('no joint state received yet')
@@ -317,7 +356,8 @@ class PickPlaceSequencer:
         feedback: Feedback | None = None,
     ) -> ExecResult:
         """Approach the release pose, vacuum off, retract, verify the release from the wrench."""
-        fb = feedback or (lambda phase, progress: None)
+        self.marks = []
+        fb = self._marking(feedback)
         q = self.arm.joint_positions()
         if q is None:
             return _controller('no joint state received yet')
@@ -465,6 +505,25 @@ class PickPlaceSequencer:
         return fail, np.array(plan.trajectory.q[-1], dtype=float)
 
     # Helpers ----------------------------------------------------------------------------------
+    def _mark(self, phase: str, t: float | None = None) -> None:
+        if self.clock is None:
+            return
+        at = self.clock() if t is None else t
+        if not self.marks or self.marks[-1][0] != phase:
+            self.marks.append((phase, at))
+
+    def _marking(self, feedback: Feedback | None) -> Feedback:
+        """The feedback of an action, also marking its discrete steps (seal, release, verify)
+        at the clock's time; motion phases are marked by _move."""
+        fb = feedback or (lambda phase, progress: None)
+
+        def out(phase: str, progress: float) -> None:
+            if phase in ('seal', 'release', 'verify'):
+                self._mark(phase)
+            fb(phase, progress)
+
+        return out
+
     def _held_after_lift(self, tare: ForceReading | None) -> Verdict | None:
         if not self.use_wrench:
             held = self.arm.vacuum_holding()
@@ -499,6 +558,13 @@ class PickPlaceSequencer:
     ) -> ExecResult | None:
         """One controller goal with phase feedback; an ExecResult only when it failed."""
         timeline = arrival_timeline(traj, tuple(waypoints), self.motion.kin)
+        t0 = 0.0
+        if self.clock is not None:
+            t0 = self.clock()
+            begin = 0.0
+            for end, phase in timeline:
+                self._mark(phase, t0 + begin)
+                begin = end
         fb(timeline[0][1], _frac(done_s, total_s))
         last_phase, last_frac = timeline[0][1], _frac(done_s, total_s)
 
@@ -511,6 +577,9 @@ class PickPlaceSequencer:
                 fb(phase, frac)
 
         res = self.arm.follow(traj, progress)
+        if self.clock is not None and self.clock() > t0 + traj.duration + 1e-6:
+            # The arm held still after the trajectory (a wrench dwell, a goal-time wait).
+            self._mark('dwell', t0 + traj.duration)
         if not res.ok:
             # A port that knows the cause says it in its own words; else the controller's code.
             said = f'trajectory controller error_code {res.error_code}: {res.message}'

@@ -9,6 +9,7 @@ sensing_ports.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -48,7 +49,13 @@ from palletizer.core.errors import UnknownKey
 from palletizer.core.fusion import yaw_of_quat
 from palletizer.core.planning import PlannerKind
 from palletizer.core.ports import EpisodeAborted, MotionOutcome, Presented
-from palletizer.execution import exec_result_from_msg, motion_outcome, return_request
+from palletizer.core.vocab import CyclePhase
+from palletizer.execution import (
+    cycle_phase,
+    exec_result_from_msg,
+    motion_outcome,
+    return_request,
+)
 from palletizer.nodes.action_client import OrderedActionClient
 from palletizer.nodes.calls import Calls
 from palletizer.nodes.convert import (
@@ -216,8 +223,12 @@ class RosExecutor:
         prefix: str = '/trajectory_executor',
         stamp: Callable[[], Time] = Time,
         refresh: Callable[[], None] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.calls = calls
+        # The episode's sim time [s]: with it, a pick's or place's feedback phases are placed
+        # in the time the goal took, so the episode's carton cycle shows them (core/cycle.py).
+        self.clock = clock
         # Sim time of the director's last cell call: a goal's arm state is at least this recent
         # (the executor waits for it, so the first goal after a reset plans from the reset arm).
         # `refresh` brings that time up to date after the executor's own moves (park, ready,
@@ -258,15 +269,39 @@ class RosExecutor:
         return motion_outcome(out)
 
     def pick(self, observation: Observation) -> MotionOutcome:
+        goal = Pick.Goal(observation=observation_to_msg(observation), min_stamp=self.stamp())
+        res, phases = self._timed(self.pick_c, goal, 'pick', placing=False)
+        return dataclasses.replace(motion_outcome(exec_result_from_msg(res)), phases=phases)
+
+    def _timed(
+        self, client: OrderedActionClient, goal: Any, what: str, placing: bool
+    ) -> tuple[Any, tuple[tuple[CyclePhase, float], ...]]:
+        """The action's result (after the refresh) and its feedback phases as cycle phases.
+
+        A feedback message says the phase and the share of the goal's motion done, not the
+        time: a phase is taken to begin at that share of the sim time the goal took, which
+        spreads the goal's still dwells over its motion in proportion.
+        """
+        seen: list[tuple[str, float]] = []
+
+        def feedback(msg: Any) -> None:
+            fb = msg.feedback
+            if not seen or seen[-1][0] != fb.phase:
+                seen.append((str(fb.phase), float(fb.progress)))
+
+        t0 = self.clock() if self.clock is not None else 0.0
         res = self.calls.action(
-            self.pick_c,
-            Pick.Goal(observation=observation_to_msg(observation), min_stamp=self.stamp()),
-            'pick',
-            self.calls.t.motion,
+            client, goal, what, self.calls.t.motion, feedback=feedback if self.clock else None
         )
         if self.refresh is not None:
             self.refresh()
-        return motion_outcome(exec_result_from_msg(res))
+        if self.clock is None:
+            return res, ()
+        span = self.clock() - t0
+        return res, tuple(
+            (cycle_phase(phase, placing), t0 + min(max(share, 0.0), 1.0) * span)
+            for phase, share in list(seen)
+        )
 
     def place(self, plan: PlacementPlan, spec: PackageSpec, heightmap: HeightMap) -> MotionOutcome:
         goal = Place.Goal(
@@ -275,10 +310,9 @@ class RosExecutor:
             heightmap=heightmap_to_msg(heightmap),
             min_stamp=self.stamp(),
         )
-        res = self.calls.action(self.place_c, goal, 'place', self.calls.t.motion)
-        if self.refresh is not None:
-            self.refresh()
-        return motion_outcome(exec_result_from_msg(res), placing=True)
+        res, phases = self._timed(self.place_c, goal, 'place', placing=True)
+        out = motion_outcome(exec_result_from_msg(res), placing=True)
+        return dataclasses.replace(out, phases=phases)
 
     def return_to_source(self, observation: Observation) -> MotionOutcome:
         """Put the held carton back where it was observed (the planner found no slot).

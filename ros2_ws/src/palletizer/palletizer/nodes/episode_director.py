@@ -158,6 +158,7 @@ class EpisodeDirectorNode(Node):
             self.calls,
             stamp=lambda: self.cell.stamp,
             refresh=lambda: self.cell.hold(0.0),  # a cell call that only reads the time
+            clock=lambda: self.cell.sim_time(),
         )
         self.referee: RosReferee | PlacementCheck | None = (
             None if self.real else RosReferee(self, self.calls)

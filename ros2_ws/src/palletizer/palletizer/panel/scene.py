@@ -8,8 +8,9 @@ One `EpisodeScene` takes the records the telemetry node writes to disk (`placeme
   the carton the episode failed on), the stack's true centre of mass (the referee's) and the
   measured one (the wrist gauge's masses and centres of mass at the planned poses), the support
   polygon (the convex hull of the cartons standing on the deck) and the stability margin;
-- the cycle time per carton (sim time from one `place` event to the next) and the margin per
-  placement.
+- the cycle time per carton (sim time from one `place` event to the next; where the settle
+  event carries the carton's cycle, its `cycle_s` and the phases it is made of,
+  docs/telemetry.md §8.4) and the margin per placement.
 
 The live view feeds it the same records from the run's topics (panel/observer.py), so the
 running episode and the history are drawn by one code path.
@@ -58,6 +59,7 @@ class EpisodeScene:
     last_placed: str | None = None  # carton of the last place/settle event
     failed: tuple[str | None, str] | None = None  # (carton, cause)
     cycles: list[tuple[str, float]] = field(default_factory=list)
+    phases: dict[int, list[list[Any]]] = field(default_factory=dict)  # cycle index -> phases
     _since: float | None = None
 
     # -- records ---------------------------------------------------------------------------
@@ -82,6 +84,13 @@ class EpisodeScene:
             self.held, self.last_placed = None, pid
         elif kind == 'settle' and pid:
             self.last_placed = pid
+            rows = payload.get('phases')
+            if isinstance(rows, list) and self.cycles and self.cycles[-1][0] == pid:
+                # The carton's own cycle, phase by phase: the bar is their sum.
+                total = payload.get('cycle_s')
+                if isinstance(total, (int, float)):
+                    self.cycles[-1] = (pid, round(float(total), 2))
+                self.phases[len(self.cycles) - 1] = [[str(n), float(v)] for n, v in rows]
         elif kind == 'fail':
             # The carton in hand if there is one, else the one just placed (a settle or stability
             # failure), else none (a failure before the pick).
@@ -195,7 +204,12 @@ class EpisodeScene:
         }
 
     def cycle_times(self) -> list[dict[str, Any]]:
-        return [{'package_id': pid, 's': s} for pid, s in self.cycles]
+        """Per carton: its id, the cycle [s] and, where the settle event said, `phases`
+        ([phase, seconds] in order, summing to the cycle)."""
+        return [
+            {'package_id': pid, 's': s, **({'phases': self.phases[i]} if i in self.phases else {})}
+            for i, (pid, s) in enumerate(self.cycles)
+        ]
 
     def margins(self) -> list[dict[str, Any]]:
         return [

@@ -207,6 +207,7 @@ def run_inprocess(
     probe: Callable[[str, str, Any], None] | None = None,
     git_sha: str = '',
     on_start: Callable[[RunSetup], None] | None = None,
+    on_sequencer: Callable[[PickPlaceSequencer], None] | None = None,
 ) -> tuple[EpisodeResult, Any]:
     """One episode of (level, seed) on a fresh simulated cell; returns (result, sink).
 
@@ -214,6 +215,8 @@ def run_inprocess(
     detector_mode override one of them. gauge: wrench | oracle. probe(kind, package_id,
     component), when given, is called after each detection ('detect'), fusion ('heightmap')
     and weighing ('weigh'), for benchmarks that score perception against the referee.
+    on_sequencer(sequencer), when given, sees the executor's sequencer before the episode
+    starts (scripts/bench throughput times its plans again at the physical limit).
     """
     map_mode = check_mode('map', map_mode or perception)
     detector_mode = check_mode('detector', detector_mode or perception)
@@ -247,6 +250,7 @@ def run_inprocess(
         # interfaces. Hold and release are judged by the vacuum sensor in both motion modes
         # (the node does so in fast-forward and reads the wrench when interpolated): an arm
         # without a still dwell at the end of each goal gives no static wrench reading.
+        cell_port = CellPortAdapter(cell, cfg)
         sequencer = PickPlaceSequencer(
             CellArm(cell, speed=speed),
             planner=MotionPlanner(params=MotionParams.from_config(cfg.cell)),
@@ -255,7 +259,10 @@ def run_inprocess(
             pick_rise=pick_rise(cfg, lv.source),
             verify=VerifyParams(noise_force_n=cfg.cell.wrench.noise_force_n),
             use_wrench=False,
+            clock=cell_port.sim_time,  # the episode's clock: pick and place report their phases
         )
+        if on_sequencer is not None:
+            on_sequencer(sequencer)
         executor = SequencerExecutor(sequencer, ready_pose=ready_pose(cfg, lv.source))
 
         # The executor moves against the last perceived map, as the node does against the
@@ -291,11 +298,12 @@ def run_inprocess(
                 weigher.attach()
                 weigher.tare()
 
+        cell_port.on_reset = on_reset
         result = run_episode(
             level=level,
             seed=seed,
             task=lv.source,
-            cell=CellPortAdapter(cell, cfg, on_reset),
+            cell=cell_port,
             perception=perceive,
             gauge=weigher if probe is None else _ProbedGauge(weigher, probe),
             planner=planner,

@@ -519,7 +519,16 @@ function drawHeightmap(cv, hm) {
 // ---------------------------------------------------------------- charts
 
 // Bar chart; negative bars are red when `negRed` is set. Shows the max value.
-function drawBars(cv, values, labels, { unit = '', color = '#4a7bd0', negRed = false } = {}) {
+// One colour per carton-cycle phase (core/vocab.py CyclePhase): pick side blue, waits grey,
+// place side green, the gripper's still readings warm.
+const PHASE_COLORS = {
+  wait: '#b8b8b8', detect: '#8c6bb1', return: '#9ecae1', descend: '#4a7bd0', dwell: '#fdae6b',
+  seal: '#e6550d', lift: '#2b5fa8', measure: '#bcbddc', weigh: '#f0c419', plan: '#756bb1',
+  photo: '#636363', cross: '#31a354', place: '#74c476', release: '#a1d99b', retract: '#1b7a3a',
+  settle: '#d6616b', buffer: '#843c39',
+};
+
+function drawBars(cv, values, labels, { unit = '', color = '#4a7bd0', negRed = false, stacks = [] } = {}) {
   const dpr = window.devicePixelRatio || 1;
   const W = cv.clientWidth || Number(cv.getAttribute('width')) || 300;
   const H = cv.clientHeight || Number(cv.getAttribute('height')) || 130;
@@ -547,6 +556,18 @@ function drawBars(cv, values, labels, { unit = '', color = '#4a7bd0', negRed = f
   vals.forEach((v, i) => {
     const x = left + i * slot + (slot - bw) / 2;
     const y0 = yOf(0), y1 = yOf(v);
+    const parts = Array.isArray(stacks[i]) ? stacks[i] : null;
+    if (parts && v > 0) {
+      // The carton's phases, first at the bottom: the bar is their sum.
+      let at = 0;
+      parts.forEach(([name, s]) => {
+        if (!(s > 0)) return;
+        ctx.fillStyle = PHASE_COLORS[name] || '#999';
+        ctx.fillRect(x, yOf(at + s), bw, Math.max(0.5, yOf(at) - yOf(at + s)));
+        at += s;
+      });
+      return;
+    }
     ctx.fillStyle = negRed && v < 0 ? '#d8342c' : color;
     ctx.fillRect(x, Math.min(y0, y1), bw, Math.max(1, Math.abs(y1 - y0)));
   });
@@ -568,11 +589,23 @@ function drawBars(cv, values, labels, { unit = '', color = '#4a7bd0', negRed = f
   }
 }
 
-function chartBlock(cls, title, values, labels, opts) {
+function chartBlock(cls, title, values, labels, opts, legend = null) {
   const cv = el('canvas', { class: cls, width: 300, height: 130 });
   const fig = el('figure', { class: 'chart' }, el('figcaption', { text: title }), cv);
+  if (legend) fig.append(legend);
   requestAnimationFrame(() => drawBars(cv, values, labels, opts)); // after layout
   return fig;
+}
+
+// The phases the cycle bars show, in the order they first appear, each with its colour.
+function phaseLegend(cyc) {
+  const names = [];
+  cyc.forEach((c) => (Array.isArray(c.phases) ? c.phases : []).forEach(([n, s]) => {
+    if (s > 0 && !names.includes(n)) names.push(n);
+  }));
+  if (!names.length) return null;
+  return el('div', { class: 'phase-legend' }, names.map((n) => el('span', { class: 'phase' },
+    el('i', { style: `background:${PHASE_COLORS[n] || '#999'}` }), n)));
 }
 
 function episodeCharts(ep) {
@@ -580,7 +613,8 @@ function episodeCharts(ep) {
   const mar = Array.isArray(ep.margins_mm) ? ep.margins_mm : [];
   return el('div', { class: 'charts' },
     chartBlock('chart-cycle', 'cycle time per carton [s]', cyc.map((c) => c.s),
-      cyc.map((c) => c.package_id ?? ''), { unit: 's' }),
+      cyc.map((c) => c.package_id ?? ''), { unit: 's', stacks: cyc.map((c) => c.phases) },
+      phaseLegend(cyc)),
     chartBlock('chart-margin', 'stability margin per placement [mm]', mar.map((m) => m.mm),
       mar.map((m) => m.seq ?? ''), { unit: 'mm', color: '#3fae5a', negRed: true }));
 }

@@ -1,0 +1,133 @@
+"""scripts/bench throughput: figures from the cartons' cycles, and the physical limit's sums."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from palletizer.cli import bench
+from palletizer.cli.bench_throughput import (
+    LimitRecorder,
+    _Episode,
+    joint_move_s,
+    parse_options,
+    summarise,
+)
+from palletizer.core.cycle import CycleClock
+from palletizer.core.motion import JointLimits
+from palletizer.core.vocab import CyclePhase as P
+
+LIMITS = JointLimits(velocity=(2.0,) * 6, acceleration=(5.0,) * 6)
+
+
+def test_a_joint_move_is_bang_bang_when_short_and_a_trapezoid_when_long():
+    q0 = np.zeros(6)
+    # 0.4 rad < v^2/a = 0.8: accelerate half way, brake the rest, t = 2 sqrt(d/a)
+    short = joint_move_s(q0, np.array([0.4, 0, 0, 0, 0, 0]), LIMITS)
+    assert short == pytest.approx(2 * math.sqrt(0.4 / 5.0))
+    # 3 rad: cruise at 2 rad/s, t = d/v + v/a; the slowest joint sets the move
+    long = joint_move_s(q0, np.array([0.4, -3.0, 0, 0, 0, 0]), LIMITS)
+    assert long == pytest.approx(3.0 / 2.0 + 2.0 / 5.0)
+    assert joint_move_s(q0, q0, LIMITS) == 0.0
+
+
+def _cycle(t0: float, phases: list[tuple[P, float]]):
+    c = CycleClock()
+    c.begin(phases[0][0], t0)
+    t = t0
+    for (_, dt), (nxt, _) in zip(phases, phases[1:], strict=False):
+        t += dt
+        c.mark(nxt, t)
+    return c.close(t + phases[-1][1])
+
+
+def _episode(planner: str, success: bool, cycles, limits=()):
+    return _Episode(11, planner, 1, success, list(cycles), list(limits), 0, 1.0)
+
+
+def test_figures_are_medians_over_the_cartons_cycles_and_means_add_up():
+    a = _cycle(0.0, [(P.wait, 1.0), (P.descend, 1.0), (P.cross, 2.0)])  # 4 s
+    b = _cycle(4.0, [(P.wait, 1.0), (P.descend, 3.0), (P.cross, 2.0)])  # 6 s
+    c = _cycle(0.0, [(P.wait, 2.0), (P.descend, 1.0), (P.cross, 5.0)])  # 8 s
+    limit = {'path_s': 2.0, 'joint_s': 1.0, 'motion_s': 3.0}
+    out = summarise(
+        [_episode('heuristic', True, [a, b], [limit]), _episode('beam', False, [c], [limit])]
+    )['11']
+    assert out['episodes'] == 2 and out['success_pct'] == 50.0 and out['cartons'] == 3
+    assert out['cycle_s_per_carton_median'] == 6.0 and out['cartons_per_hour'] == 600.0
+    assert out['phases_s_median']['descend'] == 1.0 and out['phases_s_median']['plan'] == 0.0
+    assert sum(out['phases_s_mean'].values()) == pytest.approx(6.0)  # the mean cycle
+    assert out['limit']['ratio_path'] == 3.0 and out['limit']['ratio_joint'] == 6.0
+    assert out['planners']['heuristic']['cycle_s_per_carton_median'] == 5.0
+    assert out['planners']['beam']['success_pct'] == 0.0
+
+
+class _Plans:
+    """A planner double: each plan's duration is fixed, its trajectory ends at q_end."""
+
+    def __init__(self, seconds: float, ok: bool = True):
+        self.seconds, self.ok = seconds, ok
+        self.kin = 'kin'
+
+    def _plan(self, q, end):
+        traj = SimpleNamespace(duration=self.seconds, q=np.array([q, end]))
+        return SimpleNamespace(ok=self.ok, trajectory=traj if self.ok else None, retreat=None)
+
+    def plan_pick(self, q, carton, *a, **k):
+        return self._plan(q, np.full(6, carton))
+
+    def plan_place(self, q, target, *a, **k):
+        return self._plan(q, np.full(6, target))
+
+    def plan_hover(self, q, x, *a, **k):
+        return self._plan(q, np.full(6, x))
+
+
+def test_the_recorder_sums_a_cartons_moves_and_returns_to_the_next_seal():
+    rec = LimitRecorder(_Plans(2.0), _Plans(0.5))  # type: ignore[arg-type]
+    assert rec.kin == 'kin'  # the rest is the inner planner's
+    q = np.zeros(6)
+    for seal in (0.0, 0.4):
+        rec.plan_pick(q, seal)
+        rec.plan_place(q, 1.0, None)
+        rec.plan_hover(q, 0.2)
+    rec.plan_pick(q, 0.0)  # picked, never placed: no cycle
+    rows = rec.per_carton(LIMITS)
+    assert len(rows) == 2
+    assert rows[0]['path_s'] == 1.5 and rows[0]['motion_s'] == 6.0
+    # seal 0 -> release 1 -> the next seal 0.4 (each under v^2/a = 0.8 or a trapezoid)
+    assert rows[0]['joint_s'] == pytest.approx(
+        joint_move_s(np.zeros(6), np.ones(6), LIMITS)
+        + joint_move_s(np.ones(6), np.full(6, 0.4), LIMITS)
+    )
+
+
+def test_a_refused_uncapped_twin_is_counted_and_not_timed():
+    rec = LimitRecorder(_Plans(2.0), _Plans(0.5, ok=False))  # type: ignore[arg-type]
+    assert rec.plan_pick(np.zeros(6), 0.0).ok
+    assert rec.failed == 1 and rec.moves == []
+
+
+def test_options_default_to_the_reference_levels_seeds_1_to_20_and_both_planners():
+    kw = parse_options([])
+    assert kw['seeds'] == tuple(range(1, 21)) and kw['planners'] == ('heuristic', 'beam')
+    assert kw['levels'] == (11, 12, 13, 21, 22, 23, 31, 32, 33) and kw['limit_levels'] == (11,)
+    assert parse_options(['--levels', '11', '--seeds', '2'])['seeds'] == (1, 2)
+
+
+def test_bad_options_stop_it_before_it_runs(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(['throughput', '--seeds', '101'])
+    assert exc.value.code == 2 and 'seeds above are reserved' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_options(['--planners', 'bean'])
+    assert "did you mean 'beam'" in capsys.readouterr().err
+
+
+def test_an_uncapped_twin_slower_than_our_plan_counts_at_our_time():
+    rec = LimitRecorder(_Plans(0.5), _Plans(2.0))  # type: ignore[arg-type]
+    rec.plan_pick(np.zeros(6), 0.0)
+    rec.plan_place(np.zeros(6), 1.0, None)
+    assert rec.slower == 2 and rec.per_carton(LIMITS)[0]['path_s'] == 1.0
