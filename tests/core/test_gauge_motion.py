@@ -14,6 +14,7 @@ from palletizer.core.gauge_motion import (
     RigidLoad,
     SensorMotion,
     box_inertia,
+    empty_tool_bias,
     regressor,
     rigid_wrench,
     sensor_motion,
@@ -212,3 +213,34 @@ def test_empty_cups_are_no_payload():
     with pytest.raises(WeighError) as err:
         g.estimate()
     assert err.value.verdict == 'no_payload'
+
+
+def test_the_bias_is_tracked_on_the_empty_tool_and_its_sigma_delays_the_hand_over():
+    rng = np.random.default_rng(13)
+    bias = np.array([0.9, -0.6, 0.7, 0.04, -0.05, 0.01])
+    empty = _random_motion(1000, 14)
+    tool_change = rigid_wrench(VGP20, empty) - rigid_wrench(VGP20, _plumb_still(1))[0]
+    b, sb = empty_tool_bias(tool_change + bias + rng.normal(0, 1, (1000, 6)) * SIGMA, empty)
+    np.testing.assert_allclose(sb, SIGMA / math.sqrt(1000), rtol=0.1)
+    assert np.all(np.abs(b - bias) <= 4 * sb)
+    # Weighing with it: the bias leaves the mass; its sigma joins the fit's.
+    truth = _load(2.0, (0.02, 0.0, 0.19))
+    m = _random_motion(3000, 15, accel=1.0)
+    w = (
+        rigid_wrench(truth, m)
+        + rigid_wrench(VGP20, m)
+        - rigid_wrench(VGP20, _plumb_still(1))[0]
+        + bias
+        + rng.normal(0, 1, (3000, 6)) * SIGMA
+    )
+    R = R_sensor_package(0.0, 0.0)
+    kw = {'prior_com': (0.0, 0.0, 0.19), 'dims': DIMS, 'R_sensor_package': R}
+    trusting = InMotionWeigher(**kw)
+    tracked = InMotionWeigher(**kw, bias=tuple(b))
+    unsure = InMotionWeigher(**kw, bias=tuple(b), bias_sigma=tuple(10 * sb))
+    for g in (trusting, tracked, unsure):
+        g.add(w, m)
+    assert abs(trusting.estimate().mass - 2.0) > 0.02  # 0.7 N along gravity: 3.6 %
+    e = tracked.estimate()
+    assert abs(e.mass - 2.0) < 0.01 and e.converged
+    assert not unsure.estimate().converged and 'sigma(m)' in unsure.estimate().why

@@ -56,6 +56,7 @@ __all__ = [
     'RigidLoad',
     'SensorMotion',
     'box_inertia',
+    'empty_tool_bias',
     'regressor',
     'rigid_wrench',
     'sensor_motion',
@@ -264,6 +265,42 @@ class MotionGaugeParams:
             )
 
 
+def empty_tool_bias(
+    wrench: ArrayLike,
+    motion: SensorMotion,
+    *,
+    tool: RigidLoad = VGP20,
+    zero_motion: SensorMotion | None = None,
+    params: MotionGaugeParams | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sensor's bias since its zero (6,) [N, N m] and its sigma (6,), from samples (n, 6) of
+    the empty tool moving (the approach to a pick, the retract from a place).
+
+    A reading less the tool's known wrench change since the zero is the bias plus noise, so
+    the bias is the mean and its sigma the noise over sqrt(n): the datasheet's, or the spread
+    of the samples where that is larger (a tool model that does not hold, or a bump). Over a
+    whole rest-to-rest move the mean acceleration is zero, so an error of the tool's mass
+    averages out of the force's mean. The drift moves the bias by at most 0.021 N/s
+    (configs/cell.yaml wrench), little over the seconds between this and the weighing.
+    """
+    p = params or MotionGaugeParams()
+    w = np.asarray(wrench, dtype=float).reshape(-1, 6)
+    if len(w) != len(motion) or len(w) < 2:
+        raise PalletizerError(
+            f'empty_tool_bias: {len(w)} wrench samples for {len(motion)} motion samples; '
+            'expected the same number, at least 2'
+        )
+    zero = zero_motion
+    if zero is None:
+        z, down = np.zeros((1, 3)), np.array([[0.0, 0.0, p.g]])
+        zero = SensorMotion(np.zeros(1), -down, z, z, down)
+    theta = tool.params()
+    resid = w - (regressor(motion) @ theta - regressor(zero[:1])[0] @ theta)
+    datasheet = np.array([p.force_sigma_n] * 3 + [p.torque_sigma_nm] * 3)
+    sigma = np.maximum(resid.std(axis=0, ddof=1), datasheet) / math.sqrt(len(w))
+    return resid.mean(axis=0), sigma
+
+
 @dataclass(frozen=True)
 class MotionEstimate:
     """One solution of the fit.
@@ -295,7 +332,11 @@ class InMotionWeigher:
       carton_centre_in_sensor, from the grasp); dims: its observed full sizes [m];
     R_sensor_package: the package axes in the sensor frame (3, 3) (core.gauge.R_sensor_package);
     tool: the gripper below the sensor; zero_motion: the tool's motion when the sensor was
-      zeroed with the cups empty (None: at rest, plumb).
+      zeroed with the cups empty (None: at rest, plumb);
+    bias: the sensor's bias since that zero (6,) [N, N m], tracked on the empty tool's moves
+      (empty_tool_bias), subtracted from every sample; None: the zero is trusted;
+    bias_sigma: that bias's sigma (6,): its uncertainty adds to the fit's (below), so a bias
+      tracked over too short a move delays the hand-over rather than passing a wrong mass.
     The samples are the zeroed sensor's readings, each at its motion sample. The normal
     equations are accumulated, so memory does not grow with the samples.
     """
@@ -307,6 +348,8 @@ class InMotionWeigher:
     tool: RigidLoad | None = VGP20
     zero_motion: SensorMotion | None = None
     compensate: bool = True
+    bias: tuple[float, ...] | None = None
+    bias_sigma: tuple[float, ...] | None = None
     _N: np.ndarray = field(init=False, repr=False)
     _b: np.ndarray = field(init=False, repr=False)
     _yy: float = field(init=False, repr=False, default=0.0)
@@ -344,6 +387,8 @@ class InMotionWeigher:
             )
         if len(w) == 0:
             return
+        if self.bias is not None:
+            w = w - np.asarray(self.bias, dtype=float)
         m = motion if self.compensate else still_motion(motion)
         Y = regressor(m)
         if self.tool is not None and self.compensate:
@@ -416,8 +461,16 @@ class InMotionWeigher:
         J[:, 1:4] = np.eye(3) / m
         cov_c = J @ cov @ J.T
         cov_pkg = R.T @ cov_c @ R
-        sig_m = math.sqrt(float(cov[0, 0]))
-        sig_xy = math.sqrt(float(cov_pkg[0, 0] + cov_pkg[1, 1]))
+        var_m = float(cov[0, 0])
+        var_xy = float(cov_pkg[0, 0] + cov_pkg[1, 1])
+        if self.bias_sigma is not None:
+            # A force bias b reads as a mass b / g, a torque bias as a CoM shift tau / (m g);
+            # all three force axes' sigmas are counted (conservative: only the one along
+            # gravity weighs).
+            sb = np.asarray(self.bias_sigma, dtype=float)
+            var_m += float(sb[:3] @ sb[:3]) / p.g**2
+            var_xy += float(sb[3:5] @ sb[3:5]) / (m * p.g) ** 2
+        sig_m, sig_xy = math.sqrt(var_m), math.sqrt(var_xy)
         why = []
         if self._n < p.min_samples:
             why.append(f'{self._n} of {p.min_samples} samples')
