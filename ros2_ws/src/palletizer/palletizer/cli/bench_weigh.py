@@ -39,6 +39,7 @@ from palletizer.core.gauge_motion import (
 from palletizer.core.loads import draw_carton
 from palletizer.core.motion import (
     CarriedLoad,
+    MotionError,
     MotionParams,
     MotionPlanner,
     UR10eKinematics,
@@ -138,7 +139,7 @@ def lift_and_cross(
         tool_down(pick[0], pick[1], z0, 0.0), np.asarray(_config().cell.robot.home)
     )
     if q0 is None:
-        raise RuntimeError(f'no IK at the pick {pick}')
+        raise MotionError(f'no IK at the pick {pick}')
     tx, ty = TARGETS[target_i]
     grasp = plan_grasp(dims_lw[0], dims_lw[1])
     res = pl.plan_cartesian(
@@ -150,7 +151,7 @@ def lift_and_cross(
         load=CarriedLoad((dims_lw[0], dims_lw[1], height), grasp.offset),
     )
     if not res.ok or res.trajectory is None:
-        raise RuntimeError(f'lift and cross not planned: {res.cause} {res.message}')
+        raise MotionError(f'lift and cross not planned: {res.cause} {res.message}')
     j = res.trajectory
     motion = sensor_motion(pl.kin, j.t, j.q, j.qd, j.qdd)
     z = pl.kin.fk(j.q)[:, 2, 3]
