@@ -6,8 +6,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace as NS
 
+import mujoco
 import numpy as np
 import palletizer.sim
+import pytest
 from palletizer.core.gauge_motion import VGP20, RigidLoad, SensorMotion, rigid_wrench, still_motion
 from palletizer.sim.wrench import WrenchNoise, WrenchSensor
 from palletizer.sim.wrench_motion import synthetic_readings
@@ -89,3 +91,56 @@ def test_the_weighers_tool_is_the_simulated_gripper():
     np.testing.assert_array_equal(
         [float(v) for v in inertial.get('diaginertia').split()], np.diag(VGP20.inertia)
     )
+
+
+# A load on a wrist that slides and turns freely, with the cell's F/T sensor pair on its site.
+_SWING_XML = """
+<mujoco>
+  <worldbody>
+    <body name="wrist">
+      <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/>
+      <joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 1 0"/>
+      <joint type="slide" axis="0 0 1"/><joint type="hinge" axis="0 0 1"/>
+      <joint type="hinge" axis="1 0 0"/>
+      <body name="load" quat="0 1 0 0">
+        <inertial pos="0.03 -0.02 0.25" mass="4.2"
+                  fullinertia="0.05 0.07 0.09 0.004 -0.003 0.002"/>
+        <site name="flange"/>
+      </body>
+    </body>
+  </worldbody>
+  <sensor>
+    <force name="ft_force" site="flange"/>
+    <torque name="ft_torque" site="flange"/>
+  </sensor>
+</mujoco>"""
+
+
+@pytest.mark.sim
+def test_the_rigid_body_wrench_is_what_mujocos_sensor_reads_in_motion():
+    """The sign and the inertial terms of the weigher's model against MuJoCo's force and torque
+    sensors (the cell's, sim/wrench.py) on a load that accelerates and turns."""
+    model = mujoco.MjModel.from_xml_string(_SWING_XML)
+    data = mujoco.MjData(model)
+    I_c = ((0.05, 0.004, -0.003), (0.004, 0.07, 0.002), (-0.003, 0.002, 0.09))
+    load = RigidLoad(4.2, (0.03, -0.02, 0.25), I_c)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        data.qpos[:] = rng.normal(0.0, 0.5, 5)
+        data.qvel[:] = rng.normal(0.0, 1.0, 5)
+        data.qacc[:] = rng.normal(0.0, 3.0, 5)
+        mujoco.mj_inverse(model, data)
+        mujoco.mj_rnePostConstraint(model, data)
+        R = data.site_xmat[0].reshape(3, 3)
+        v, a = np.zeros(6), np.zeros(6)  # (angular, linear), world axes
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, 0, v, 0)
+        # MuJoCo's accelerations carry -g (its recursion starts the world at -g): a - g.
+        mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_SITE, 0, a, 0)
+        motion = SensorMotion(
+            np.zeros(1),
+            (R.T @ a[3:])[None],
+            (R.T @ v[:3])[None],
+            (R.T @ a[:3])[None],
+            (R.T @ np.array([0.0, 0.0, -9.81]))[None],
+        )
+        np.testing.assert_allclose(rigid_wrench(load, motion)[0], data.sensordata, atol=1e-9)
