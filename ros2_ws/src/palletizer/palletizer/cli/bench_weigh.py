@@ -58,6 +58,7 @@ __all__ = [
     'parse_options',
     'run_trial',
     'trial_cartons',
+    'trial_plan',
 ]
 
 MIN_KG = 2.0  # the gauge's bounds hold for cartons of 2 kg and above (docs/perception.md)
@@ -91,12 +92,20 @@ class Carton:
 def trial_cartons(random_seeds: Sequence[int] = range(1, 21)) -> list[Carton]:
     """The catalogue's types of MIN_KG and above at their catalogue CoG, then the random draws
     of levels 13, 23 and 33 (adversarial CoG: 25 % of the half sizes, low) of those seeds."""
-    cfg = _config()
-    out = [
+    return _catalogue_cartons() + _random_cartons(random_seeds)
+
+
+def _catalogue_cartons() -> list[Carton]:
+    return [
         Carton(name, t.dims, t.mass, t.cog_offset)
-        for name, t in cfg.catalogue.types.items()
+        for name, t in _config().catalogue.types.items()
         if t.mass >= MIN_KG
     ]
+
+
+def _random_cartons(random_seeds: Sequence[int]) -> list[Carton]:
+    cfg = _config()
+    out = []
     for level in (13, 23, 33):
         for seed in random_seeds:
             for i in range(cfg.level(level).n):
@@ -106,6 +115,18 @@ def trial_cartons(random_seeds: Sequence[int] = range(1, 21)) -> list[Carton]:
                         Carton(f'{d.type_name}-L{level}s{seed}i{i}', d.dims, d.mass, d.cog_offset)
                     )
     return out
+
+
+def trial_plan(n: int) -> list[tuple[Carton, int, bool]]:
+    """n weighings as (carton, index, fast): a catalogue type (each in turn) and a random draw
+    (each in turn) alternate, and every two weighings the lift alternates between the
+    configured and the fast one, so both kinds of carton meet both lifts."""
+    catalogue, random = _catalogue_cartons(), _random_cartons(range(1, 21))
+    plan = []
+    for i in range(n):
+        pool = catalogue if i % 2 == 0 else random
+        plan.append((pool[(i // 2) % len(pool)], i, bool((i // 2) % 2)))
+    return plan
 
 
 @lru_cache(maxsize=2)
@@ -302,16 +323,15 @@ def _params(fit_bias: bool) -> MotionGaugeParams:
 
 
 def bench_weigh_motion(weighings: int = 240, fit_bias: bool = False) -> dict[str, Any]:
-    """`weighings` weighings, alternating the configured and the fast lift, over the cartons of
-    trial_cartons in turn; the figures of each and of both; then a level-11-like case: the
+    """`weighings` weighings of trial_plan (catalogue types and random draws, the configured
+    and the fast lift); the figures of each and of both; then a level-11-like case: the
     std_m carton, CoG centred, 50 weighings on the configured lift; then 100 weighings 300 s
     after the zero, trusting it or tracking the bias on an empty-tool move."""
     cartons = trial_cartons()
     p = _params(fit_bias)
     t0 = time.perf_counter()
     trials = [
-        run_trial(cartons[i % len(cartons)], i, fast=bool(i % 2), params=p)
-        for i in range(weighings)
+        run_trial(carton, i, fast=fast, params=p) for carton, i, fast in trial_plan(weighings)
     ]
     t = _config().catalogue.types['std_m']
     std_m = Carton('std_m', t.dims, t.mass, (0.0, 0.0, 0.0))
