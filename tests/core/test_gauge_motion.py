@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from palletizer.core.gauge import R_sensor_package, WeighError, weigh
+from palletizer.core.contracts import Observation
+from palletizer.core.gauge import GaugeParams, R_sensor_package, WeighError, weigh, weigh_held
 from palletizer.core.gauge_motion import (
     VGP20,
     InMotionWeigher,
@@ -19,6 +20,7 @@ from palletizer.core.gauge_motion import (
     rigid_wrench,
     sensor_motion,
     still_motion,
+    weigher_for_grasp,
 )
 from palletizer.core.motion import UR10eKinematics, tool_down
 
@@ -244,3 +246,34 @@ def test_the_bias_is_tracked_on_the_empty_tool_and_its_sigma_delays_the_hand_ove
     e = tracked.estimate()
     assert abs(e.mass - 2.0) < 0.01 and e.converged
     assert not unsure.estimate().converged and 'sigma(m)' in unsure.estimate().why
+
+
+def test_a_weigher_for_a_grasp_reads_still_samples_as_weigh_held_does():
+    kin = UR10eKinematics()
+    yaw = 0.4
+    q = kin.ik_nearest(
+        tool_down(0.1, -0.7, 0.8, yaw), np.array([-1.57, -1.57, 1.57, -1.57, -1.57, 0])
+    )
+    assert q is not None
+    obs = Observation('std_m-03', (0.103, -0.698, 0.71), yaw + 0.01, DIMS, 0.9)
+    g = weigher_for_grasp(obs, q, kin=kin, tcp_offset=0.092, cup_gap=0.0015)
+    truth = _load(4.2, (0.03, -0.01, 0.19))
+    still = sensor_motion(
+        kin, np.arange(200) * 0.002, np.tile(q, (200, 1)), np.zeros((200, 6)), np.zeros((200, 6))
+    )
+    g.add(rigid_wrench(truth, still), still)
+    moving = g.reading(obs.package_id, 'std_m')
+    static = weigh_held(
+        np.zeros(6),
+        rigid_wrench(truth, still)[0],
+        obs,
+        q,
+        kin=kin,
+        tcp_offset=0.092,
+        cup_gap=0.0015,
+        params=GaugeParams(),
+    )
+    assert moving.spec.mass_kg == pytest.approx(static.spec.mass_kg, rel=1e-9)
+    np.testing.assert_allclose(
+        moving.spec.cog_offset_m[:2], static.spec.cog_offset_m[:2], atol=1e-6
+    )

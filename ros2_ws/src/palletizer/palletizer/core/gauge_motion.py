@@ -43,10 +43,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from palletizer.core.contracts import PackageSpec, floats3
+from palletizer.core.contracts import Observation, PackageSpec, floats3
 from palletizer.core.errors import PalletizerError
-from palletizer.core.gauge import GaugeReading, WeighError
-from palletizer.core.motion.kinematics import UR10eKinematics
+from palletizer.core.gauge import (
+    GaugeReading,
+    R_sensor_package,
+    WeighError,
+    carton_centre_in_sensor,
+    lid_in_tool,
+)
+from palletizer.core.motion.kinematics import UR10eKinematics, yaw_of
 
 __all__ = [
     'VGP20',
@@ -61,6 +67,7 @@ __all__ = [
     'rigid_wrench',
     'sensor_motion',
     'still_motion',
+    'weigher_for_grasp',
 ]
 
 
@@ -500,3 +507,34 @@ class InMotionWeigher:
         offset = R.T @ (np.asarray(e.com_sensor) - np.asarray(self.prior_com, dtype=float))
         spec = PackageSpec(package_id, type_name, floats3(self.dims), e.mass, floats3(offset))
         return GaugeReading(spec, e.com_sensor, 'ok' if e.converged else 'unconverged')
+
+
+def weigher_for_grasp(
+    observation: Observation,
+    q_seal: ArrayLike,
+    *,
+    kin: UR10eKinematics,
+    tcp_offset: float,
+    cup_gap: float,
+    params: MotionGaugeParams | None = None,
+    tool: RigidLoad | None = VGP20,
+    bias: Sequence[float] | None = None,
+    bias_sigma: Sequence[float] | None = None,
+) -> InMotionWeigher:
+    """A weigher for the carton just sealed on, as core.gauge.weigh_held sets up the still
+    one: the tool's pose at the seal from the joint angles q_seal (6,) [rad] (forward
+    kinematics), where the observed lid stands in the tool, the carton's centre in the sensor
+    frame from the grasp (the CoM prior) and the package axes from the observed yaw."""
+    T_tool = kin.fk(np.asarray(q_seal, dtype=float))
+    tool_yaw = float(yaw_of(T_tool))
+    lid = lid_in_tool(observation.position[:2], T_tool)
+    centre = carton_centre_in_sensor(observation.dims_guess, tcp_offset, cup_gap, lid)
+    return InMotionWeigher(
+        prior_com=floats3(centre),
+        dims=floats3(observation.dims_guess),
+        R_sensor_package=R_sensor_package(observation.yaw, tool_yaw),
+        params=params or MotionGaugeParams(),
+        tool=tool,
+        bias=None if bias is None else tuple(float(v) for v in bias),
+        bias_sigma=None if bias_sigma is None else tuple(float(v) for v in bias_sigma),
+    )
