@@ -61,6 +61,12 @@ BENCHMARKS = {
         'bench_perception',
         'camera height map, carton detection and wrist gauge against the referee, noise on',
     ),
+    'weigh-motion': (
+        'palletizer.cli.bench_weigh',
+        'bench_weigh_motion',
+        'in-motion weighing on lift-and-cross moves, noise and drift on: mass and CoM p95, '
+        'time to convergence, with and without the inertial compensation',
+    ),
     'replica': (
         'palletizer.cli.bench_replica',
         'bench_replica',
