@@ -34,6 +34,23 @@ class FusionResult:
     dropped_robot: int
 
 
+def _held_lid(held_dims: Sequence[float] | None) -> tuple[float, float, float] | None:
+    """The held carton (L, W, H [m]) as the self-filter needs it for the kept points: its lid,
+    a slab of no height at the cups (the filter's margin makes it 2 x robot_margin thick).
+
+    The kept points face upward and the cameras look down: of a carton in the cups they can only
+    be its lid, at the cups; its sides are dropped by their normals. The whole carton's box
+    below the cups would also hold the lid of the carton just set down while the empty arm is
+    still over it (the truck has no ready pose to wait at, and the carton last held stays the
+    held one until the next detection): that lid was dropped from the map the placement check
+    reads right after the place, in whole or in part.
+    """
+    if held_dims is None:
+        return None
+    length, width, _ = (float(v) for v in held_dims)
+    return (length, width, 0.0)
+
+
 def fuse_heightmap(
     views: Sequence[Any],
     params: FusionParams,
@@ -46,7 +63,7 @@ def fuse_heightmap(
 
     Points of upward-facing surfaces inside the pallet footprint and the height band are kept;
     with a body and joint positions q (6,) [rad], points inside the inflated arm, gripper and
-    held carton (held_dims L x W x H [m]) are dropped. Per cell the estimate is the mean of the
+    held carton's lid (held_dims L x W x H [m]; _held_lid) are dropped. Per cell the estimate is the mean of the
     points within `band` of the cell's most populated height (a mode, robust against flying
     pixels and the noise that biases a maximum upward); cells with fewer than min_points stay
     unobserved (height 0), then small holes are filled where the neighbours agree.
@@ -69,8 +86,9 @@ def fuse_heightmap(
     pts = np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
     src = np.repeat(np.arange(len(parts)), sizes)
     dropped = 0
+    held = _held_lid(held_dims)
     if body is not None and q is not None and len(pts):
-        inside = body.contains(pts, np.asarray(q, float), held_dims, params.robot_margin)
+        inside = body.contains(pts, np.asarray(q, float), held, params.robot_margin)
         dropped = int(inside.sum())
         if dropped:
             pts, src = pts[~inside], src[~inside]
@@ -101,7 +119,7 @@ def fuse_heightmap(
         # The steepest view's returns give the lid edges; those inside the robot are its own.
         lid_pts, foot = _lid_points(order[0], box, deck)
         if body is not None and q is not None and len(lid_pts):
-            free = ~body.contains(lid_pts, np.asarray(q, float), held_dims, params.robot_margin)
+            free = ~body.contains(lid_pts, np.asarray(q, float), held, params.robot_margin)
             lid_pts, foot = lid_pts[free], foot[free]
         lids = _fit_lids(cells, obs, lid_pts, foot, (ox, oy), deck, params)
         _complete_edges(cells, obs, lids, params)

@@ -44,7 +44,7 @@ class FusionParams:
     footprint the extent is widened by on each side (the outermost returns' pixel centres lie
     on average half a pixel inside the edge); lid_other, lid_fill: a rectangle is rejected
     when more than lid_other of the cells it holds are observed at other heights or fewer
-    than lid_fill are the lid's.
+    than lid_fill of those observed are the lid's (or higher: a carton standing on it).
     """
 
     cameras: tuple[str, ...] = ('top', 'diag_a', 'diag_b')
