@@ -28,14 +28,37 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+# The level_episode fixture's launch arguments (episode_probe.py's defaults for the rest).
+LEVEL_EPISODE_ARGS = ('episodes:=2', 'telemetry:=disk')
+
+
 @pytest.fixture(scope='session')
-def level_episode() -> dict:
-    """One fast-forward episode of level 11, through the real `ros2 launch` where the checking
-    tool is present (else the standalone launcher), probed while it runs (episode_probe.py).
-    Shared by the launch-file and the RViz configuration tests: a graph episode is costly."""
+def level_episode(tmp_path_factory) -> dict:
+    """Two fast-forward episodes of level 11 (seeds 1 and 2), through the real `ros2 launch`
+    where the checking tool is present (else the standalone launcher), probed while it runs
+    (episode_probe.py), telemetry on disk in a folder of its own ('runs': its run folders).
+    Shared by the launch-file, lockstep and RViz configuration tests: a graph episode is
+    costly. Two, because the second is the one a node's stale state breaks (each reset rewinds
+    sim time)."""
     tool = ros2_launch_tool()
-    argv = [sys.executable, str(HERE / 'episode_probe.py'), *([str(tool)] if tool else [])]
+    folder = tmp_path_factory.mktemp('level_episode')
+    params = folder / 'params.yaml'
+    # JSON is YAML.
+    params.write_text(
+        json.dumps({'telemetry': {'ros__parameters': {'runs_dir': str(folder / 'runs')}}})
+    )
+    argv = [
+        sys.executable,
+        str(HERE / 'episode_probe.py'),
+        *([str(tool)] if tool else []),
+        *LEVEL_EPISODE_ARGS,
+        f'params_file:={params}',
+    ]
     proc = run_isolated(argv, timeout=360, cwd=str(HERE.parents[1]))
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('RESULT ')]
     assert lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(lines[0].split(' ', 1)[1])
+    got = json.loads(lines[0].split(' ', 1)[1])
+    got['runs'] = (
+        sorted(str(p) for p in (folder / 'runs').iterdir()) if (folder / 'runs').is_dir() else []
+    )
+    return got

@@ -19,6 +19,7 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from tests.graph.isolation import run_isolated
+from tests.graph.lockstep import in_process_line
 
 pytestmark = pytest.mark.sim
 
@@ -96,34 +97,11 @@ def test_level_11_seed_1_interpolated_places_4_of_4():
     assert len(lines) == 4 and all(ln.rstrip().endswith('ok') for ln in lines), lines
 
 
-def _in_process(level: int, seed: int, git_sha: str, configs: Path | None = None) -> dict:
-    from palletizer.core.config import load_config
-    from palletizer.core.planning import build_planner
-    from palletizer.wiring.inprocess import MemorySink, run_inprocess
-
-    cfg = load_config(configs) if configs is not None else None
-    local, _ = run_inprocess(
-        level,
-        seed,
-        build_planner('heuristic', cfg),
-        speed=0.0,
-        sink=MemorySink(),
-        git_sha=git_sha,
-        config=cfg,
-    )
-    return json.loads(json.dumps(local.to_dict()))
-
-
-# Level 11, two episodes, in the default run (the second is the one a stale state breaks);
-# three of level 21 (124 s in CI at e3b6f9d) and of 31 (the truck, 136 s) behind --run-slow.
-@pytest.mark.parametrize(
-    ('level', 'n'),
-    [
-        (11, 2),
-        pytest.param(21, 3, marks=pytest.mark.slow),
-        pytest.param(31, 3, marks=pytest.mark.slow),
-    ],
-)
+# Behind --run-slow: three of level 21 (124 s in CI at e3b6f9d) and of 31 (the truck, 136 s).
+# The default run holds level 11's two launched episodes to the in-process loop
+# (tests/graph/test_ros2_launch.py).
+@pytest.mark.slow
+@pytest.mark.parametrize(('level', 'n'), [(21, 3), (31, 3)])
 def test_episodes_in_a_row_each_equal_the_in_process_loop(level, n, tmp_path):
     # Each reset rewinds sim time: every node that keeps stamped state must start over
     # (a second episode used to abort at the gauge's tare, or slip on stale wrench samples).
@@ -138,11 +116,11 @@ def test_episodes_in_a_row_each_equal_the_in_process_loop(level, n, tmp_path):
     episodes = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
     assert [e['seed'] for e in episodes] == list(range(1, n + 1))
     for graph in episodes:
-        assert graph == _in_process(level, graph['seed'], graph['git_sha'])
+        assert graph == in_process_line(level, graph['seed'], graph['git_sha'])
 
 
 @pytest.mark.slow  # 77 s in CI at e3b6f9d; docs/testing.md says what covers it
-def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
+def test_a_planner_that_finds_no_slot_ends_the_episode_asin_process_line(tmp_path):
     # Level 23 seed 47 with the set-aside buffer off and the stack held to 0.40 m: the seventh
     # carton fits nowhere; the arm puts it back and the episode ends as wrong_placement (the
     # director used to crash building the return move). (Without the cap the sixth carton
@@ -167,7 +145,7 @@ def test_a_planner_that_finds_no_slot_ends_the_episode_as_in_process(tmp_path):
     assert 'buffer' not in out and 'Traceback' not in out + proc.stderr
     (graph,) = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
     assert graph['failure'] == 'wrong_placement'
-    local = _in_process(23, 47, graph['git_sha'], configs)
+    local = in_process_line(23, 47, graph['git_sha'], configs)
     assert local['failure'] == 'wrong_placement'
     # The in-process loop puts the carton back too; the two wirings end the same episode.
     assert graph == local
@@ -192,7 +170,7 @@ def test_a_last_resort_places_the_carton_and_the_wirings_agree(tmp_path):
     assert graph['success'] and graph['n_placed'] == 8
     plans = [e for e in _lines(run / 'events.jsonl') if e['kind'] == 'plan']
     assert [e['package_id'] for e in plans if e['payload'].get('last_resort')] == ['random-07']
-    assert graph == _in_process(13, 2, graph['git_sha'], configs)
+    assert graph == in_process_line(13, 2, graph['git_sha'], configs)
 
 
 @pytest.mark.slow  # 78 s in CI at e3b6f9d; docs/testing.md says what covers it

@@ -20,7 +20,9 @@ import pytest
 from palletizer.core.config import load_config
 from palletizer.launcher.graph import describe, parse_launch_args
 
+from tests.graph.conftest import LEVEL_EPISODE_ARGS
 from tests.graph.isolation import next_domain
+from tests.graph.lockstep import in_process_line
 from tests.graph.ros2_launch_tool import ros2_launch_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,15 +79,21 @@ def _session_left(sid: int) -> list[str]:
     return [ln for ln in ps.stdout.splitlines() if ln.split()[1] == str(sid)]
 
 
-def test_level_launch_runs_one_episode_and_ends_by_itself_with_exit_code_0(level_episode):
-    got = level_episode  # tests/graph/conftest.py: level 11, one episode, through ros2 launch
+def test_level_launch_runs_its_episodes_and_ends_by_itself_with_exit_code_0(level_episode):
+    got = level_episode  # tests/graph/conftest.py: level 11, two episodes, through ros2 launch
     out = got['log']
     assert got['via'] == 'ros2 launch'
     assert got['returncode'] == 0, out[-3000:]
     started = {m['name']: int(m['pid']) for m in STARTED.finditer(out)}
-    args = ['level:=11', 'seed:=1', 'episodes:=1', 'speed:=0', 'telemetry:=off']
+    args = ['level:=11', 'seed:=1', 'speed:=0', *LEVEL_EPISODE_ARGS]
     assert sorted(started) == sorted(_expected(args, None)), out[-3000:]
-    assert '1/1 episodes succeeded' in out, out[-3000:]
+    assert '2/2 episodes succeeded' in out, out[-3000:]
+    (run,) = got['runs']
+    episodes = [json.loads(ln) for ln in (Path(run) / 'episodes.jsonl').read_text().splitlines()]
+    assert [e['seed'] for e in episodes] == [1, 2]
+    # Lockstep: each episode line is the in-process loop's, to the last digit.
+    for graph in episodes:
+        assert graph == in_process_line(11, graph['seed'], graph['git_sha'])
     assert 'shutting down launched system' in out
     assert got['left'] == [], got['left']
 
