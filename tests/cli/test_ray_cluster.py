@@ -14,6 +14,10 @@ ray = pytest.importorskip('ray')
 from palletizer.cli.loads import DEFAULT_TABLE, use_loads  # noqa: E402
 from palletizer.cli.train import evaluate, train  # noqa: E402
 
+# A Ray cluster of its own: two on one machine at once collide (ports, the session files
+# under /tmp/ray); run alone, after the parallel tests (scripts/test).
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope='module')
 def two_nodes():

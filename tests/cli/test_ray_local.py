@@ -16,6 +16,11 @@ ray = pytest.importorskip('ray')
 
 from palletizer.cli import pool  # noqa: E402
 
+# A Ray cluster of its own: two on one machine at once collide (ports, the session files
+# under /tmp/ray); run alone, after the parallel tests (scripts/test).
+pytestmark = pytest.mark.serial
+
+
 CURRENT = Path('/tmp/ray/ray_current_cluster')  # where ray.init looks for a head to join
 
 

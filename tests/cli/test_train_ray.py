@@ -14,6 +14,11 @@ ray = pytest.importorskip('ray')
 from palletizer.cli import pool  # noqa: E402
 from palletizer.cli.train import train  # noqa: E402
 
+# A Ray cluster of its own: two on one machine at once collide (ports, the session files
+# under /tmp/ray); run alone, after the parallel tests (scripts/test).
+pytestmark = pytest.mark.serial
+
+
 # Level 13 (8 cartons; boxes do fall in its jolt trials) on two seeds: 2 iterations x 3
 # candidates x 2 = 12 evaluations.
 TINY = {'levels': [13], 'seeds': [1, 2], 'iterations': 2, 'population': 3, 'progress_bar': False}

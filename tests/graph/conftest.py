@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if 'tests/graph' in str(item.fspath).replace('\\', '/'):
             item.add_marker(pytest.mark.graph)
+            # A graph episode uses both cores and times its own waits: alone (scripts/test).
+            item.add_marker(pytest.mark.serial)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
 

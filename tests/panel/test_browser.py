@@ -37,7 +37,7 @@ FLAGS = [
 ]  # fmt: skip
 RUN_TIMEOUT_MS = 300_000  # a fast-forward level 11 episode takes about 60 s on 2 cores
 
-pytestmark = [pytest.mark.graph, pytest.mark.sim]
+pytestmark = [pytest.mark.graph, pytest.mark.sim, pytest.mark.serial]
 
 
 def _skip_reason() -> str | None:

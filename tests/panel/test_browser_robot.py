@@ -36,7 +36,7 @@ FLAGS = [
     '--disable-sync',
 ]  # fmt: skip
 
-pytestmark = [pytest.mark.graph]
+pytestmark = [pytest.mark.graph, pytest.mark.serial]
 
 
 def _skip_reason() -> str | None:
