@@ -1,7 +1,7 @@
 """Run inside a network namespace: one fast-forward episode of level 11, through the real
 `ros2 launch` (argv[1]: the ros2-launch checking tool's run script) or else the standalone
 launcher (name:=value arguments replace the default launch arguments), left to end by itself; a probe records, while the graph is up, the topics with their
-types, the TF frames, the markers and the cycle times; then the launch's exit code, its log and
+types, the TF frames, the markers, the cycle times and the settle events' payloads; then the launch's exit code, its log and
 any process left in its session. Prints RESULT {json}."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import threading
 import time
 
 import rclpy
-from palletizer.nodes.qos import LATCHED, MARKERS, STATIC_TF
+from palletizer.nodes.qos import EVENTS, LATCHED, MARKERS, STATIC_TF
+from palletizer_msgs.msg import EpisodeEvent
 from rclpy.action.graph import (
     get_action_client_names_and_types_by_node,
     get_action_server_names_and_types_by_node,
@@ -125,6 +126,13 @@ def main() -> None:
     node.create_subscription(
         Float64, '/palletizer/cycle_time_s', lambda m: cycles.append(m.data), QoSProfile(depth=10)
     )
+    settles: list[dict] = []  # the settle events' payloads, each with its carton's cycle
+
+    def on_event(msg: EpisodeEvent) -> None:
+        if msg.kind == 'settle':
+            settles.append(json.loads(msg.payload_json))
+
+    node.create_subscription(EpisodeEvent, '/palletizer/episode_events', on_event, EVENTS)
     ex = SingleThreadedExecutor()
     ex.add_node(node)
     spin = threading.Thread(target=ex.spin, daemon=True)
@@ -163,6 +171,7 @@ def main() -> None:
         spin.join(timeout=5)
         node.destroy_node()
         rclpy.try_shutdown()
+    out['settles'] = settles  # read once the launch has ended: every event is in
     out['via'] = via
     out['log'] = ''.join(log)
     print('RESULT ' + json.dumps(out), flush=True)
