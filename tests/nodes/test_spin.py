@@ -206,3 +206,44 @@ def test_a_destroy_that_hangs_ends_the_process_with_the_code_it_would_have_had(m
     hung = 'destroy_node hung for 0.2 s in the middleware' in proc.stderr
     assert hung == (mode != 'returns'), proc.stderr
     assert ('after destroy' in proc.stdout) == (mode == 'returns')
+
+
+_STOPPED_AND_HUNG = """
+import os, signal, sys, threading
+from palletizer.nodes import spin
+
+spin.init(stop_deadline_s=float(sys.argv[1]) if sys.argv[1] != 'none' else None)
+os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+for _ in range(100):  # the handler runs in the main thread, between bytecodes
+    if spin._STOP.is_set():
+        break
+print('stopped', flush=True)
+if sys.argv[2] == 'hang':
+    threading.Event().wait(20)  # a cleanup that never ends (the middleware's, in CI)
+    print('still here', flush=True)
+spin.exit_now(0)
+"""
+
+
+@pytest.mark.parametrize(
+    ('deadline', 'then', 'code', 'timed_out'),
+    [('0.5', 'hang', 1, True), ('0.5', 'exit', 0, False), ('none', 'hang', 0, False)],
+)
+def test_a_stopped_node_with_a_deadline_ends_within_it_whatever_hangs(
+    deadline, then, code, timed_out
+):
+    """A node of run_node's stopped by Ctrl-C ends within the stop deadline even when its
+    cleanup hangs, printing every thread's stack (what hung) and exiting 1; a cleanup that ends
+    in time exits 0; without a deadline (the nodes that keep data) nothing cuts it short."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, '-c', _STOPPED_AND_HUNG, deadline, then],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert 'stopped' in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert ('Timeout' in proc.stderr) == timed_out, proc.stderr
+    assert ('still here' in proc.stdout) == (deadline == 'none'), proc.stdout

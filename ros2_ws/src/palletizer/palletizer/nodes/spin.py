@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -36,20 +37,37 @@ DRAIN_S = 0.5  # [s] how long a stopping node waits for the callbacks still runn
 # [s] how long destroy_node may take before the process ends without it. A normal destroy takes
 # milliseconds; 2 s leaves the rest of `ros2 launch`'s 5 s SIGINT grace.
 DESTROY_S = 2.0
+# [s] from a stop to the end of a node that keeps no data of its own (run_node's nodes), whatever
+# hangs: inside `ros2 launch`'s 5 s SIGINT grace. In a CI run the planner, stopped by Ctrl-C,
+# printed nothing and ended only at launch's SIGKILL 15 s later: not even destroy_within's
+# watchdog ran, as when the main thread holds the GIL in a middleware call that hangs. The
+# deadline is faulthandler's C thread, which needs no GIL: it prints every thread's stack (what
+# hung) and ends the process with code 1.
+STOP_DEADLINE_S = 4.0
 
 T = TypeVar('T')
 R = TypeVar('R')
 
 _STOP = threading.Event()  # a SIGINT arrived (rclpy's handler chains to ours)
+_DEADLINE_S: list[float] = []  # init(stop_deadline_s=...): the stop deadline, once given
+_ARMED = threading.Event()
+
+
+def _arm_stop_deadline() -> None:
+    """Start the stop deadline (STOP_DEADLINE_S), where init was given one; once."""
+    if _DEADLINE_S and not _ARMED.is_set():
+        _ARMED.set()
+        faulthandler.dump_traceback_later(_DEADLINE_S[0], exit=True)
 
 
 def _stop_requested(_signum: int, _frame: object) -> None:
     """Python's half of SIGINT: remember it; rclpy's handler, once installed, has shut the
     context down. Before rclpy.init there is no context to shut down: init() does it then."""
     _STOP.set()
+    _arm_stop_deadline()
 
 
-def init(args: list[str] | None = None) -> None:
+def init(args: list[str] | None = None, stop_deadline_s: float | None = None) -> None:
     """rclpy.init, with Ctrl-C a stop like SIGTERM instead of a KeyboardInterrupt.
 
     rclpy's signal handler shuts the context down, which wakes every executor, and then calls the
@@ -58,8 +76,11 @@ def init(args: list[str] | None = None) -> None:
     joining the worker, and again for the second SIGINT that `ros2 launch` sends after the
     terminal's own. That left tracebacks and nodes killed by the signal (exit code -2). A handler
     that does nothing, installed first, leaves the stop to rclpy: spin raises
-    ExternalShutdownException, and the node cleans up and exits 0.
+    ExternalShutdownException, and the node cleans up and exits 0. With `stop_deadline_s` [s]
+    the process ends that long after a stop whatever hangs (STOP_DEADLINE_S says why).
     """
+    if stop_deadline_s is not None:
+        _DEADLINE_S[:] = [stop_deadline_s]
     signal.signal(signal.SIGINT, _stop_requested)
     # Python's finalization puts SIG_DFL back for a handler it installed, and `ros2 launch`
     # sends its SIGINT after the terminal's: arriving during the exit, it killed the node (-2).
@@ -210,8 +231,9 @@ def run_node(
     make: Callable[[], Node], args: list[str] | None = None, threads: int | None = None
 ) -> NoReturn:
     """rclpy.init, build the node, spin (multi-threaded when `threads` is given), then
-    destroy_node and try_shutdown whatever happened. `with rclpy.init()` is rolling-only."""
-    init(args)
+    destroy_node and try_shutdown whatever happened. `with rclpy.init()` is rolling-only. A
+    stop ends the process within STOP_DEADLINE_S whatever hangs."""
+    init(args, stop_deadline_s=STOP_DEADLINE_S)  # these nodes keep no data of their own
     node = None
     try:
         node = start(make)
@@ -221,7 +243,7 @@ def run_node(
         executor.add_node(node)
         spin_until_shutdown(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        _arm_stop_deadline()  # a SIGTERM's stop: rclpy's handler, not ours, saw it
     finally:
         if node is not None:
             destroy_within(node)
