@@ -33,6 +33,7 @@ from palletizer.cli.bench_graph import (
     can_isolate,
     run_graph,
 )
+from palletizer.cli.seeds import check_levels_and_first_seeds
 from palletizer.core.config import load_config
 from palletizer.core.errors import ConfigError, GraphError
 
@@ -202,11 +203,7 @@ def parse_options(argv: Sequence[str] | None = None, prog: str = 'scripts/bench 
     p.add_argument('--keep', action='store_true', help='keep each run folder and its log')
     ns = p.parse_args(argv)
     cfg = load_config()
-    bad = [lv for lv in ns.levels if lv not in cfg.levels]
-    if bad:
-        p.error(f'--levels {bad[0]}: not a level; expected some of {sorted(cfg.levels)}')
-    if not 1 <= ns.seeds <= SEED_LIMIT:
-        p.error(f'--seeds {ns.seeds}; expected 1 to {SEED_LIMIT} (seeds above are reserved)')
+    check_levels_and_first_seeds(p, ns.levels, ns.seeds, cfg.levels, SEED_LIMIT)
     if not ns.real_time_factor > 0:
         p.error(f'--real-time-factor {ns.real_time_factor}; expected a number > 0')
     try:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from palletizer.cli.bench_graph import PROTOCOL_LEVELS, SEED_LIMIT
+from palletizer.cli.seeds import check_levels_and_first_seeds
 from palletizer.core.config import load_config
 from palletizer.core.cycle import PhaseSpan, phase_totals, spans_from_payload
 from palletizer.core.errors import ConfigError
@@ -341,11 +342,7 @@ def parse_options(
     )
     ns = p.parse_args(argv)
     cfg = load_config()
-    bad = [lv for lv in ns.levels if lv not in cfg.levels]
-    if bad:
-        p.error(f'--levels {bad[0]}: not a level; expected some of {sorted(cfg.levels)}')
-    if not 1 <= ns.seeds <= SEED_LIMIT:
-        p.error(f'--seeds {ns.seeds}; expected 1 to {SEED_LIMIT} (seeds above are reserved)')
+    check_levels_and_first_seeds(p, ns.levels, ns.seeds, cfg.levels, SEED_LIMIT)
     try:
         from palletizer.core.planning import PlannerKind
 

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterable, Sequence
+
 from palletizer.core.errors import InvalidValue
 
-__all__ = ['parse_seeds']
+__all__ = ['check_levels_and_first_seeds', 'parse_seeds']
+
+
+def check_levels_and_first_seeds(
+    parser: argparse.ArgumentParser,
+    levels: Sequence[int],
+    seeds: int,
+    known: Iterable[int],
+    seed_limit: int,
+) -> None:
+    """A benchmark's `--levels` (each a configured level) and `--seeds N` (seeds 1-N, N at
+    most seed_limit: the seeds above are reserved); parser.error naming what is allowed."""
+    known = sorted(known)
+    bad = [lv for lv in levels if lv not in known]
+    if bad:
+        parser.error(f'--levels {bad[0]}: not a level; expected some of {known}')
+    if not 1 <= seeds <= seed_limit:
+        parser.error(f'--seeds {seeds}; expected 1 to {seed_limit} (seeds above are reserved)')
 
 
 def parse_seeds(text: str) -> list[int]:
