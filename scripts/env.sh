@@ -27,11 +27,18 @@ if [ -d "$_pz_install" ]; then
   done
 fi
 export LD_LIBRARY_PATH="$_pz_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export AMENT_PREFIX_PATH="${_pz_ament:-}$VIRTUAL_ENV"
-export CMAKE_PREFIX_PATH="${_pz_ament:-}$VIRTUAL_ENV"
+# A ROS install sourced before (/opt/ros/jazzy) stays after this workspace's prefixes:
+# scripts/setup builds no upstream package such an install provides, so the nodes need it.
+_pz_outer=""
+IFS=: read -ra _pz_parts <<< "${AMENT_PREFIX_PATH:-}"
+for _pz_p in "${_pz_parts[@]}"; do
+  case "$_pz_p" in ""|"$_pz_root"|"$_pz_root"/*) ;; *) _pz_outer="${_pz_outer:+$_pz_outer:}$_pz_p" ;; esac
+done
+export AMENT_PREFIX_PATH="${_pz_ament:-}$VIRTUAL_ENV${_pz_outer:+:$_pz_outer}"
+export CMAKE_PREFIX_PATH="${_pz_ament:-}$VIRTUAL_ENV${_pz_outer:+:$_pz_outer}"
 export PYTHONPATH="${_pz_pypath:-}${PYTHONPATH:-}"
 export PYTHONPATH="${PYTHONPATH%:}"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PALLETIZER_CONFIG_DIR="${PALLETIZER_CONFIG_DIR:-$_pz_root/configs}"
-unset _pz_root _pz_site _pz_libs _pz_install _pz_pkg _pz_ament _pz_py _pz_pypath _pz_link
+unset _pz_root _pz_site _pz_libs _pz_install _pz_pkg _pz_ament _pz_py _pz_pypath _pz_link _pz_outer _pz_parts _pz_p
