@@ -117,6 +117,26 @@ def test_bench_save_writes_the_result_file_and_appends_its_line(tmp_path, monkey
     assert len(history.read_history(tmp_path / 'benchmarks/history.jsonl')) == 1
 
 
+def test_a_result_file_a_benchmark_writes_itself_is_stamped_with_the_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    own = tmp_path / 'benchmarks/results/bpp.json'
+    own.parent.mkdir(parents=True)
+    own.write_text(json.dumps({'best': 'heuristic', 'table': []}))
+    result = {'written': str(own), 'wall_s': 12.5, 'machine': {'cpu': 'x86_64'}}
+    assert bench._record('bpp', result, 'scripts/bench bpp --sequences 3', save=False) == 0
+    doc = json.loads(own.read_text())
+    assert set(bench.PROVENANCE) <= set(doc) and doc['best'] == 'heuristic'
+    assert doc['command'] == 'scripts/bench bpp --sequences 3' and doc['wall_s'] == 12.5
+    assert doc['benchmark'] == 'bpp' and doc['machine'] == {'cpu': 'x86_64'} and doc['date']
+    # The file's own commit (the one its figures hold for) is kept.
+    gen = own.with_name('generalise.json')
+    gen.write_text(json.dumps({'commit': 'abc1234', 'results': {}, 'n_seeds': 1}))
+    assert (
+        bench._record('generalise', {'output': str(gen)}, 'scripts/bench generalise', False) == 0
+    )
+    assert json.loads(gen.read_text())['commit'] == 'abc1234'
+
+
 def test_save_is_refused_for_a_benchmark_that_writes_its_own_file(capsys):
     with pytest.raises(SystemExit) as exc:
         bench.main(['bpp', '--save'])

@@ -113,14 +113,33 @@ def _is_result_file(path: Path, name: str) -> bool:
     return path.name == f'{name}.json' and path.parent.parts[-2:] == ('benchmarks', 'results')
 
 
-def _record(name: str, result: dict[str, Any], command: str, save: bool) -> int:
-    """Write the result file of a benchmark in SAVED (with `save`), and append the line of the
-    result file the run wrote, if it wrote one, to benchmarks/history.jsonl beside it."""
-    written = result.get('output') or result.get('written')
-    if save:
-        from palletizer.version import git_sha
+# What every current result file says of the run that made it (tests/cli/test_history.py).
+PROVENANCE = ('benchmark', 'command', 'commit', 'date', 'machine', 'wall_s')
 
-        doc = {**result, 'command': command, 'commit': result.get('commit') or git_sha() or None}
+
+def _provenance(name: str, result: dict[str, Any], command: str, now: str) -> dict[str, Any]:
+    """The run's provenance fields: the benchmark, the command, the commit (the result's own, else
+    the checkout's), the date, the machine and the wall time."""
+    from palletizer.version import git_sha
+
+    return {
+        'benchmark': name,
+        'command': command,
+        'commit': result.get('commit') or git_sha() or None,
+        'date': now,
+        'machine': result.get('machine'),
+        'wall_s': result.get('wall_s'),
+    }
+
+
+def _record(name: str, result: dict[str, Any], command: str, save: bool) -> int:
+    """Write the result file of a benchmark in SAVED (with `save`), stamp a result file the run
+    wrote itself with the run's provenance (PROVENANCE), and append the line of the result file,
+    if there is one, to benchmarks/history.jsonl beside it."""
+    written = result.get('output') or result.get('written')
+    now = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    if save:
+        doc = {**result, **_provenance(name, result, command, now)}
         path = RESULTS / f'{name}.json'
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, indent=1, sort_keys=True) + '\n')
@@ -129,7 +148,14 @@ def _record(name: str, result: dict[str, Any], command: str, save: bool) -> int:
     if not isinstance(written, str) or not _is_result_file(Path(written), name):
         return 0
     path = Path(written).resolve()
-    now = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    if not save:
+        try:
+            own = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            print(f'bench: cannot stamp {path} with the run: {exc}', file=sys.stderr)
+            return 1
+        own.update(_provenance(name, {**result, 'commit': own.get('commit')}, command, now))
+        path.write_text(json.dumps(own, indent=1, sort_keys=True) + '\n')
     try:
         line = history_line(path, command=command, date=now)
         line['source'] = f'benchmarks/results/{path.name}'
