@@ -8,9 +8,7 @@ range, injected faults in the lockstep profile).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
 from palletizer.bridge import FjtDefaults
@@ -18,6 +16,7 @@ from palletizer.bridge.faults import FaultPlan, parse_faults
 from palletizer.core.config import Config
 from palletizer.core.errors import PalletizerError
 from palletizer.nodes.cell_hardware import PROFILES
+from palletizer.nodes.params import declare
 
 __all__ = ['BridgeParams', 'declare_params']
 
@@ -55,36 +54,39 @@ def declare_params(node: Node, cfg: Config) -> BridgeParams:
     cell_cfg = cfg.cell
     vac = cell_cfg.gripper.vacuum_io
 
-    def param(name: str, default: Any, text: str) -> Any:
-        return node.declare_parameter(name, default, ParameterDescriptor(description=text)).value
-
-    level = param('level', cfg.default_level, 'level id at start (see levels.yaml)')
-    seed = param('seed', 0, 'load seed at start')
-    speed = float(param('speed', 0.0, '0 = fast-forward goals, > 0 = servo-tracked'))
-    action = param('trajectory_action', 'follow_joint_trajectory', 'FJT action name')
-    io_srv = param('set_io_service', 'set_io', 'ur_msgs/SetIO service name')
-    wrench = param('wrench_topic', 'wrench', 'WrenchStamped topic, flange frame [N, N m]')
-    vac_fun = param('vacuum_fun', vac.fun, 'SetIO fun that switches the vacuum')
-    vac_pin = param('vacuum_pin', vac.pin, 'SetIO pin that switches the vacuum')
+    level = declare(node, 'level', cfg.default_level, 'level id at start (see levels.yaml)')
+    seed = declare(node, 'seed', 0, 'load seed at start')
+    speed = float(declare(node, 'speed', 0.0, '0 = fast-forward goals, > 0 = servo-tracked'))
+    action = declare(node, 'trajectory_action', 'follow_joint_trajectory', 'FJT action name')
+    io_srv = declare(node, 'set_io_service', 'set_io', 'ur_msgs/SetIO service name')
+    wrench = declare(node, 'wrench_topic', 'wrench', 'WrenchStamped topic, flange frame [N, N m]')
+    vac_fun = declare(node, 'vacuum_fun', vac.fun, 'SetIO fun that switches the vacuum')
+    vac_pin = declare(node, 'vacuum_pin', vac.pin, 'SetIO pin that switches the vacuum')
     d = FjtDefaults()
     defaults = FjtDefaults(
-        param('path_tolerance', d.path_position, 'default path tolerance [rad]'),
-        param('goal_tolerance', d.goal_position, 'default goal tolerance [rad]'),
-        param('goal_time_tolerance', d.goal_time, 'default goal time tolerance [s]'),
-        param('stopped_velocity_tolerance', d.stopped_velocity, 'end at rest [rad/s]'),
+        declare(node, 'path_tolerance', d.path_position, 'default path tolerance [rad]'),
+        declare(node, 'goal_tolerance', d.goal_position, 'default goal tolerance [rad]'),
+        declare(node, 'goal_time_tolerance', d.goal_time, 'default goal time tolerance [s]'),
+        declare(node, 'stopped_velocity_tolerance', d.stopped_velocity, 'end at rest [rad/s]'),
     )
-    truth = param('publish_truth', True, 'truth/<id> carton TFs (visualisation only)')
-    profile = param('profile', 'lockstep', 'lockstep | hardware (docs/real-cell.md)')
+    truth = declare(node, 'publish_truth', True, 'truth/<id> carton TFs (visualisation only)')
+    profile = declare(node, 'profile', 'lockstep', 'lockstep | hardware (docs/real-cell.md)')
     hw = cell_cfg.hardware
-    rtf = float(param('real_time_factor', hw.real_time_factor, 'hardware: sim s per wall s'))
-    rate = float(param('camera_rate_hz', hw.camera_rate_hz, 'hardware: frames per sim s'))
+    rtf = float(
+        declare(node, 'real_time_factor', hw.real_time_factor, 'hardware: sim s per wall s')
+    )
+    rate = float(declare(node, 'camera_rate_hz', hw.camera_rate_hz, 'hardware: frames per sim s'))
     topics = {
-        k: param(f'{k}_topic', f'/cameras/{{camera}}/{v}', f'{k} topic of camera {{camera}}')
+        k: declare(
+            node, f'{k}_topic', f'/cameras/{{camera}}/{v}', f'{k} topic of camera {{camera}}'
+        )
         for k, v in (('depth', 'depth/image_raw'), ('color', 'color/image_raw'))
     }
-    topics['info'] = param('info_topic', '/cameras/{camera}/camera_info', 'CameraInfo topic')
-    scenario_file = param(
-        'scenario_file', '', "hardware: append the scenario referee's episode lines here"
+    topics['info'] = declare(
+        node, 'info_topic', '/cameras/{camera}/camera_info', 'CameraInfo topic'
+    )
+    scenario_file = declare(
+        node, 'scenario_file', '', "hardware: append the scenario referee's episode lines here"
     )
     if profile not in PROFILES:
         raise PalletizerError(
@@ -97,14 +99,16 @@ def declare_params(node: Node, cfg: Config) -> BridgeParams:
             'servo-tracked: speed:=0 (fast-forward) is for the lockstep profile; use speed > 0'
         )
     slider = float(
-        param('speed_scaling', 1.0, "the pendant's speed slider, 0.01-1: goals run slower")
+        declare(node, 'speed_scaling', 1.0, "the pendant's speed slider, 0.01-1: goals run slower")
     )
     if not 0.01 <= slider <= 1.0:
         raise PalletizerError(
             f'cell_bridge: speed_scaling:={slider}; expected 0.01 to 1 (1 = full speed)'
         )
     fault_specs = str(
-        param('faults', '', 'hardware: injected faults, kind@goal[:share],... (bridge/faults)')
+        declare(
+            node, 'faults', '', 'hardware: injected faults, kind@goal[:share],... (bridge/faults)'
+        )
     )
     faults = FaultPlan(parse_faults(fault_specs.split(',')))
     if faults.faults and not hardware:

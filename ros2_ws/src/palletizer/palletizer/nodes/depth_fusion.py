@@ -26,7 +26,6 @@ from palletizer_msgs.srv import (
     MeasureHeld,
     MeasureLid,
 )
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -56,6 +55,7 @@ from palletizer.nodes.convert import (
     observation_to_msg,
     stamp_s,
 )
+from palletizer.nodes.params import declare
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import run_node
 
@@ -80,13 +80,19 @@ class DepthFusionNode(Node):
     def __init__(self) -> None:
         super().__init__('depth_fusion')
 
-        def param(name: str, default: Any, text: str) -> Any:
-            desc = ParameterDescriptor(description=text, read_only=True)
-            return self.declare_parameter(name, default, desc).value
-
-        self.map_mode = param('map', 'cameras', 'cameras | oracle (ground truth: flags the run)')
-        self.detector_mode = param(
-            'detector', 'cameras', 'cameras | oracle (ground truth: flags the run)'
+        self.map_mode = declare(
+            self,
+            'map',
+            'cameras',
+            'cameras | oracle (ground truth: flags the run)',
+            read_only=True,
+        )
+        self.detector_mode = declare(
+            self,
+            'detector',
+            'cameras',
+            'cameras | oracle (ground truth: flags the run)',
+            read_only=True,
         )
         for name, value in (('map', self.map_mode), ('detector', self.detector_mode)):
             if value not in MODES:
@@ -94,17 +100,45 @@ class DepthFusionNode(Node):
                     f'depth_fusion: {name}:={value!r}; expected one of {", ".join(MODES)}'
                 )
         level = int(
-            param('level', 0, 'level id: its source chooses the pick cameras; 0 = default')
+            declare(
+                self,
+                'level',
+                0,
+                'level id: its source chooses the pick cameras; 0 = default',
+                read_only=True,
+            )
         )
-        truth = param('ground_truth_service', '/cell_bridge/ground_truth', 'the oracle reads it')
-        capture = param(
-            'capture_service', '/cell_bridge/capture', 'asks the cell for frames; empty = streamed'
+        truth = declare(
+            self,
+            'ground_truth_service',
+            '/cell_bridge/ground_truth',
+            'the oracle reads it',
+            read_only=True,
+        )
+        capture = declare(
+            self,
+            'capture_service',
+            '/cell_bridge/capture',
+            'asks the cell for frames; empty = streamed',
+            read_only=True,
         )
         self.frames_timeout_s = float(
-            param('frames_timeout_s', 10.0, 'wait for the frames of one capture [s, wall]')
+            declare(
+                self,
+                'frames_timeout_s',
+                10.0,
+                'wait for the frames of one capture [s, wall]',
+                read_only=True,
+            )
         )
         topics = {
-            k: param(f'{k}_topic', v, f'{k} topic pattern; {{camera}} stands for the camera')
+            k: declare(
+                self,
+                f'{k}_topic',
+                v,
+                f'{k} topic pattern; {{camera}} stands for the camera',
+                read_only=True,
+            )
             for k, v in DEFAULT_TOPICS.items()
         }
         cfg = load_config()

@@ -11,11 +11,9 @@ import dataclasses
 import json
 import threading
 import time
-from typing import Any
 
 import rclpy
 from palletizer_msgs.srv import BeginEpisode, EndEpisode
-from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
@@ -33,6 +31,7 @@ from palletizer.core.vocab import GaugeMode, PerceptionMode
 from palletizer.nodes.calls import Calls, Timeouts
 from palletizer.nodes.director_ports import RosCell, RosExecutor, RosPlanner, RosReferee, RosSink
 from palletizer.nodes.line_ports import RosLine
+from palletizer.nodes.params import declare
 from palletizer.nodes.sensing_ports import RosGauge, RosPerception
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.version import git_sha
@@ -78,18 +77,18 @@ class EpisodeDirectorNode(Node):
     def __init__(self) -> None:
         super().__init__('episode_director')
 
-        def param(name: str, default: Any, text: str) -> Any:
-            return self.declare_parameter(
-                name, default, ParameterDescriptor(description=text)
-            ).value
-
-        self.level = int(param('level', 11, 'level id'))
-        self.seed = int(param('seed', 1, 'seed of the first episode; episode k uses seed + k'))
-        self.episodes = int(param('episodes', 1, 'number of episodes'))
-        self.planner_kind = param('planner', 'heuristic', 'heuristic | beam | grid')
-        self.speed = float(param('speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)'))
-        self.robot = param('robot', 'sim', 'sim | ur')
-        self.interfaces = param(
+        self.level = int(declare(self, 'level', 11, 'level id'))
+        self.seed = int(
+            declare(self, 'seed', 1, 'seed of the first episode; episode k uses seed + k')
+        )
+        self.episodes = int(declare(self, 'episodes', 1, 'number of episodes'))
+        self.planner_kind = declare(self, 'planner', 'heuristic', 'heuristic | beam | grid')
+        self.speed = float(
+            declare(self, 'speed', 0.0, 'motion speed the cell runs at (0 = fast-forward)')
+        )
+        self.robot = declare(self, 'robot', 'sim', 'sim | ur')
+        self.interfaces = declare(
+            self,
             'cell_interfaces',
             'sim',
             "sim = the simulated cell's services (reset, present, settle, capture, ground "
@@ -100,28 +99,37 @@ class EpisodeDirectorNode(Node):
                 f'episode_director: cell_interfaces:={self.interfaces!r}; expected sim or real'
             )
         self.real = self.interfaces == 'real'
-        set_io = param('set_io_service', '/io_and_status_controller/set_io', 'the line: SetIO')
-        io_states = param(
-            'io_states_topic', '/io_and_status_controller/io_states', 'the line: IOStates'
+        set_io = declare(
+            self, 'set_io_service', '/io_and_status_controller/set_io', 'the line: SetIO'
         )
-        self.trajectory_action = param(
+        io_states = declare(
+            self, 'io_states_topic', '/io_and_status_controller/io_states', 'the line: IOStates'
+        )
+        self.trajectory_action = declare(
+            self,
             'trajectory_action',
             '/scaled_joint_trajectory_controller/follow_joint_trajectory',
             "the driver's FollowJointTrajectory action, looked for at start with robot:=ur",
         )
         self.stability = bool(
-            param('stability', False, 'run the stability trials on the stack after each episode')
+            declare(
+                self,
+                'stability',
+                False,
+                'run the stability trials on the stack after each episode',
+            )
         )
         if self.stability and self.real:
             raise PalletizerError(
                 'episode_director: stability:=true with cell_interfaces:=real; the trials shake '
                 'the simulated stack, which a real cell cannot'
             )
-        self.telemetry = param('telemetry', 'disk', 'disk | postgres | supabase | off')
+        self.telemetry = declare(self, 'telemetry', 'disk', 'disk | postgres | supabase | off')
         cfg = load_config()
         gauge = cfg.perception.gauge
         hold = float(
-            param(
+            declare(
+                self,
                 'weigh_hold_s',
                 gauge.samples / cfg.cell.wrench.rate_hz + gauge.settle_s,
                 'arm held still before a wrist reading [s]: settle + the samples at the '

@@ -15,14 +15,13 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from palletizer_msgs.msg import EpisodeEvent, HeightMap, PalletState, Placement
 from palletizer_msgs.srv import BeginEpisode, EndEpisode
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -37,6 +36,7 @@ from palletizer.core.contracts import EpisodeResult
 from palletizer.core.errors import PalletizerError
 from palletizer.core.ports import stop_cause
 from palletizer.nodes.convert import pallet_state_from_msg, placement_from_msg
+from palletizer.nodes.params import declare
 from palletizer.nodes.qos import COMMANDS, EVENTS, LATCHED, SENSORS
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
 from palletizer.telemetry import (
@@ -78,25 +78,25 @@ class TelemetryNode(Node):
         self._launcher_pid = os.getppid()  # a different parent at close: the launcher died
         cfg = load_config().telemetry
 
-        def param(name: str, default: Any, what: str) -> Any:
-            return self.declare_parameter(
-                name, default, ParameterDescriptor(description=what)
-            ).value
-
         mode = TelemetryMode.parse(
-            param('mode', cfg.mode.value, 'disk | postgres | supabase | off'), 'mode'
+            declare(self, 'mode', cfg.mode.value, 'disk | postgres | supabase | off'), 'mode'
         )
-        runs_dir = param('runs_dir', cfg.runs_dir, 'folder of run directories (relative: cwd)')
-        stamp = param('run_stamp', '', 'YYYYmmdd-HHMMSS of the run; empty = wall clock at start')
-        tag = param('tag', 'pallet', 'suffix of the run directory name')
+        runs_dir = declare(
+            self, 'runs_dir', cfg.runs_dir, 'folder of run directories (relative: cwd)'
+        )
+        stamp = declare(
+            self, 'run_stamp', '', 'YYYYmmdd-HHMMSS of the run; empty = wall clock at start'
+        )
+        tag = declare(self, 'tag', 'pallet', 'suffix of the run directory name')
         min_free_mb = float(
-            param('min_free_mb', cfg.min_free_mb, '[MB] free space the runs folder needs')
+            declare(self, 'min_free_mb', cfg.min_free_mb, '[MB] free space the runs folder needs')
         )
         # The wait ends as soon as everything is in; its length matters only under load, when
         # the last photo's two frames (~1 MB each) reached this node more than 2 s after the
         # director's end_episode (level 31 -n 3 on two busy cores lost a final photo at 2 s).
         self.end_wait_s = float(
-            param(
+            declare(
+                self,
                 'end_wait_s',
                 10.0,
                 '[s] how long end_episode waits for events and photo frames still in flight',

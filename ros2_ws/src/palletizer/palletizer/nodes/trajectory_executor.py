@@ -7,13 +7,11 @@ the dashboard's recovery in nodes/executor_recovery.py), the goals and MoveArm s
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from moveit_msgs.msg import DisplayTrajectory, PlanningScene
 from palletizer_msgs.msg import HeightMap as HeightMapMsg
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -31,6 +29,7 @@ from palletizer.nodes.executor_arm import ArmSettings, DriverArm, JointFeed
 from palletizer.nodes.executor_goals import ExecutorGoals
 from palletizer.nodes.executor_recovery import DashboardClient
 from palletizer.nodes.moveit_view import CellScene, display_trajectory
+from palletizer.nodes.params import declare
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
 
@@ -46,54 +45,66 @@ class TrajectoryExecutorNode(Node):
         cfg = load_config()
         cell = cfg.cell
 
-        def param(name: str, default: Any, text: str) -> Any:
-            return self.declare_parameter(
-                name, default, ParameterDescriptor(description=text)
-            ).value
-
-        action = param('trajectory_action', 'follow_joint_trajectory', 'FJT action to drive')
-        io_srv = param('set_io_service', 'set_io', 'ur_msgs/SetIO service of the vacuum')
-        wrench = param('wrench_topic', 'wrench', 'WrenchStamped at the flange [N, N m]')
-        hm_topic = param('heightmap_topic', '/palletizer/heightmap', 'latched pallet height map')
-        vac_topic = param(
+        action = declare(
+            self, 'trajectory_action', 'follow_joint_trajectory', 'FJT action to drive'
+        )
+        io_srv = declare(self, 'set_io_service', 'set_io', 'ur_msgs/SetIO service of the vacuum')
+        wrench = declare(self, 'wrench_topic', 'wrench', 'WrenchStamped at the flange [N, N m]')
+        hm_topic = declare(
+            self, 'heightmap_topic', '/palletizer/heightmap', 'latched pallet height map'
+        )
+        vac_topic = declare(
+            self,
             'vacuum_level_topic',
             '/io_and_status_controller/tool_data',
             'ur_msgs/ToolDataMsg: the vacuum level on the tool analog input 2 [V]',
         )
         vac_held_min = float(
-            param(
+            declare(
+                self,
                 'vacuum_held_min_v',
                 cell.gripper.vacuum_level.volts_held_min,
                 'least vacuum level that counts as holding [V]',
             )
         )
-        vac_fun = param('vacuum_fun', cell.gripper.vacuum_io.fun, 'SetIO fun')
-        vac_pin = param('vacuum_pin', cell.gripper.vacuum_io.pin, 'SetIO pin')
-        speed = float(param('speed', 0.0, 'cell speed: 0 = fast-forward (no sim time)'))
-        level = param('level', cfg.default_level, 'level id: its source sets the static boxes')
+        vac_fun = declare(self, 'vacuum_fun', cell.gripper.vacuum_io.fun, 'SetIO fun')
+        vac_pin = declare(self, 'vacuum_pin', cell.gripper.vacuum_io.pin, 'SetIO pin')
+        speed = float(declare(self, 'speed', 0.0, 'cell speed: 0 = fast-forward (no sim time)'))
+        level = declare(
+            self, 'level', cfg.default_level, 'level id: its source sets the static boxes'
+        )
         verify = VerifyParams(
-            min_payload_kg=param('min_payload_kg', 0.2, 'smallest |F| change of a carton [kg]'),
-            noise_force_n=param(
-                'wrench_noise_n', cell.wrench.noise_force_n, 'F noise per axis [N]'
+            min_payload_kg=declare(
+                self, 'min_payload_kg', 0.2, 'smallest |F| change of a carton [kg]'
+            ),
+            noise_force_n=declare(
+                self, 'wrench_noise_n', cell.wrench.noise_force_n, 'F noise per axis [N]'
             ),
         )
-        dwell = param('still_dwell_s', 0.1, 'hold at the end of each goal, averaged [s]')
-        wrench_timeout = param('wrench_timeout_s', 2.0, 'wait for the end sample [s]')
-        margin = param('goal_timeout_margin_s', 60.0, 'FJT result wait beyond duration [s]')
-        server_timeout = param('server_timeout_s', 10.0, 'wait for FJT/SetIO servers [s]')
+        dwell = declare(self, 'still_dwell_s', 0.1, 'hold at the end of each goal, averaged [s]')
+        wrench_timeout = declare(self, 'wrench_timeout_s', 2.0, 'wait for the end sample [s]')
+        margin = declare(
+            self, 'goal_timeout_margin_s', 60.0, 'FJT result wait beyond duration [s]'
+        )
+        server_timeout = declare(self, 'server_timeout_s', 10.0, 'wait for FJT/SetIO servers [s]')
         max_recoveries = int(
-            param('max_recoveries', 2, 'protective stops or program stops recovered per goal')
+            declare(
+                self, 'max_recoveries', 2, 'protective stops or program stops recovered per goal'
+            )
         )
         park = ParkPose()
-        xyz = param('park_xyz', [park.x, park.y, park.z], 'photo park TCP position, world [m]')
+        xyz = declare(
+            self, 'park_xyz', [park.x, park.y, park.z], 'photo park TCP position, world [m]'
+        )
         park_pose = ParkPose(
-            *floats3(xyz), param('park_yaw', park.yaw, 'photo park tool yaw [rad]')
+            *floats3(xyz), declare(self, 'park_yaw', park.yaw, 'photo park tool yaw [rad]')
         )
         ready = ready_pose(cfg, cfg.level(level).source) if level in cfg.levels else None
-        use_ready = param(
-            'ready', ready is not None, 'after each place, wait above the source (~/ready)'
+        use_ready = declare(
+            self, 'ready', ready is not None, 'after each place, wait above the source (~/ready)'
         )
-        ready_param = param(
+        ready_param = declare(
+            self,
             'ready_pose',
             list(ready) if ready is not None else [0.0, 0.0, 0.0, 0.0],
             'x, y, z [m], yaw [rad] where the empty arm waits above the source',

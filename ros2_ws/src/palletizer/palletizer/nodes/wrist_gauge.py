@@ -11,13 +11,11 @@ and sends the newest tare with each weigh.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from palletizer_msgs.srv import GroundTruth, Tare, Weigh
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -39,6 +37,7 @@ from palletizer.core.motion import UR10eKinematics
 from palletizer.core.streams import StampedBuffer
 from palletizer.core.vocab import GaugeMode
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
+from palletizer.nodes.params import declare
 from palletizer.nodes.spin import run_node
 
 __all__ = ['WristGaugeNode', 'main']
@@ -50,25 +49,25 @@ class WristGaugeNode(Node):
         cfg = load_config()
         g = cfg.perception.gauge
 
-        def param(name: str, default: Any, text: str) -> Any:
-            return self.declare_parameter(
-                name, default, ParameterDescriptor(description=text)
-            ).value
-
-        topic = param(
+        topic = declare(
+            self,
             'wrench_topic',
             '/force_torque_sensor_broadcaster/wrench',
             'WrenchStamped topic of the flange F/T sensor',
         )
-        self.samples = int(param('samples', g.samples, 'wrench samples averaged per reading'))
+        self.samples = int(
+            declare(self, 'samples', g.samples, 'wrench samples averaged per reading')
+        )
         self.still_speed = float(
-            param(
+            declare(
+                self,
                 'still_speed',
                 g.still_speed,
                 'joint speed below which the arm counts as still [rad/s]',
             )
         )
-        self.mode: str = param(
+        self.mode: str = declare(
+            self,
             'mode',
             'wrench',
             'wrench = weigh from the sensor; oracle = the catalogue truth from the cell '
@@ -78,8 +77,8 @@ class WristGaugeNode(Node):
             raise SystemExit(
                 f'wrist_gauge: mode:={self.mode!r}; expected one of {", ".join(GaugeMode.names())}'
             )
-        truth = param(
-            'ground_truth_service', '/cell_bridge/ground_truth', 'what the oracle mode reads'
+        truth = declare(
+            self, 'ground_truth_service', '/cell_bridge/ground_truth', 'what the oracle mode reads'
         )
         # The oracle's call to the cell waits inside a service callback: its answer arrives on
         # another thread of the multi-threaded executor, in its own group.
@@ -98,14 +97,17 @@ class WristGaugeNode(Node):
         self.kin = UR10eKinematics()
         # Only samples of the last `window_s` before the request's stamp count: the hold.
         self.window_s = float(
-            param(
+            declare(
+                self,
                 'window_s',
                 self.samples / cfg.cell.wrench.rate_hz,
                 'span of sim time averaged before the stamp asked for [s]',
             )
         )
         self.wait_s = float(
-            param('wait_s', 10.0, 'how long a request waits for the samples it needs [wall s]')
+            declare(
+                self, 'wait_s', 10.0, 'how long a request waits for the samples it needs [wall s]'
+            )
         )
         self.q: np.ndarray | None = None
         self.qd_max = 0.0
