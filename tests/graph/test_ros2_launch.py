@@ -210,7 +210,7 @@ def test_a_required_node_that_dies_makes_ros2_launch_exit_1(tmp_path):
 
 def test_robot_ur_without_a_driver_says_which_and_ros2_launch_exits_1(tmp_path):
     """robot:=ur starts no cell bridge; with no ur_robot_driver either, the director names the
-    missing trajectory action (after episode_director.DRIVER_WAIT_S) and the launch ends
+    missing trajectory action (after director_graph.DRIVER_WAIT_S) and the launch ends
     with exit 1 and no node left."""
     params = tmp_path / 'params.yaml'
     params.write_text(
