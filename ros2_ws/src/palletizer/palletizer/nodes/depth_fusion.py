@@ -4,15 +4,14 @@ Parameters `map` and `detector` are each `cameras` (the default: depth images, C
 the optical frames on /tf_static, fused and detected by palletizer.core) or `oracle` (the cell's
 ground truth: the director reads these parameters and flags the run). With cameras, the node
 asks the cell for a capture (`capture_service`, the simulated cell's; empty where the cameras
-stream on their own) and waits for the frames of that capture's stamp.
+stream on their own) and waits for the frames of that capture's stamp. Its parts beside it: the
+parameters (depth_params.py) and the captures (depth_capture.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -27,7 +26,6 @@ from palletizer_msgs.srv import (
     MeasureLid,
 )
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.client import Client
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 
@@ -46,23 +44,19 @@ from palletizer.core.heightmap_fusion import (
     RobotBody,
     fuse_heightmap,
 )
-from palletizer.core.views import CameraView
-from palletizer.core.vocab import PerceptionMode
-from palletizer.nodes.camera_inputs import DEFAULT_TOPICS, CameraInputs, cloud_msg
+from palletizer.nodes.camera_inputs import CameraInputs, cloud_msg
 from palletizer.nodes.convert import (
     heightmap_to_msg,
     observation_from_msg,
     observation_to_msg,
     stamp_s,
 )
-from palletizer.nodes.params import declare
+from palletizer.nodes.depth_capture import FrameCapture, call
+from palletizer.nodes.depth_params import declare_params
 from palletizer.nodes.qos import LATCHED
 from palletizer.nodes.spin import run_node
 
 __all__ = ['DepthFusionNode', 'main']
-
-MODES = PerceptionMode.names()
-
 
 # A true carton: package_id, centre (3,) [m], orientation quaternion (w, x, y, z), L, W, H [m].
 _TrueBox = tuple[
@@ -79,70 +73,10 @@ def _truth_boxes(res: GroundTruth.Response) -> Iterator[_TrueBox]:
 class DepthFusionNode(Node):
     def __init__(self) -> None:
         super().__init__('depth_fusion')
-
-        self.map_mode = declare(
-            self,
-            'map',
-            'cameras',
-            'cameras | oracle (ground truth: flags the run)',
-            read_only=True,
-        )
-        self.detector_mode = declare(
-            self,
-            'detector',
-            'cameras',
-            'cameras | oracle (ground truth: flags the run)',
-            read_only=True,
-        )
-        for name, value in (('map', self.map_mode), ('detector', self.detector_mode)):
-            if value not in MODES:
-                raise SystemExit(
-                    f'depth_fusion: {name}:={value!r}; expected one of {", ".join(MODES)}'
-                )
-        level = int(
-            declare(
-                self,
-                'level',
-                0,
-                'level id: its source chooses the pick cameras; 0 = default',
-                read_only=True,
-            )
-        )
-        truth = declare(
-            self,
-            'ground_truth_service',
-            '/cell_bridge/ground_truth',
-            'the oracle reads it',
-            read_only=True,
-        )
-        capture = declare(
-            self,
-            'capture_service',
-            '/cell_bridge/capture',
-            'asks the cell for frames; empty = streamed',
-            read_only=True,
-        )
-        self.frames_timeout_s = float(
-            declare(
-                self,
-                'frames_timeout_s',
-                10.0,
-                'wait for the frames of one capture [s, wall]',
-                read_only=True,
-            )
-        )
-        topics = {
-            k: declare(
-                self,
-                f'{k}_topic',
-                v,
-                f'{k} topic pattern; {{camera}} stands for the camera',
-                read_only=True,
-            )
-            for k, v in DEFAULT_TOPICS.items()
-        }
+        self.params = p = declare_params(self)
+        self.map_mode, self.detector_mode = p.map_mode, p.detector_mode  # what it runs
         cfg = load_config()
-        self.source = cfg.level(level or cfg.default_level).source
+        self.source = cfg.level(p.level or cfg.default_level).source
         hm = cfg.perception.heightmap
         self.fusion = hm.fusion
         self.pallet_cams = self.fusion.cameras
@@ -169,15 +103,15 @@ class DepthFusionNode(Node):
         self.serve_group = MutuallyExclusiveCallbackGroup()
         self.client_group = ReentrantCallbackGroup()
         # Ground truth for the oracle modes only: a real cell has none (docs/real-cell.md).
-        oracle = 'oracle' in (self.map_mode, self.detector_mode)
+        oracle = 'oracle' in (p.map_mode, p.detector_mode)
         self.truth = (
-            self.create_client(GroundTruth, truth, callback_group=self.client_group)
+            self.create_client(GroundTruth, p.truth_service, callback_group=self.client_group)
             if oracle
             else None
         )
-        self.capture = (
-            self.create_client(Capture, capture, callback_group=self.client_group)
-            if capture
+        capture = (
+            self.create_client(Capture, p.capture_service, callback_group=self.client_group)
+            if p.capture_service
             else None
         )
         self.inputs = CameraInputs(
@@ -186,12 +120,11 @@ class DepthFusionNode(Node):
                 dict.fromkeys(self.pallet_cams + self.pick_cams + held_cams + self.det.lid_cameras)
             ),
             group=self.client_group,
-            topics=topics,
+            topics=p.topics,
         )
+        self.frames = FrameCapture(self.inputs, capture, self.joint_names, p.frames_timeout_s)
         self.held: Observation | None = None
         self.memory = MapMemory(self.fusion, self.pallet)  # what this episode's fusions saw
-        self.mark = 0
-        self.capture_q: np.ndarray | None = None
         self.pub = self.create_publisher(HeightMapMsg, 'heightmap', LATCHED)
         self.cloud_pub = self.create_publisher(PointCloud2, 'points', LATCHED)
         # The carton each camera detection chose (world frame), for the panel and RViz users.
@@ -205,62 +138,12 @@ class DepthFusionNode(Node):
             MeasureLid, '~/measure_lid', self.on_measure_lid, callback_group=self.serve_group
         )
 
-    # Calls ----------------------------------------------------------------------------------
-    def _call(self, client: Client | None, request: Any, timeout: float = 30.0) -> Any:
-        if client is None or not client.wait_for_service(timeout_sec=10.0):
-            return None
-        done = threading.Event()
-        fut = client.call_async(request)
-        fut.add_done_callback(lambda _f: done.set())
-        done.wait(timeout=timeout)
-        return fut.result() if fut.done() else None
-
-    def _views(
-        self, names: Sequence[str], rgb: bool, min_stamp: float
-    ) -> tuple[list[CameraView], float] | str:
-        """(views, stamp) of a fresh capture of `names`, or why there is none; self.mark is the
-        message count before the capture was asked for, self.capture_q the arm's joints at the
-        capture (from the capture's answer; None without a capture service)."""
-        self.mark = self.inputs.mark()
-        self.capture_q = None
-        if self.capture is not None:
-            res = self._call(self.capture, Capture.Request(cameras=list(names)))
-            if res is None or res.error_code != Capture.Response.OK:
-                return 'no capture: ' + ('no answer' if res is None else res.error_msg)
-            stamp = stamp_s(res.stamp)
-            pos = dict(zip(res.joint_names, res.joint_positions, strict=False))
-            if all(n in pos for n in self.joint_names):
-                self.capture_q = np.array([pos[n] for n in self.joint_names], dtype=float)
-        else:
-            got = self.inputs.streamed(names, min_stamp, rgb, self.mark, self.frames_timeout_s)
-            if got is None:
-                return (
-                    f'no frames of {", ".join(names)} stamped at or after {min_stamp:.3f} s '
-                    f'within {self.frames_timeout_s} s'
-                )
-            return got
-        if stamp < min_stamp - 1e-9:
-            return f'capture at {stamp:.3f} s is older than {min_stamp:.3f} s'
-        views = self.inputs.views(names, stamp, rgb, self.mark, timeout=self.frames_timeout_s)
-        if views is None:
-            return f'frames of {", ".join(names)} at {stamp:.3f} s did not all arrive'
-        return views, stamp
-
-    def _joints(self, stamp: float) -> np.ndarray | None:
-        """The arm's joints when the frames at `stamp` were taken: the capture's own (a joint
-        state stamped alike may predate it: in fast-forward the arm moves without sim time
-        passing, and a backlog of such states can still be arriving), else the first joint
-        state stamped at or after the frames that arrived after the capture was asked for."""
-        if self.capture_q is not None:
-            return self.capture_q
-        return self.inputs.joints_at(stamp, self.joint_names, self.mark)
-
     # Services -------------------------------------------------------------------------------
     def on_fuse(
         self, req: FuseHeightMap.Request, res: FuseHeightMap.Response
     ) -> FuseHeightMap.Response:
         if self.map_mode == 'oracle':
-            gt = self._call(self.truth, GroundTruth.Request())
+            gt = call(self.truth, GroundTruth.Request())
             if gt is None:
                 res.error_code, res.error_msg = res.STALE_FRAMES, 'no ground truth answer'
                 return res
@@ -268,12 +151,12 @@ class DepthFusionNode(Node):
             res.heightmap = heightmap_to_msg(hm)
             res.heightmap.header.stamp = gt.stamp
         else:
-            got = self._views(self.pallet_cams, False, stamp_s(req.min_stamp))
+            got = self.frames.views(self.pallet_cams, False, stamp_s(req.min_stamp))
             if isinstance(got, str):
                 res.error_code, res.error_msg = res.STALE_FRAMES, got
                 return res
             views, stamp = got
-            q = self._joints(stamp) if self.body else None
+            q = self.frames.joints(stamp) if self.body else None
             if self.body is not None and q is None:
                 res.error_code = res.STALE_FRAMES
                 res.error_msg = f'no joint state at {stamp:.3f} s for the robot self-filter'
@@ -295,7 +178,7 @@ class DepthFusionNode(Node):
 
     def on_detect(self, req: Detect.Request, res: Detect.Response) -> Detect.Response:
         if self.detector_mode == 'oracle':
-            gt = self._call(self.truth, GroundTruth.Request())
+            gt = call(self.truth, GroundTruth.Request())
             if gt is None:
                 res.error_code, res.error_msg = res.STALE_FRAMES, 'no ground truth answer'
                 return res
@@ -306,7 +189,7 @@ class DepthFusionNode(Node):
                     obs = Observation(pid, pos, yaw_of_quat(quat), dims, 1.0)
                     res.observations.append(observation_to_msg(obs))
         else:
-            taken = self._views(self.pick_cams, True, stamp_s(req.min_stamp))
+            taken = self.frames.views(self.pick_cams, True, stamp_s(req.min_stamp))
             if isinstance(taken, str):
                 res.error_code, res.error_msg = res.STALE_FRAMES, taken
                 return res
@@ -326,26 +209,6 @@ class DepthFusionNode(Node):
         res.error_code = res.OK if res.observations else res.NO_DETECTION
         return res
 
-    def _views_and_joints(
-        self,
-        names: Sequence[str],
-        min_stamp: Time,
-        res: MeasureHeld.Response | MeasureLid.Response,
-    ) -> tuple[list[CameraView], np.ndarray, float] | None:
-        """(views, q, stamp) of a fresh depth capture of `names` and the arm's joints at it, or
-        None with res's STALE_FRAMES and the why set."""
-        got = self._views(names, False, stamp_s(min_stamp))
-        if isinstance(got, str):
-            res.error_code, res.error_msg = res.STALE_FRAMES, got
-            return None
-        views, stamp = got
-        q = self._joints(stamp)
-        if q is None:
-            res.error_code = res.STALE_FRAMES
-            res.error_msg = f'no joint state at {stamp:.3f} s to place the arm in the views'
-            return None
-        return views, q, stamp
-
     def on_measure_held(
         self, req: MeasureHeld.Request, res: MeasureHeld.Response
     ) -> MeasureHeld.Response:
@@ -355,7 +218,7 @@ class DepthFusionNode(Node):
             # The oracle's sizes are true; a station detection measured the height already.
             res.error_code = res.OK
             return res
-        taken = self._views_and_joints(self.det.held_cameras, req.min_stamp, res)
+        taken = self.frames.views_and_joints(self.det.held_cameras, req.min_stamp, res)
         if taken is None:
             return res
         views, q, stamp = taken
@@ -394,7 +257,7 @@ class DepthFusionNode(Node):
             # The oracle's sizes are true: the carton stands as believed.
             res.error_code = res.OK
             return res
-        taken = self._views_and_joints(self.det.lid_cameras, req.min_stamp, res)
+        taken = self.frames.views_and_joints(self.det.lid_cameras, req.min_stamp, res)
         if taken is None:
             return res
         views, q, _ = taken
