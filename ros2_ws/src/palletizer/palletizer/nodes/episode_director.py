@@ -2,7 +2,10 @@
 
 It asks and does not compute: the cell presents, depth_fusion perceives, the executor picks and
 places, the wrist gauge weighs, the planner plans, the referee measures. It publishes the episode
-events, placements and pallet states, and has the telemetry node confirm what it wrote.
+events, placements and pallet states, and has the telemetry node confirm what it wrote. Its parts
+beside it: the parameters (director_params.py), the telemetry calls (director_records.py), the
+start-up lookups (director_graph.py) and the episode ports (director_ports.py, sensing_ports.py,
+line_ports.py).
 """
 
 from __future__ import annotations
