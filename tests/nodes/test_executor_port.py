@@ -16,8 +16,9 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.errors import PalletizerError, UnknownKey
 from palletizer.core.ports import EpisodeAborted
-from palletizer.nodes import director_ports
-from palletizer.nodes.director_ports import RosCell, RosExecutor, RosReferee
+from palletizer.nodes import director_motion
+from palletizer.nodes.director_motion import RosExecutor
+from palletizer.nodes.director_ports import RosCell, RosReferee
 from palletizer_msgs.action import Pick, Place
 from palletizer_msgs.msg import CartonTruth
 from palletizer_msgs.srv import GroundTruth, MoveArm, Settle
@@ -49,7 +50,7 @@ class _Calls:
 @pytest.fixture
 def executor(monkeypatch):
     # The action clients need a live node; the port's reading of the answers does not.
-    monkeypatch.setattr(director_ports, 'OrderedActionClient', lambda *_a, **_k: object())
+    monkeypatch.setattr(director_motion, 'OrderedActionClient', lambda *_a, **_k: object())
 
     def make(*answers: object) -> RosExecutor:
         port = RosExecutor(_Node(), _Calls(*answers))  # type: ignore[arg-type]
@@ -161,7 +162,7 @@ class _FeedbackCalls(_Calls):
 def test_a_goals_feedback_phases_are_placed_in_the_sim_time_it_took(monkeypatch):
     from palletizer.core.vocab import CyclePhase as P
 
-    monkeypatch.setattr(director_ports, 'OrderedActionClient', lambda *_a, **_k: object())
+    monkeypatch.setattr(director_motion, 'OrderedActionClient', lambda *_a, **_k: object())
     clock = [10.0]
     fb = [('cross', 0.0), ('descend', 0.25), ('descend', 0.3), ('release', 0.5), ('retract', 0.5)]
     calls = _FeedbackCalls(clock, fb, Place.Result(error_code=Place.Result.OK))

@@ -2,9 +2,9 @@
 
 Each port is one side of the loop's conversation with the world: the cell (and its source),
 perception, the gauge, the executor, the referee and the sink. The nodes implement them over ROS
-services and actions (nodes/director_ports.py, nodes/sensing_ports.py), the in-process wiring
-over the simulated cell directly (wiring/). A port that cannot go on raises EpisodeAborted, and
-the episode closes as aborted.
+services and actions (nodes/director_ports.py, nodes/director_motion.py, nodes/director_sink.py,
+nodes/sensing_ports.py), the in-process wiring over the simulated cell directly (wiring/). A
+port that cannot go on raises EpisodeAborted, and the episode closes as aborted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The director's calls to the other nodes: one service or action call with a timeout, a
 server that left the graph, and a stop asked for, each turned into an EpisodeAborted that names
-the node (the helper every episode port in director_ports.py and sensing_ports.py shares).
+the node (the helper every episode port in director_ports.py, director_motion.py,
+director_sink.py and sensing_ports.py shares).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ It asks and does not compute: the cell presents, depth_fusion perceives, the exe
 places, the wrist gauge weighs, the planner plans, the referee measures. It publishes the episode
 events, placements and pallet states, and has the telemetry node confirm what it wrote. Its parts
 beside it: the parameters (director_params.py), the telemetry calls (director_records.py), the
-start-up lookups (director_graph.py) and the episode ports (director_ports.py, sensing_ports.py,
-line_ports.py).
+start-up lookups (director_graph.py) and the episode ports (director_ports.py, director_motion.py,
+director_sink.py, sensing_ports.py, line_ports.py).
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from palletizer.core.ports import EpisodeAborted
 from palletizer.core.vocab import GaugeMode, PerceptionMode
 from palletizer.nodes.calls import Calls, Timeouts
 from palletizer.nodes.director_graph import GraphLookups
+from palletizer.nodes.director_motion import RosExecutor
 from palletizer.nodes.director_params import declare_params
-from palletizer.nodes.director_ports import RosCell, RosExecutor, RosPlanner, RosReferee, RosSink
+from palletizer.nodes.director_ports import RosCell, RosPlanner, RosReferee
 from palletizer.nodes.director_records import EpisodeRecords, TelemetryRefused
+from palletizer.nodes.director_sink import RosSink
 from palletizer.nodes.line_ports import RosLine
 from palletizer.nodes.sensing_ports import RosGauge, RosPerception
 from palletizer.nodes.spin import destroy_within, exit_now, init, spin_until_shutdown, start
