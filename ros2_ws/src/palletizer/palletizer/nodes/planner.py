@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from palletizer_msgs.srv import PlanPlacement
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
@@ -21,6 +21,7 @@ from palletizer.nodes.convert import (
     reject_to_lists,
     spec_from_msg,
 )
+from palletizer.nodes.params import declare
 from palletizer.nodes.plan_markers import PlanMarkers
 from palletizer.nodes.qos import MARKERS
 from palletizer.nodes.spin import run_node
@@ -34,20 +35,15 @@ class PlannerNode(Node):
 
     def __init__(self) -> None:
         super().__init__('planner')
-        kind = self.declare_parameter(
-            'kind',
-            'heuristic',
-            ParameterDescriptor(description='placement planner: heuristic | beam | grid'),
-        ).value
+        kind = declare(self, 'kind', 'heuristic', 'placement planner: heuristic | beam | grid')
         weights = str(
-            self.declare_parameter(
+            declare(
+                self,
                 'weights_file',
                 '',
-                ParameterDescriptor(
-                    description='heuristic weights file (planner_weights:=; e.g. scripts/train '
-                    'best_weights.json); empty = configs/planner.yaml'
-                ),
-            ).value
+                'heuristic weights file (planner_weights:=; e.g. scripts/train '
+                'best_weights.json); empty = configs/planner.yaml',
+            )
         )
         self.kind = kind
         build_planner(kind, weights_file=weights or None)  # a bad weights file fails at start

@@ -10,7 +10,6 @@ import dataclasses
 import math
 import time
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -25,6 +24,7 @@ from palletizer.core.description import (
     static_transforms,
 )
 from palletizer.core.motion import UR10eKinematics
+from palletizer.nodes.params import declare
 from palletizer.nodes.qos import LATCHED, SENSORS
 from palletizer.nodes.spin import run_node
 from palletizer.nodes.tf_util import transform_msg
@@ -49,11 +49,9 @@ class StatePublisherNode(Node):
         self.tf_static.sendTransform([transform_msg(stamp, *f) for f in fixed])
         # As robot_state_publisher's publish_frequency: joint states may come at 500 Hz (a UR
         # driver's); the link TFs go out at most this often, in the states' own time.
-        rate = self.declare_parameter(
-            'publish_frequency',
-            50.0,
-            ParameterDescriptor(description='link TFs at most this often [Hz, stamp time]'),
-        ).value
+        rate = declare(
+            self, 'publish_frequency', 50.0, 'link TFs at most this often [Hz, stamp time]'
+        )
         self.min_dt = 1.0 / float(rate) if rate > 0 else 0.0
         self.last = -math.inf
         self.last_wall = -math.inf
