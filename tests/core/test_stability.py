@@ -17,6 +17,7 @@ from palletizer.core.stability import (
     placement_error,
     polygon_overlap,
     stability_margin,
+    support_hull,
     support_polygon,
     support_ratio,
     validate_stack,
@@ -208,3 +209,25 @@ def test_the_extra_load_travels_down_more_than_one_level():
     assert validate_stack([base, middle, light], **rules).ok
     assert validate_stack([base, middle, light, heavy], **rules).reason == 'margin'
     assert StackModel([base, middle, light], **rules).add(heavy).reason == 'margin'
+
+
+def test_the_stack_checks_hull_of_rects_is_the_support_hulls_to_the_last_bit():
+    # validate_stack and StackModel take the hull of contact patches as Python floats
+    # (_rect_hull, _edges_distance): the same doubles as support_hull + _hull_distance.
+    from palletizer.core.stability import _edges_distance, _hull_distance, _rect_hull
+
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        rects = []
+        for _ in range(rng.integers(1, 5)):
+            x0, y0 = rng.uniform(-0.6, 0.5), rng.uniform(-0.4, 0.3)
+            rects.append((x0, x0 + rng.uniform(0.01, 0.4), y0, y0 + rng.uniform(0.01, 0.3)))
+        boxes = [
+            (0.5 * (r[0] + r[1]), 0.5 * (r[2] + r[3]), r[1] - r[0], r[3] - r[2]) for r in rects
+        ]
+        hull = support_hull(boxes)
+        edges = _rect_hull(rects)
+        assert len(edges) == len(hull)
+        for x, y in rng.uniform(-0.6, 0.6, (5, 2)):
+            assert _edges_distance(edges, x, y) == _hull_distance(hull, x, y)
+    assert _edges_distance(_rect_hull([]), 0.0, 0.0) == -math.inf

@@ -262,3 +262,31 @@ def test_beam_exclude_radius_is_checked():
 
     with pytest.raises(PalletizerError, match='exclude_radius'):
         BeamParams(exclude_radius=-0.01)
+
+
+def test_beam_surface_term_is_each_moves_own_surface_std():
+    # expand takes the regularity of every valid move's surface at once: each must be the
+    # double one std of the sample grid with that box alone gives.
+    from palletizer.core.planning.beam import _surface_grid, expand
+    from palletizer.core.stability import StackBox
+
+    params = BeamParams()
+    planner = BeamPlanner(params)
+    specs = _random_specs(8, 6)
+    cells, placed = np.zeros((80, 120)), []
+    for k, spec in enumerate(specs[:5]):
+        plan = planner.choose(spec, HeightMap(cells), None).plan
+        assert plan is not None
+        placed.append(place_exactly(k, spec, plan, placed))
+        planner.record(placed[-1])
+    stack = planner.stack()
+    moves = expand(stack, specs[5], params, planner.pallet)
+    assert len(moves) > 10
+    gx, gy, top = _surface_grid(stack, params.surface_samples, planner.pallet.size_xy)
+    for m in moves:
+        r = m.box.rect
+        inside = (gx >= r[0]) & (gx <= r[1]) & (gy >= r[2]) & (gy <= r[3])
+        sd = np.where(inside, np.maximum(top, m.box.top), top).std()
+        want = float(np.clip(1 - sd / params.max_height_m, 0, 1))
+        assert m.components['regular_surface'] == want
+        assert isinstance(m.box, StackBox)

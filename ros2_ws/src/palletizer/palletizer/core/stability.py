@@ -55,6 +55,11 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     pts = sorted(set(map(tuple, np.asarray(points, dtype=float).reshape(-1, 2).tolist())))
     if len(pts) < 3:
         return np.array(pts, dtype=float).reshape(-1, 2)
+    return np.array(_chain(pts), dtype=float)
+
+
+def _chain(pts: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The monotone chain over sorted distinct points (3 or more): the CCW hull vertices."""
 
     def cross(o: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
         return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
@@ -69,7 +74,7 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
         while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0.0:
             upper.pop()
         upper.append(p)
-    return np.array(lower[:-1] + upper[:-1], dtype=float)
+    return lower[:-1] + upper[:-1]
 
 
 def box_corners(x: float, y: float, dx: float, dy: float, yaw: float = 0.0) -> np.ndarray:
@@ -113,6 +118,49 @@ def _hull_distance(hull: np.ndarray, x: float, y: float) -> float:
     length = np.hypot(edge[:, 0], edge[:, 1])
     cross = edge[:, 0] * (y - a[:, 1]) - edge[:, 1] * (x - a[:, 0])
     return float(np.min(cross / length))
+
+
+# A hull as its edges (ax, ay, ex, ey, length): vertex a, edge vector e to the next vertex [m].
+Edges = list[tuple[float, float, float, float, float]]
+
+
+def _rect_hull(rects: Iterable[Sequence[float]]) -> Edges:
+    """The edges of support_hull over the rects' _patch_box boxes, the same doubles (the corners
+    as box_corners gives them at yaw 0: centre -/+ half size); [] when fewer than 3 vertices.
+
+    The stack checks take a hull of contact patches per box and per candidate: Python floats
+    here, where the numpy path paid for a dozen tiny arrays each time."""
+    seen: set[tuple[float, float]] = set()
+    for r in rects:
+        x0, x1, y0, y1 = float(r[0]), float(r[1]), float(r[2]), float(r[3])
+        cx, cy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
+        hx, hy = (x1 - x0) / 2.0, (y1 - y0) / 2.0
+        seen.update(
+            ((cx - hx, cy - hy), (cx + hx, cy - hy), (cx + hx, cy + hy), (cx - hx, cy + hy))
+        )
+    if len(seen) < 3:
+        return []
+    verts = _chain(sorted(seen))
+    m = len(verts)
+    if m < 3:
+        return []
+    ex = [verts[(k + 1) % m][0] - verts[k][0] for k in range(m)]
+    ey = [verts[(k + 1) % m][1] - verts[k][1] for k in range(m)]
+    # np.hypot, as _hull_distance: math.hypot may round differently.
+    length = np.hypot(ex, ey).tolist()
+    return [(verts[k][0], verts[k][1], ex[k], ey[k], length[k]) for k in range(m)]
+
+
+def _edges_distance(edges: Edges, x: float, y: float) -> float:
+    """_hull_distance over a hull given as _rect_hull's edges (the same double); -inf for []."""
+    if not edges:
+        return -math.inf
+    best = math.inf
+    for ax, ay, ex, ey, length in edges:
+        d = (ex * (y - ay) - ey * (x - ax)) / length
+        if d < best:
+            best = d
+    return best
 
 
 def stability_margin(
@@ -360,13 +408,7 @@ def validate_stack(
         support[i] = min(1.0, contact / area) if area > 0 else 0.0
         if support[i] < min_support - 1e-9:
             flag(i, 'support')
-        hull = support_hull(
-            [
-                (0.5 * (r[0] + r[1]), 0.5 * (r[2] + r[3]), r[1] - r[0], r[3] - r[2])
-                for _, r in patches
-            ]
-        )
-        margin[i] = _hull_distance(hull, rx, ry) if len(hull) >= 3 else -np.inf
+        margin[i] = _edges_distance(_rect_hull(r for _, r in patches), rx, ry)
         if margin[i] < min_margin - 1e-12:
             flag(i, 'margin')
         if first and stop_early:
@@ -425,47 +467,59 @@ class StackModel:
         )
         self.failed = base.failed
         self.mass = sum(b.mass_kg for b in self.boxes)
-        self._top = np.array([b.top for b in self.boxes])
-        self._rects = np.array([b.rect for b in self.boxes]).reshape(-1, 4)
+        # Python floats: a stack holds a dozen boxes, and add() runs per candidate.
+        self._rects = [b.rect for b in self.boxes]
+        self._top = [b.top for b in self.boxes]
+        self._z = [b.z for b in self.boxes]
         self._patches = [self._contacts(b, exclude=i) for i, b in enumerate(self.boxes)]
-        self._hulls = [support_hull([_patch_box(r) for _, r in p]) for p in self._patches]
-        # Loads from above (mass, moment x, moment y) per box, as in validate_stack.
-        self._load = np.zeros((n, 3))
+        self._contact = [sum((r[1] - r[0]) * (r[3] - r[2]) for _, r in p) for p in self._patches]
+        self._hulls = [_rect_hull(r for _, r in p) for p in self._patches]
+        # Loads from above [mass, moment x, moment y] per box, as in validate_stack.
+        self._load = [[0.0, 0.0, 0.0] for _ in range(n)]
         for i in sorted(range(n), key=lambda k: -self.boxes[k].z):
             b = self.boxes[i]
-            own = np.array([b.mass_kg, b.mass_kg * b.cog[0], b.mass_kg * b.cog[1]])
-            self._pass_down(i, own + self._load[i], self._load)
+            held = self._load[i]
+            own = (
+                b.mass_kg + held[0],
+                b.mass_kg * b.cog[0] + held[1],
+                b.mass_kg * b.cog[1] + held[2],
+            )
+            self._pass_down(i, own, self._load)
 
     def _contacts(self, b: StackBox, exclude: int = -1) -> list[tuple[int, Rect]]:
         if b.z <= self.contact_tol:
             return [(-1, b.rect)]
-        if len(self._top) == 0:
-            return []
         r = b.rect
-        near = np.abs(self._top - b.z) <= self.contact_tol
-        x0 = np.maximum(r[0], self._rects[:, 0])
-        x1 = np.minimum(r[1], self._rects[:, 1])
-        y0 = np.maximum(r[2], self._rects[:, 2])
-        y1 = np.minimum(r[3], self._rects[:, 3])
-        hit = near & (x1 - x0 > 1e-9) & (y1 - y0 > 1e-9)
-        if 0 <= exclude < len(hit):
-            hit[exclude] = False
-        return [(int(j), (x0[j], x1[j], y0[j], y1[j])) for j in np.flatnonzero(hit)]
+        z, tol = b.z, self.contact_tol
+        out: list[tuple[int, Rect]] = []
+        for j, s in enumerate(self._rects):
+            if j == exclude or not abs(self._top[j] - z) <= tol:
+                continue
+            x0, x1 = max(r[0], s[0]), min(r[1], s[1])
+            y0, y1 = max(r[2], s[2]), min(r[3], s[3])
+            if x1 - x0 > 1e-9 and y1 - y0 > 1e-9:
+                out.append((j, (x0, x1, y0, y1)))
+        return out
 
     def _pass_down(
-        self, i: int, load: np.ndarray, into: np.ndarray | dict[int, np.ndarray]
+        self,
+        i: int,
+        load: Sequence[float],
+        into: list[list[float]] | dict[int, list[float]],
     ) -> None:
-        patches = self._patches[i]
-        contact = sum((r[1] - r[0]) * (r[3] - r[2]) for _, r in patches)
-        for j, r in patches:
+        contact = self._contact[i]
+        for j, r in self._patches[i]:
             if j < 0 or contact <= 0:
                 continue
             share = load[0] * (r[1] - r[0]) * (r[3] - r[2]) / contact
-            add = np.array([share, share * 0.5 * (r[0] + r[1]), share * 0.5 * (r[2] + r[3])])
-            if isinstance(into, dict):
-                into[j] = into.get(j, np.zeros(3)) + add
+            a0, a1, a2 = share, share * 0.5 * (r[0] + r[1]), share * 0.5 * (r[2] + r[3])
+            if isinstance(into, dict) and j not in into:
+                into[j] = [0.0 + a0, 0.0 + a1, 0.0 + a2]
             else:
-                into[j] += add
+                got = into[j]
+                got[0] += a0
+                got[1] += a1
+                got[2] += a2
 
     def add(self, box: StackBox) -> StackCheck:
         """Check the stack plus `box` resting on top; support/margin arrays cover the new box
@@ -491,33 +545,28 @@ class StackModel:
         support[0] = min(1.0, contact / area) if area > 0 else 0.0
         if support[0] < self.min_support - 1e-9:
             return fail('support')
-        hull = support_hull([_patch_box(q) for _, q in patches])
-        margin[0] = _hull_distance(hull, box.cog[0], box.cog[1]) if len(hull) >= 3 else -np.inf
+        margin[0] = _edges_distance(_rect_hull(q for _, q in patches), box.cog[0], box.cog[1])
         if margin[0] < self.min_margin - 1e-12:
             return fail('margin')
-        extra: dict[int, np.ndarray] = {}
-        own = np.array([box.mass_kg, box.mass_kg * box.cog[0], box.mass_kg * box.cog[1]])
+        extra: dict[int, list[float]] = {}
+        mass = box.mass_kg
         for j, q in patches:
             if j >= 0:
-                share = own[0] * (q[1] - q[0]) * (q[3] - q[2]) / contact
-                extra[j] = extra.get(j, np.zeros(3)) + np.array(
-                    [share, share * 0.5 * (q[0] + q[1]), share * 0.5 * (q[2] + q[3])]
-                )
+                share = mass * (q[1] - q[0]) * (q[3] - q[2]) / contact
+                a = (share, share * 0.5 * (q[0] + q[1]), share * 0.5 * (q[2] + q[3]))
+                got = extra.get(j, [0.0, 0.0, 0.0])
+                extra[j] = [got[0] + a[0], got[1] + a[1], got[2] + a[2]]
+        z = self._z
         while extra:
-            j = max(extra, key=lambda k: self.boxes[k].z)
+            j = max(extra, key=z.__getitem__)
             add = extra.pop(j)
             b = self.boxes[j]
-            total = self._load[j] + add
-            m = b.mass_kg + total[0]
-            rx = (b.mass_kg * b.cog[0] + total[1]) / m
-            ry = (b.mass_kg * b.cog[1] + total[2]) / m
-            hull_j = self._hulls[j]
-            mj = _hull_distance(hull_j, rx, ry) if len(hull_j) >= 3 else -np.inf
+            held = self._load[j]
+            m = b.mass_kg + (held[0] + add[0])
+            rx = (b.mass_kg * b.cog[0] + (held[1] + add[1])) / m
+            ry = (b.mass_kg * b.cog[1] + (held[2] + add[2])) / m
+            mj = _edges_distance(self._hulls[j], rx, ry)
             if not self.failed[j] and mj < self.min_margin - 1e-12:
                 return fail('margin')
             self._pass_down(j, add, extra)
         return StackCheck(True, '', support, margin, none)
-
-
-def _patch_box(r: Rect) -> tuple[float, float, float, float]:
-    return (0.5 * (r[0] + r[1]), 0.5 * (r[2] + r[3]), r[1] - r[0], r[3] - r[2])

@@ -75,10 +75,9 @@ def _surface_grid(
     return gx, gy, top
 
 
-def _with(box: StackBox, gx: np.ndarray, gy: np.ndarray, top: np.ndarray) -> np.ndarray:
-    r = box.rect
-    inside = (gx >= r[0]) & (gx <= r[1]) & (gy >= r[2]) & (gy <= r[3])
-    return np.where(inside, np.maximum(top, box.top), top)
+def _unit(v: float) -> float:
+    """v clipped to [0, 1], as np.clip gives it for a finite double."""
+    return min(max(v, 0.0), 1.0)
 
 
 def _under_tool(
@@ -245,7 +244,6 @@ def expand(
     # Best quick score first; ties by base z, centre y, centre x, yaw; then in yaw and window
     # order (lexsort is stable; its last key is the primary one).
     order = np.lexsort((pre[8], pre[2], pre[3], pre[1], -pre[0]))
-    moves: list[Move] = []
     w = params.weights
     limits = {
         'min_support': params.min_support_ratio,
@@ -257,30 +255,45 @@ def expand(
     # on the others and on the new box only.
     hmax = params.max_height_m
     model = StackModel(stack, pallet.size_xy, **limits)
-    gx, gy, surface = _surface_grid(stack, params.surface_samples, pallet.size_xy)
-    for col in order:
-        if len(moves) >= params.candidates_per_node:
+    # The valid boxes in quick-score order, each with its support ratio and tipping margin;
+    # Python floats, as the per-candidate numbers are scalars.
+    found: list[tuple[StackBox, float, float, float]] = []
+    mx, my = float(base_moment[0]), float(base_moment[1])
+    for _, bz, bx, by, cx, cy, ex, ey, yaw in pre.T[order].tolist():
+        if len(found) >= params.candidates_per_node:
             break
-        _, bz, bx, by, cx, cy, ex, ey, yaw = (float(v) for v in pre[:, col])
         box = StackBox(bx, by, bz, ex, ey, H, spec.mass_kg, (cx, cy, bz + H / 2 + off[2]))
         check = model.add(box)
         if not check.ok:
             rej['unstable'] = rej.get('unstable', 0) + 1
             continue
-        tip = float(np.clip(check.margin[-1] / (min(box.ex, box.ey) / 2), 0, 1))
+        found.append((box, yaw, float(check.support[-1]), float(check.margin[-1])))
+    # The surface regularity of every valid box at once: the same per-box doubles as one std
+    # per box (a row of the sample grid each; tested).
+    gx, gy, surface = _surface_grid(stack, params.surface_samples, pallet.size_xy)
+    gx, gy, surface = gx.ravel(), gy.ravel(), surface.ravel()
+    if found:
+        r = np.array([b.rect for b, *_ in found])
+        tops = np.array([b.top for b, *_ in found])
+        inside = (gx >= r[:, 0:1]) & (gx <= r[:, 1:2]) & (gy >= r[:, 2:3]) & (gy <= r[:, 3:4])
+        rough = np.where(inside, np.maximum(surface, tops[:, None]), surface).std(axis=1)
+    moves: list[Move] = []
+    for (box, yaw, sup, mar), sd in zip(found, rough.tolist() if found else (), strict=True):
         comps = {
-            'support': float(np.clip(check.support[-1], 0, 1)),
-            'tipping_margin': tip,
-            'regular_surface': float(np.clip(1 - _with(box, gx, gy, surface).std() / hmax, 0, 1)),
+            'support': _unit(sup),
+            'tipping_margin': _unit(mar / (min(box.ex, box.ey) / 2)),
+            'regular_surface': _unit(1 - sd / hmax),
         }
         mass = base_mass + box.mass_kg
-        g = (base_moment + box.mass_kg * np.array(box.cog[:2])) / mass if mass > 0 else box.cog[:2]
-        comps['centered_com'] = float(np.clip(1 - math.hypot(*g) / pallet.half_diagonal, 0, 1))
-        top_all = max(stack_top, box.top)
-        comps['low_height'] = float(np.clip(1 - top_all / params.max_height_m, 0, 1))
-        comps['compactness'] = float(
-            np.clip(volume / (pallet.size_xy[0] * pallet.size_xy[1] * top_all), 0, 1)
+        g = (
+            ((mx + box.mass_kg * box.cog[0]) / mass, (my + box.mass_kg * box.cog[1]) / mass)
+            if mass > 0
+            else box.cog[:2]
         )
+        comps['centered_com'] = _unit(1 - math.hypot(*g) / pallet.half_diagonal)
+        top_all = max(stack_top, box.top)
+        comps['low_height'] = _unit(1 - top_all / params.max_height_m)
+        comps['compactness'] = _unit(volume / (pallet.size_xy[0] * pallet.size_xy[1] * top_all))
         score = sum(w[t] * comps[t] for t in BEAM_TERMS)
         moves.append(Move(box, yaw, score, {t: comps[t] for t in BEAM_TERMS}, len(moves)))
     moves.sort(key=lambda m: (-m.score, m.box.z, m.box.y, m.box.x, m.yaw))
