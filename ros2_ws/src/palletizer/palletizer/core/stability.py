@@ -130,6 +130,27 @@ def _rect_hull(rects: Iterable[Sequence[float]]) -> Edges:
 
     The stack checks take a hull of contact patches per box and per candidate: Python floats
     here, where the numpy path paid for a dozen tiny arrays each time."""
+    rects = list(rects)
+    if len(rects) == 1:
+        # One patch: its corners are the hull, CCW from the low corner as the chain leaves
+        # them; hypot(d, 0) is |d| (C Annex F).
+        x0, x1, y0, y1 = (
+            float(rects[0][0]),
+            float(rects[0][1]),
+            float(rects[0][2]),
+            float(rects[0][3]),
+        )
+        cx, cy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
+        hx, hy = (x1 - x0) / 2.0, (y1 - y0) / 2.0
+        lx, ux, ly, uy = cx - hx, cx + hx, cy - hy, cy + hy
+        if lx < ux and ly < uy:
+            w, h = ux - lx, uy - ly
+            return [
+                (lx, ly, w, 0.0, w),
+                (ux, ly, 0.0, h, h),
+                (ux, uy, lx - ux, 0.0, w),
+                (lx, uy, 0.0, ly - uy, h),
+            ]
     seen: set[tuple[float, float]] = set()
     for r in rects:
         x0, x1, y0, y1 = float(r[0]), float(r[1]), float(r[2]), float(r[3])
@@ -453,19 +474,6 @@ class StackModel:
         self.max_mass_kg, self.max_height_m = max_mass_kg, max_height_m
         self.contact_tol = contact_tol
         n = len(self.boxes)
-        base = validate_stack(
-            self.boxes,
-            pallet_size,
-            min_support=min_support,
-            min_margin=min_margin,
-            max_mass_kg=max_mass_kg,
-            max_height_m=max_height_m,
-            contact_tol=contact_tol,
-            check_overlaps=False,
-            enforce=[False] * n,
-            stop_early=False,
-        )
-        self.failed = base.failed
         self.mass = sum(b.mass_kg for b in self.boxes)
         # Python floats: a stack holds a dozen boxes, and add() runs per candidate.
         self._rects = [b.rect for b in self.boxes]
@@ -474,6 +482,16 @@ class StackModel:
         self._patches = [self._contacts(b, exclude=i) for i, b in enumerate(self.boxes)]
         self._contact = [sum((r[1] - r[0]) * (r[3] - r[2]) for _, r in p) for p in self._patches]
         self._hulls = [_rect_hull(r for _, r in p) for p in self._patches]
+        # The boxes breaking a rule as measured: validate_stack's `failed` with no overlap
+        # check, nothing enforced and no early stop (the same patches, loads and doubles; the
+        # tests hold add() to it), in the pass that sums the loads.
+        failed = np.zeros(n, dtype=bool)
+        hx, hy = pallet_size[0] / 2.0, pallet_size[1] / 2.0
+        for i, (b, r) in enumerate(zip(self.boxes, self._rects, strict=True)):
+            if r[0] < -hx - 1e-9 or r[1] > hx + 1e-9 or r[2] < -hy - 1e-9 or r[3] > hy + 1e-9:
+                failed[i] = True
+            if b.top > max_height_m + 1e-9:
+                failed[i] = True
         # Loads from above [mass, moment x, moment y] per box, as in validate_stack.
         self._load = [[0.0, 0.0, 0.0] for _ in range(n)]
         for i in sorted(range(n), key=lambda k: -self.boxes[k].z):
@@ -484,7 +502,18 @@ class StackModel:
                 b.mass_kg * b.cog[0] + held[1],
                 b.mass_kg * b.cog[1] + held[2],
             )
+            if own[0] > 0.0:
+                area = b.ex * b.ey
+                ratio = min(1.0, self._contact[i] / area) if area > 0 else 0.0
+                if ratio < min_support - 1e-9:
+                    failed[i] = True
+                rx = (b.mass_kg * b.cog[0] + held[1]) / own[0]
+                ry = (b.mass_kg * b.cog[1] + held[2]) / own[0]
+                if _edges_distance(self._hulls[i], rx, ry) < min_margin - 1e-12:
+                    failed[i] = True
             self._pass_down(i, own, self._load)
+        self.failed = failed
+        self._failed = failed.tolist()
 
     def _contacts(self, b: StackBox, exclude: int = -1) -> list[tuple[int, Rect]]:
         if b.z <= self.contact_tol:
@@ -524,30 +553,32 @@ class StackModel:
     def add(self, box: StackBox) -> StackCheck:
         """Check the stack plus `box` resting on top; support/margin arrays cover the new box
         only (index 0)."""
-        support = np.ones(1)
-        margin = np.full(1, np.inf)
-        none = np.zeros(1, dtype=bool)
+        reason, support, margin = self.verdict(box)
+        return StackCheck(
+            not reason, reason, np.array([support]), np.array([margin]), np.array([bool(reason)])
+        )
 
-        def fail(reason: str) -> StackCheck:
-            return StackCheck(False, reason, support, margin, ~none)
-
+    def verdict(self, box: StackBox) -> tuple[str, float, float]:
+        """add() as (reason, support ratio, tipping margin) of the new box: reason '' when the
+        stack plus `box` is valid; support 1 and margin inf where the check stopped before."""
+        support, margin = 1.0, math.inf
         if self.mass + box.mass_kg > self.max_mass_kg:
-            return fail('mass')
+            return 'mass', support, margin
         hx, hy = self.pallet_size[0] / 2.0, self.pallet_size[1] / 2.0
         r = box.rect
         if r[0] < -hx - 1e-9 or r[1] > hx + 1e-9 or r[2] < -hy - 1e-9 or r[3] > hy + 1e-9:
-            return fail('bounds')
+            return 'bounds', support, margin
         if box.top > self.max_height_m + 1e-9:
-            return fail('height')
+            return 'height', support, margin
         patches = self._contacts(box)
         area = box.ex * box.ey
         contact = sum((q[1] - q[0]) * (q[3] - q[2]) for _, q in patches)
-        support[0] = min(1.0, contact / area) if area > 0 else 0.0
-        if support[0] < self.min_support - 1e-9:
-            return fail('support')
-        margin[0] = _edges_distance(_rect_hull(q for _, q in patches), box.cog[0], box.cog[1])
-        if margin[0] < self.min_margin - 1e-12:
-            return fail('margin')
+        support = min(1.0, contact / area) if area > 0 else 0.0
+        if support < self.min_support - 1e-9:
+            return 'support', support, margin
+        margin = _edges_distance(_rect_hull(q for _, q in patches), box.cog[0], box.cog[1])
+        if margin < self.min_margin - 1e-12:
+            return 'margin', support, margin
         extra: dict[int, list[float]] = {}
         mass = box.mass_kg
         for j, q in patches:
@@ -566,7 +597,7 @@ class StackModel:
             rx = (b.mass_kg * b.cog[0] + (held[1] + add[1])) / m
             ry = (b.mass_kg * b.cog[1] + (held[2] + add[2])) / m
             mj = _edges_distance(self._hulls[j], rx, ry)
-            if not self.failed[j] and mj < self.min_margin - 1e-12:
-                return fail('margin')
+            if not self._failed[j] and mj < self.min_margin - 1e-12:
+                return 'margin', support, margin
             self._pass_down(j, add, extra)
-        return StackCheck(True, '', support, margin, none)
+        return '', support, margin

@@ -113,6 +113,84 @@ def _under_tool(
     return struck
 
 
+# What _quarter_candidates finds: ex, ey, reject counts, x0, y0, z, support.
+_Quarter = tuple[float, float, dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _quarter_candidates(
+    stack: Sequence[StackBox],
+    spec: PackageSpec,
+    params: BeamParams,
+    pallet: PalletGeometry,
+    heightmap: HeightMap | None,
+    tool: GripperGeometry | None,
+    yaw_deg: float,
+    boxes: tuple[np.ndarray, ...],
+) -> _Quarter | None:
+    """The candidates of `spec` at a quarter turn that pass the geometric rules: (ex, ey, reject
+    counts, corner x0, y0, base z, support ratio), candidates in window order; None when an
+    axis has no start."""
+    L, W, H = spec.dims_m
+    hx, hy = pallet.size_xy[0] / 2.0, pallet.size_xy[1] / 2.0
+    c = params.clearance
+    bx0, bx1, by0, by1, bz0, btop = boxes
+    n = len(bx0)
+    ex, ey = (W, L) if round(yaw_deg / 90.0) % 2 else (L, W)
+    xs = _axis_starts(ex, hx, bx0, bx1, c)
+    ys = _axis_starts(ey, hy, by0, by1, c)
+    if len(xs) == 0 or len(ys) == 0:
+        return None
+    gx, gy = np.meshgrid(xs, ys)
+    x0, y0 = gx.ravel(), gy.ravel()
+    x1, y1 = x0 + ex, y0 + ey
+    k = len(x0)
+    counts: dict[str, int] = {}
+    if n:
+        ox = np.minimum(x1[:, None], bx1) - np.maximum(x0[:, None], bx0)
+        oy = np.minimum(y1[:, None], by1) - np.maximum(y0[:, None], by0)
+        area = np.clip(ox, 0, None) * np.clip(oy, 0, None)
+        touching = area > 1e-6
+        z = np.where(touching, btop, 0.0).max(axis=1)
+    else:
+        z = np.zeros(k)
+        area = np.zeros((k, 0))
+    keep = np.arange(k)
+
+    def drop(key: str, bad: np.ndarray) -> None:
+        nonlocal keep, x0, y0, x1, y1, z, area
+        counts[key] = int(np.count_nonzero(bad))
+        if counts[key]:
+            good = ~bad
+            keep, x0, y0, x1, y1 = keep[good], x0[good], y0[good], x1[good], y1[good]
+            z, area = z[good], area[good]
+
+    drop('max_height', z + H > params.max_height_m + 1e-9)
+    if heightmap is not None:
+        drop('map_conflict', map_max_under(heightmap, x0, x1, y0, y1, pallet) > z + params.map_tol)
+    if n:
+        vert = (bz0 < (z + H)[:, None] - params.level_tol) & (btop > z[:, None] + params.level_tol)
+        gap_x = np.maximum(bx0 - x1[:, None], x0[:, None] - bx1)
+        gap_y = np.maximum(by0 - y1[:, None], y0[:, None] - by1)
+        close = vert & (gap_x < c - 1e-9) & (gap_y < c - 1e-9)
+        drop('clearance', close.any(axis=1))
+    if tool is not None:
+        drop(
+            'tool',
+            _under_tool(stack, heightmap, pallet, params, tool, L, W, yaw_deg, x0, y0, z + H),
+        )
+    if n:
+        on_top = np.abs(btop - z[:, None]) <= params.level_tol
+        support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
+    else:
+        support = np.ones(len(z))
+    weak = support < params.min_support_ratio - 1e-9
+    drop_support = int(np.count_nonzero(weak))
+    counts['min_support'] = drop_support
+    if drop_support:
+        x0, y0, z, support = x0[~weak], y0[~weak], z[~weak], support[~weak]
+    return ex, ey, counts, x0, y0, z, support
+
+
 def expand(
     stack: Sequence[StackBox],
     spec: PackageSpec,
@@ -133,10 +211,7 @@ def expand(
     carton standing above the new lid (core.planning.tool).
     """
     L, W, H = spec.dims_m
-    hx, hy = pallet.size_xy[0] / 2.0, pallet.size_xy[1] / 2.0
-    c = params.clearance
     rej = rejects if rejects is not None else {}
-    n = len(stack)
     bx0 = np.array([b.rect[0] for b in stack])
     bx1 = np.array([b.rect[1] for b in stack])
     by0 = np.array([b.rect[2] for b in stack])
@@ -154,59 +229,24 @@ def expand(
     base_moment = np.array([sum(b.mass_kg * b.cog[k] for b in stack) for k in range(2)])
     volume = sum(b.ex * b.ey * b.h for b in stack) + L * W * H
     stack_top = max((b.top for b in stack), default=0.0)
+    # Yaw 180 (270) places the footprint of yaw 0 (90): the geometry of each quarter turn is
+    # taken once, only the CoG terms per yaw. Each rule is tested on the candidates that
+    # passed the ones before it (the counts are those of the whole-array masks).
+    geometry: dict[int, _Quarter | None] = {}
     for yaw_deg in yaws:
-        yaw = math.radians(yaw_deg)
-        ex, ey = (W, L) if round(yaw_deg / 90.0) % 2 else (L, W)
-        xs = _axis_starts(ex, hx, bx0, bx1, c)
-        ys = _axis_starts(ey, hy, by0, by1, c)
-        if len(xs) == 0 or len(ys) == 0:
+        quarter = round(yaw_deg / 90.0) % 2
+        if quarter not in geometry:
+            boxes = (bx0, bx1, by0, by1, bz0, btop)
+            geometry[quarter] = _quarter_candidates(
+                stack, spec, params, pallet, heightmap, tool, yaw_deg, boxes
+            )
+        got = geometry[quarter]
+        if got is None:
             continue
-        gx, gy = np.meshgrid(xs, ys)
-        x0, y0 = gx.ravel(), gy.ravel()
-        x1, y1 = x0 + ex, y0 + ey
-        k = len(x0)
-        if n:
-            ox = np.minimum(x1[:, None], bx1) - np.maximum(x0[:, None], bx0)
-            oy = np.minimum(y1[:, None], by1) - np.maximum(y0[:, None], by0)
-            area = np.clip(ox, 0, None) * np.clip(oy, 0, None)
-            touching = area > 1e-6
-            z = np.where(touching, btop, 0.0).max(axis=1)
-        else:
-            z = np.zeros(k)
-            area = np.zeros((k, 0))
-        ok = np.ones(k, dtype=bool)
-        tall = z + H > params.max_height_m + 1e-9
-        rej['max_height'] = rej.get('max_height', 0) + int(np.count_nonzero(ok & tall))
-        ok &= ~tall
-        if heightmap is not None:
-            mm = map_max_under(heightmap, x0, x1, y0, y1, pallet)
-            conflict = mm > z + params.map_tol
-            rej['map_conflict'] = rej.get('map_conflict', 0) + int(np.count_nonzero(ok & conflict))
-            ok &= ~conflict
-        if n:
-            vert = (bz0 < (z + H)[:, None] - params.level_tol) & (
-                btop > z[:, None] + params.level_tol
-            )
-            gap_x = np.maximum(bx0 - x1[:, None], x0[:, None] - bx1)
-            gap_y = np.maximum(by0 - y1[:, None], y0[:, None] - by1)
-            close = vert & (gap_x < c - 1e-9) & (gap_y < c - 1e-9)
-            crowded = close.any(axis=1)
-            rej['clearance'] = rej.get('clearance', 0) + int(np.count_nonzero(ok & crowded))
-            ok &= ~crowded
-        if tool is not None:
-            struck = _under_tool(
-                stack, heightmap, pallet, params, tool, L, W, yaw_deg, x0, y0, z + H
-            )
-            rej['tool'] = rej.get('tool', 0) + int(np.count_nonzero(ok & struck))
-            ok &= ~struck
-        if n:
-            on_top = np.abs(btop - z[:, None]) <= params.level_tol
-            support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
-        else:
-            support = np.ones(k)
-        weak = support < params.min_support_ratio - 1e-9
-        rej['min_support'] = rej.get('min_support', 0) + int(np.count_nonzero(ok & weak))
-        ok &= ~weak
+        ex, ey, counts, x0, y0, z, support = got
+        for key, v in counts.items():
+            rej[key] = rej.get(key, 0) + v
+        yaw = math.radians(yaw_deg)
         cs, sn = math.cos(yaw), math.sin(yaw)
         cgx = x0 + ex / 2 + cs * off[0] - sn * off[1]
         cgy = y0 + ey / 2 + sn * off[0] + cs * off[1]
@@ -224,19 +264,18 @@ def expand(
             + w['low_height'] * low
             + w['compactness'] * compact
         )
-        sel = np.flatnonzero(ok)
         cols.append(
             np.stack(
                 [
-                    quick[sel],
-                    z[sel],
-                    x0[sel] + ex / 2,
-                    y0[sel] + ey / 2,
-                    cgx[sel],
-                    cgy[sel],
-                    np.full(len(sel), ex),
-                    np.full(len(sel), ey),
-                    np.full(len(sel), yaw),
+                    quick,
+                    z,
+                    x0 + ex / 2,
+                    y0 + ey / 2,
+                    cgx,
+                    cgy,
+                    np.full(len(z), ex),
+                    np.full(len(z), ey),
+                    np.full(len(z), yaw),
                 ]
             )
         )
@@ -263,11 +302,11 @@ def expand(
         if len(found) >= params.candidates_per_node:
             break
         box = StackBox(bx, by, bz, ex, ey, H, spec.mass_kg, (cx, cy, bz + H / 2 + off[2]))
-        check = model.add(box)
-        if not check.ok:
+        reason, sup, mar = model.verdict(box)
+        if reason:
             rej['unstable'] = rej.get('unstable', 0) + 1
             continue
-        found.append((box, yaw, float(check.support[-1]), float(check.margin[-1])))
+        found.append((box, yaw, sup, mar))
     # The surface regularity of every valid box at once: the same per-box doubles as one std
     # per box (a row of the sample grid each; tested).
     gx, gy, surface = _surface_grid(stack, params.surface_samples, pallet.size_xy)
