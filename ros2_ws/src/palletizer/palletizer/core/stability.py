@@ -479,6 +479,8 @@ class StackModel:
         self._rects = [b.rect for b in self.boxes]
         self._top = [b.top for b in self.boxes]
         self._z = [b.z for b in self.boxes]
+        # Per base height: the boxes whose top is within contact_tol of it (index, rect).
+        self._levels: dict[float, list[tuple[int, Rect]]] = {}
         self._patches = [self._contacts(b, exclude=i) for i, b in enumerate(self.boxes)]
         self._contact = [sum((r[1] - r[0]) * (r[3] - r[2]) for _, r in p) for p in self._patches]
         self._hulls = [_rect_hull(r for _, r in p) for p in self._patches]
@@ -519,10 +521,14 @@ class StackModel:
         if b.z <= self.contact_tol:
             return [(-1, b.rect)]
         r = b.rect
-        z, tol = b.z, self.contact_tol
+        level = self._levels.get(b.z)
+        if level is None:
+            z, tol = b.z, self.contact_tol
+            level = [(j, s) for j, s in enumerate(self._rects) if abs(self._top[j] - z) <= tol]
+            self._levels[b.z] = level
         out: list[tuple[int, Rect]] = []
-        for j, s in enumerate(self._rects):
-            if j == exclude or not abs(self._top[j] - z) <= tol:
+        for j, s in level:
+            if j == exclude:
                 continue
             x0, x1 = max(r[0], s[0]), min(r[1], s[1])
             y0, y1 = max(r[2], s[2]), min(r[3], s[3])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
@@ -52,10 +54,9 @@ def _axis_starts(size: float, half: float, lo: np.ndarray, hi: np.ndarray, c: fl
     No centred start (the reference had one): a first carton in the middle of the deck splits it
     into strips that the larger cartons of a load no longer fit (quasi-static, seeds 1-50,
     reference levels: 433 -> 441 of 450 episodes without it)."""
-    starts = [-half + c / 2.0, half - size - c / 2.0]
-    for a, b in zip(lo, hi, strict=True):
-        starts += [a - size - c, a, b - size, b + c]
-    s = np.unique(np.round(np.array(starts), 6))
+    rims = np.array([-half + c / 2.0, half - size - c / 2.0])
+    sides = np.stack([lo - size - c, lo, hi - size, hi + c], axis=1).ravel()
+    s = np.unique(np.round(np.concatenate((rims, sides)), 6))
     return s[(s >= -half - 1e-9) & (s + size <= half + 1e-9)]
 
 
@@ -67,12 +68,13 @@ def _surface_grid(
     xs = (np.arange(nx) + 0.5) / nx * size[0] - size[0] / 2
     ys = (np.arange(ny) + 0.5) / ny * size[1] - size[1] / 2
     gx, gy = np.meshgrid(xs, ys)
-    top = np.zeros_like(gx)
-    for b in boxes:
-        r = b.rect
-        inside = (gx >= r[0]) & (gx <= r[1]) & (gy >= r[2]) & (gy <= r[3])
-        top = np.where(inside, np.maximum(top, b.top), top)
-    return gx, gy, top
+    if not boxes:
+        return gx, gy, np.zeros_like(gx)
+    # The highest top over each point (max is exact in any order), 0 where no box is.
+    r = np.array([b.rect for b in boxes])[:, :, None, None]
+    tops = np.array([b.top for b in boxes])[:, None, None]
+    inside = (gx >= r[:, 0]) & (gx <= r[:, 1]) & (gy >= r[:, 2]) & (gy <= r[:, 3])
+    return gx, gy, np.maximum(np.where(inside, tops, 0.0).max(axis=0), 0.0)
 
 
 def _unit(v: float) -> float:
@@ -80,8 +82,14 @@ def _unit(v: float) -> float:
     return min(max(v, 0.0), 1.0)
 
 
+@functools.lru_cache(maxsize=256)
+def _tool_reach(L: float, W: float, quarter: int, tool: GripperGeometry) -> tuple[float, float]:
+    """tool_half_extents, once per carton size, turn and tool (a grasp plan each time)."""
+    return tool_half_extents(L, W, quarter, tool)
+
+
 def _under_tool(
-    stack: Sequence[StackBox],
+    boxes: tuple[np.ndarray, ...],
     heightmap: HeightMap | None,
     pallet: PalletGeometry,
     params: BeamParams,
@@ -93,19 +101,19 @@ def _under_tool(
     y0: np.ndarray,
     lid: np.ndarray,
 ) -> np.ndarray:
-    """Per candidate (corner x0, y0, new lid height): whether a box or map cell under the
+    """Per candidate (corner x0, y0, new lid height) on the stack's boxes (x0, x1, y0, y1, z,
+    top columns): whether a box or map cell under the
     tool body stands above the lid by more than level_tol (boxes) or map_tol (the map)."""
     quarter = round(yaw_deg / 90.0) % 2
     ex, ey = (W, L) if quarter else (L, W)
-    tx, ty = tool_half_extents(L, W, quarter, tool)
+    tx, ty = _tool_reach(L, W, quarter, tool)
     cx, cy = x0 + ex / 2, y0 + ey / 2
     tx0, tx1, ty0, ty1 = cx - tx, cx + tx, cy - ty, cy + ty
     struck = np.zeros(len(x0), dtype=bool)
-    if stack:
-        r = np.array([b.rect for b in stack])
-        top = np.array([b.top for b in stack])
-        ox = np.minimum(tx1[:, None], r[:, 1]) - np.maximum(tx0[:, None], r[:, 0])
-        oy = np.minimum(ty1[:, None], r[:, 3]) - np.maximum(ty0[:, None], r[:, 2])
+    bx0, bx1, by0, by1, _, top = boxes
+    if len(top):
+        ox = np.minimum(tx1[:, None], bx1) - np.maximum(tx0[:, None], bx0)
+        oy = np.minimum(ty1[:, None], by1) - np.maximum(ty0[:, None], by0)
         under = (ox > 1e-6) & (oy > 1e-6)
         struck |= (under & (top > lid[:, None] + params.level_tol)).any(axis=1)
     if heightmap is not None:
@@ -140,8 +148,7 @@ def _quarter_candidates(
     ys = _axis_starts(ey, hy, by0, by1, c)
     if len(xs) == 0 or len(ys) == 0:
         return None
-    gx, gy = np.meshgrid(xs, ys)
-    x0, y0 = gx.ravel(), gy.ravel()
+    x0, y0 = np.tile(xs, len(ys)), np.repeat(ys, len(xs))  # meshgrid's order, raveled
     x1, y1 = x0 + ex, y0 + ey
     k = len(x0)
     counts: dict[str, int] = {}
@@ -176,7 +183,7 @@ def _quarter_candidates(
     if tool is not None:
         drop(
             'tool',
-            _under_tool(stack, heightmap, pallet, params, tool, L, W, yaw_deg, x0, y0, z + H),
+            _under_tool(boxes, heightmap, pallet, params, tool, L, W, yaw_deg, x0, y0, z + H),
         )
     if n:
         on_top = np.abs(btop - z[:, None]) <= params.level_tol
@@ -298,7 +305,9 @@ def expand(
     # Python floats, as the per-candidate numbers are scalars.
     found: list[tuple[StackBox, float, float, float]] = []
     mx, my = float(base_moment[0]), float(base_moment[1])
-    for _, bz, bx, by, cx, cy, ex, ey, yaw in pre.T[order].tolist():
+    # Rows as Python floats a chunk at a time: most loads have far more candidates than moves.
+    chunks = (pre[:, order[i : i + 64]].T.tolist() for i in range(0, len(order), 64))
+    for _, bz, bx, by, cx, cy, ex, ey, yaw in itertools.chain.from_iterable(chunks):
         if len(found) >= params.candidates_per_node:
             break
         box = StackBox(bx, by, bz, ex, ey, H, spec.mass_kg, (cx, cy, bz + H / 2 + off[2]))
