@@ -97,27 +97,29 @@ def _under_tool(
     L: float,
     W: float,
     yaw_deg: float,
-    x0: np.ndarray,
-    y0: np.ndarray,
+    starts: tuple[np.ndarray, np.ndarray],
+    at: tuple[np.ndarray, np.ndarray],
     lid: np.ndarray,
 ) -> np.ndarray:
-    """Per candidate (corner x0, y0, new lid height) on the stack's boxes (x0, x1, y0, y1, z,
-    top columns): whether a box or map cell under the
+    """Per candidate (the low edges starts[0][at[0]], starts[1][at[1]] and the new lid height)
+    on the stack's boxes (x0, x1, y0, y1, z, top columns): whether a box or map cell under the
     tool body stands above the lid by more than level_tol (boxes) or map_tol (the map)."""
     quarter = round(yaw_deg / 90.0) % 2
     ex, ey = (W, L) if quarter else (L, W)
     tx, ty = _tool_reach(L, W, quarter, tool)
-    cx, cy = x0 + ex / 2, y0 + ey / 2
+    cx, cy = starts[0] + ex / 2, starts[1] + ey / 2
     tx0, tx1, ty0, ty1 = cx - tx, cx + tx, cy - ty, cy + ty
-    struck = np.zeros(len(x0), dtype=bool)
+    ix, iy = at
+    struck = np.zeros(len(ix), dtype=bool)
     bx0, bx1, by0, by1, _, top = boxes
     if len(top):
-        ox = np.minimum(tx1[:, None], bx1) - np.maximum(tx0[:, None], bx0)
-        oy = np.minimum(ty1[:, None], by1) - np.maximum(ty0[:, None], by0)
-        under = (ox > 1e-6) & (oy > 1e-6)
-        struck |= (under & (top > lid[:, None] + params.level_tol)).any(axis=1)
+        # The tool's overlap with each box along one axis depends on that axis's start only.
+        ux = np.minimum(tx1[:, None], bx1) - np.maximum(tx0[:, None], bx0) > 1e-6
+        uy = np.minimum(ty1[:, None], by1) - np.maximum(ty0[:, None], by0) > 1e-6
+        struck |= (ux[ix] & uy[iy] & (top > lid[:, None] + params.level_tol)).any(axis=1)
     if heightmap is not None:
-        struck |= map_max_under(heightmap, tx0, tx1, ty0, ty1, pallet) > lid + params.map_tol
+        mm = map_max_under(heightmap, tx0[ix], tx1[ix], ty0[iy], ty1[iy], pallet)
+        struck |= mm > lid + params.map_tol
     return struck
 
 
@@ -136,8 +138,12 @@ def _quarter_candidates(
     boxes: tuple[np.ndarray, ...],
 ) -> _Quarter | None:
     """The candidates of `spec` at a quarter turn that pass the geometric rules: (ex, ey, reject
-    counts, corner x0, y0, base z, support ratio), candidates in window order; None when an
-    axis has no start."""
+    counts, corner x0, y0, base z, support ratio), candidates in window order (x0 fastest);
+    None when an axis has no start.
+
+    A candidate's overlap and gap with a box along one axis depend on that axis's start only:
+    they are taken per start and box, and per candidate only where z enters (the same
+    doubles as per candidate and box)."""
     L, W, H = spec.dims_m
     hx, hy = pallet.size_xy[0] / 2.0, pallet.size_xy[1] / 2.0
     c = params.clearance
@@ -148,54 +154,53 @@ def _quarter_candidates(
     ys = _axis_starts(ey, hy, by0, by1, c)
     if len(xs) == 0 or len(ys) == 0:
         return None
-    x0, y0 = np.tile(xs, len(ys)), np.repeat(ys, len(xs))  # meshgrid's order, raveled
-    x1, y1 = x0 + ex, y0 + ey
-    k = len(x0)
+    xe, ye = xs + ex, ys + ey
+    k = len(xs) * len(ys)
     counts: dict[str, int] = {}
     if n:
-        ox = np.minimum(x1[:, None], bx1) - np.maximum(x0[:, None], bx0)
-        oy = np.minimum(y1[:, None], by1) - np.maximum(y0[:, None], by0)
-        area = np.clip(ox, 0, None) * np.clip(oy, 0, None)
-        touching = area > 1e-6
-        z = np.where(touching, btop, 0.0).max(axis=1)
+        ax = np.clip(np.minimum(xe[:, None], bx1) - np.maximum(xs[:, None], bx0), 0, None)
+        ay = np.clip(np.minimum(ye[:, None], by1) - np.maximum(ys[:, None], by0), 0, None)
+        area = (ax[None, :, :] * ay[:, None, :]).reshape(k, n)
+        z = np.where(area > 1e-6, btop, 0.0).max(axis=1)
     else:
         z = np.zeros(k)
         area = np.zeros((k, 0))
+    # The candidates left, by index (y start major, x start minor, as meshgrid ravels them).
     keep = np.arange(k)
+    ix, iy = keep % len(xs), keep // len(xs)
 
     def drop(key: str, bad: np.ndarray) -> None:
-        nonlocal keep, x0, y0, x1, y1, z, area
+        nonlocal keep, ix, iy, z
         counts[key] = int(np.count_nonzero(bad))
         if counts[key]:
             good = ~bad
-            keep, x0, y0, x1, y1 = keep[good], x0[good], y0[good], x1[good], y1[good]
-            z, area = z[good], area[good]
+            keep, ix, iy, z = keep[good], ix[good], iy[good], z[good]
 
     drop('max_height', z + H > params.max_height_m + 1e-9)
     if heightmap is not None:
-        drop('map_conflict', map_max_under(heightmap, x0, x1, y0, y1, pallet) > z + params.map_tol)
+        mm = map_max_under(heightmap, xs[ix], xe[ix], ys[iy], ye[iy], pallet)
+        drop('map_conflict', mm > z + params.map_tol)
     if n:
+        near_x = np.maximum(bx0 - xe[:, None], xs[:, None] - bx1) < c - 1e-9
+        near_y = np.maximum(by0 - ye[:, None], ys[:, None] - by1) < c - 1e-9
         vert = (bz0 < (z + H)[:, None] - params.level_tol) & (btop > z[:, None] + params.level_tol)
-        gap_x = np.maximum(bx0 - x1[:, None], x0[:, None] - bx1)
-        gap_y = np.maximum(by0 - y1[:, None], y0[:, None] - by1)
-        close = vert & (gap_x < c - 1e-9) & (gap_y < c - 1e-9)
-        drop('clearance', close.any(axis=1))
+        drop('clearance', (vert & near_x[ix] & near_y[iy]).any(axis=1))
     if tool is not None:
-        drop(
-            'tool',
-            _under_tool(boxes, heightmap, pallet, params, tool, L, W, yaw_deg, x0, y0, z + H),
+        struck = _under_tool(
+            boxes, heightmap, pallet, params, tool, L, W, yaw_deg, (xs, ys), (ix, iy), z + H
         )
+        drop('tool', struck)
     if n:
         on_top = np.abs(btop - z[:, None]) <= params.level_tol
-        support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
+        support = np.where(
+            z <= params.level_tol, 1.0, (area[keep] * on_top).sum(axis=1) / (ex * ey)
+        )
     else:
         support = np.ones(len(z))
     weak = support < params.min_support_ratio - 1e-9
-    drop_support = int(np.count_nonzero(weak))
-    counts['min_support'] = drop_support
-    if drop_support:
-        x0, y0, z, support = x0[~weak], y0[~weak], z[~weak], support[~weak]
-    return ex, ey, counts, x0, y0, z, support
+    counts['min_support'] = int(np.count_nonzero(weak))
+    good = ~weak
+    return ex, ey, counts, xs[ix[good]], ys[iy[good]], z[good], support[good]
 
 
 def expand(
