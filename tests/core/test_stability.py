@@ -231,3 +231,25 @@ def test_the_stack_checks_hull_of_rects_is_the_support_hulls_to_the_last_bit():
         for x, y in rng.uniform(-0.6, 0.6, (5, 2)):
             assert _edges_distance(edges, x, y) == _hull_distance(hull, x, y)
     assert _edges_distance(_rect_hull([]), 0.0, 0.0) == -math.inf
+
+
+def test_stack_model_finds_the_boxes_validate_stack_flags_as_measured():
+    # StackModel flags the boxes already breaking a rule in its own load pass: the same as
+    # validate_stack with nothing enforced, no overlap test and no early stop.
+    rng = np.random.default_rng(23)
+    flagged = 0
+    for _ in range(80):
+        boxes = [_box(-0.3, -0.15, 0.0, 0.5, 0.36, 0.2, 5.0), _box(0.3, 0.15, 0.0, 0.5, 0.36, 0.2)]
+        for _ in range(rng.integers(1, 6)):
+            x, y = rng.uniform(-0.55, 0.55), rng.uniform(-0.35, 0.35)
+            z = float(rng.choice([0.2, 0.2, 0.35]))
+            cog = (x + rng.uniform(-0.1, 0.1), y + rng.uniform(-0.1, 0.1), z + 0.05)
+            boxes.append(StackBox(x, y, z, 0.3, 0.25, 0.15, rng.uniform(1, 20), cog))
+        rules = {'min_support': 0.5, 'min_margin': 0.01, 'max_height_m': 0.5}
+        model = StackModel(boxes, **rules)
+        whole = validate_stack(
+            boxes, **rules, check_overlaps=False, enforce=[False] * len(boxes), stop_early=False
+        )
+        assert np.array_equal(model.failed, whole.failed)
+        flagged += int(whole.failed.any())
+    assert 10 < flagged < 80  # stacks with and without a failing box

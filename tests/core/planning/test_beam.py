@@ -290,3 +290,96 @@ def test_beam_surface_term_is_each_moves_own_surface_std():
         want = float(np.clip(1 - sd / params.max_height_m, 0, 1))
         assert m.components['regular_surface'] == want
         assert isinstance(m.box, StackBox)
+
+
+def _candidates_per_box(stack, spec, params, pallet, heightmap, tool, yaw_deg):
+    """The geometric rules as whole (candidate, box) arrays, one mask each (the form the
+    per-axis one replaced): reject counts and the survivors' x0, y0, z, support."""
+    from palletizer.core.planning.stack import map_max_under
+    from palletizer.core.planning.tool import tool_half_extents
+
+    L, W, H = spec.dims_m
+    hx, hy = pallet.size_xy[0] / 2.0, pallet.size_xy[1] / 2.0
+    c = params.clearance
+    r = np.array([b.rect for b in stack]).reshape(-1, 4)
+    bx0, bx1, by0, by1 = r.T
+    bz0, btop = np.array([b.z for b in stack]), np.array([b.top for b in stack])
+    quarter = round(yaw_deg / 90.0) % 2
+    ex, ey = (W, L) if quarter else (L, W)
+    xs = beam_module._axis_starts(ex, hx, bx0, bx1, c)
+    ys = beam_module._axis_starts(ey, hy, by0, by1, c)
+    gx, gy = np.meshgrid(xs, ys)
+    x0, y0 = gx.ravel(), gy.ravel()
+    x1, y1 = x0 + ex, y0 + ey
+    ox = np.minimum(x1[:, None], bx1) - np.maximum(x0[:, None], bx0)
+    oy = np.minimum(y1[:, None], by1) - np.maximum(y0[:, None], by0)
+    area = np.clip(ox, 0, None) * np.clip(oy, 0, None)
+    z = np.where(area > 1e-6, btop, 0.0).max(axis=1)
+    ok = np.ones(len(x0), dtype=bool)
+    counts = {}
+
+    def rule(key, bad):
+        nonlocal ok
+        counts[key] = int(np.count_nonzero(ok & bad))
+        ok &= ~bad
+
+    rule('max_height', z + H > params.max_height_m + 1e-9)
+    if heightmap is not None:
+        rule('map_conflict', map_max_under(heightmap, x0, x1, y0, y1, pallet) > z + params.map_tol)
+    vert = (bz0 < (z + H)[:, None] - params.level_tol) & (btop > z[:, None] + params.level_tol)
+    gap_x = np.maximum(bx0 - x1[:, None], x0[:, None] - bx1)
+    gap_y = np.maximum(by0 - y1[:, None], y0[:, None] - by1)
+    rule('clearance', (vert & (gap_x < c - 1e-9) & (gap_y < c - 1e-9)).any(axis=1))
+    if tool is not None:
+        tx, ty = tool_half_extents(L, W, quarter, tool)
+        cx, cy = x0 + ex / 2, y0 + ey / 2
+        tx0, tx1, ty0, ty1 = cx - tx, cx + tx, cy - ty, cy + ty
+        tox = np.minimum(tx1[:, None], bx1) - np.maximum(tx0[:, None], bx0)
+        toy = np.minimum(ty1[:, None], by1) - np.maximum(ty0[:, None], by0)
+        lid = z + H
+        under = (tox > 1e-6) & (toy > 1e-6)
+        struck = (under & (btop > lid[:, None] + params.level_tol)).any(axis=1)
+        if heightmap is not None:
+            mm = map_max_under(heightmap, tx0, tx1, ty0, ty1, pallet)
+            struck |= mm > lid + params.map_tol
+        rule('tool', struck)
+    on_top = np.abs(btop - z[:, None]) <= params.level_tol
+    support = np.where(z <= params.level_tol, 1.0, (area * on_top).sum(axis=1) / (ex * ey))
+    rule('min_support', support < params.min_support_ratio - 1e-9)
+    return counts, x0[ok], y0[ok], z[ok], support[ok]
+
+
+def test_beam_candidate_rules_per_axis_match_the_rules_per_candidate_and_box():
+    from palletizer.cli.bench_planner import stamp
+    from palletizer.core.planning import build_planner
+    from palletizer.core.stability import StackBox
+
+    built = build_planner('beam')
+    params, pallet, tool = built.params, built.pallet, built.tool
+    specs = _random_specs(3, 12)
+    planner = BeamPlanner(BeamParams(lookahead=1))
+    cells, placed, checked = np.zeros((80, 120)), [], 0
+    for k, spec in enumerate(specs):
+        stack = planner.stack()
+        hm = HeightMap(cells)
+        r = np.array([b.rect for b in stack]).reshape(-1, 4)
+        boxes = (*r.T, np.array([b.z for b in stack]), np.array([b.top for b in stack]))
+        for heightmap, gripper in ((None, None), (hm, tool), (hm, None), (None, tool)):
+            for yaw in (0.0, 90.0):
+                got = beam_module._quarter_candidates(
+                    stack, spec, params, pallet, heightmap, gripper, yaw, boxes
+                )
+                if not stack:
+                    continue
+                want = _candidates_per_box(stack, spec, params, pallet, heightmap, gripper, yaw)
+                assert got is not None and got[2] == want[0]
+                for a, b in zip(got[3:], want[1:], strict=True):
+                    assert np.array_equal(a, b)
+                checked += 1
+        plan = planner.choose(spec, HeightMap(cells), None).plan
+        if plan is None:
+            break
+        placed.append(place_exactly(k, spec, plan, placed))
+        planner.record(placed[-1])
+        stamp(cells, plan, spec)
+    assert checked > 40 and isinstance(planner.stack()[0], StackBox)
