@@ -5,6 +5,7 @@ the result file it writes; the committed history reads back."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,18 @@ def test_the_committed_history_reads_back_with_one_line_per_current_result():
     for h in lines:
         assert h['commit_from'] in ('file', 'folder name', 'given', None)
         assert h['figures_from'] in ('summary', 'episodes.jsonl')
+
+
+def test_every_current_result_file_names_the_one_run_that_made_it():
+    for result in sorted((ROOT / 'benchmarks/results').glob('*.json')):
+        doc = json.loads(result.read_text())
+        # The date came with scripts/bench's stamping; a file from before it has its history line's.
+        missing = [k for k in bench.PROVENANCE if k != 'date' and not doc.get(k)]
+        assert not missing, f'{result.name}: no {", ".join(missing)}'
+        assert doc['benchmark'] == result.stem, result.name
+        assert re.fullmatch(r'[0-9a-f]{7,40}', doc['commit']), (result.name, doc['commit'])
+        assert doc['command'].startswith(f'scripts/bench {result.stem}'), (
+            result.name,
+            doc['command'],
+        )
+        assert {'cpu', 'python'} <= set(doc['machine']), result.name

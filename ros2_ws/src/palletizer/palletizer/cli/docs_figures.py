@@ -30,7 +30,7 @@ from palletizer.core.errors import PalletizerError
 __all__ = ['DOCS', 'MARKER', 'Finding', 'check', 'main', 'render', 'rewrite']
 
 # The Markdown files that carry markers, relative to the repository root.
-DOCS = ('README.md', 'docs/benchmarks.md')
+DOCS = ('README.md', 'docs/benchmarks.md', 'docs/comparisons.md')
 RESULTS = 'benchmarks/results'
 MARKER = re.compile(
     r'<!-- fig (?P<key>[^\s>]+)(?: \*(?P<scale>[0-9.]+))?(?: :(?P<spec>[^\s>]+))?'
