@@ -131,3 +131,29 @@ def test_an_uncapped_twin_slower_than_our_plan_counts_at_our_time():
     rec.plan_pick(np.zeros(6), 0.0)
     rec.plan_place(np.zeros(6), 1.0, None)
     assert rec.slower == 2 and rec.per_carton(LIMITS)[0]['path_s'] == 1.0
+
+
+def test_weigh_options_run_each_way_once_and_compare_them(monkeypatch, capsys):
+    from palletizer.cli import bench_throughput as bt
+
+    assert parse_options([])['weighs'] is None  # the config's way
+    assert parse_options(['--weigh', 'lift', 'still', 'lift'])['weighs'] == ('lift', 'still')
+    with pytest.raises(SystemExit):
+        parse_options(['--weigh', 'float'])
+    assert "invalid choice: 'float'" in capsys.readouterr().err
+
+    def episode(level, planner, seed, limit, weigh):
+        # Each carton's cycle: 9 s of other phases, plus the weigh's 1.5 s hold when still.
+        cycle = _cycle(0.0, [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)])
+        lift = 1 if weigh == 'lift' else 0
+        return _Episode(level, planner, seed, True, [cycle], [], 0, 0.1, 0, weigh, lift)
+
+    monkeypatch.setattr(bt, '_episode', episode)
+    out = bt.bench_throughput(
+        levels=(11,), seeds=(1, 2), planners=('heuristic',), weighs=('still', 'lift')
+    )
+    assert out['weigh'] == ['still', 'lift']
+    assert out['levels'] == out['by_weigh']['still']
+    assert out['by_weigh']['lift']['11']['cartons_on_lift'] == 2
+    assert out['by_weigh']['still']['11']['cartons_on_lift'] == 0
+    assert out['lift_vs_still'] == {'11': round(9.0 / 10.5, 3)}

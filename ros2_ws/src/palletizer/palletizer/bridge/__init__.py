@@ -19,9 +19,10 @@ from palletizer.bridge.frames import (
     carton_records,
     cell_frames,
 )
-from palletizer.bridge.stream import StepStream, steps_per_sample
+from palletizer.bridge.stream import KINEMATICS_EVERY, StepStream, steps_per_sample
 
 __all__ = [
+    'KINEMATICS_EVERY',
     'TRUTH_PREFIX',
     'CartonRecord',
     'FjtDefaults',

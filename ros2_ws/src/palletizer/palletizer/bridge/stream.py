@@ -7,7 +7,12 @@ from typing import Any
 
 from palletizer.core.errors import InvalidValue
 
-__all__ = ['StepStream', 'steps_per_sample']
+__all__ = ['KINEMATICS_EVERY', 'StepStream', 'steps_per_sample']
+
+# Physics steps per sample of the cell bridge's clock, joint states and TF in the lockstep
+# profile: 50 Hz of sim time at the 2 ms step (the hardware profile streams joint states at
+# every step, as a UR driver's joint_state_broadcaster does).
+KINEMATICS_EVERY = 10
 
 
 class StepStream:

@@ -5,6 +5,11 @@ camera perception, sensor noise on, beam planner, fast-forward motion. After eve
 map is compared with the referee's true map; every detection with the presented carton's true
 pose and size; every weighing with the catalogue truth. Empty-station trials (a table or
 conveyor cell before its first carton arrives) count towards false detections.
+
+`--weigh lift` weighs on the lift where that fit converges (configs/perception.yaml
+gauge.weigh_on_lift, core/gauge_lift.py) and runs the episodes interpolated (`--speed 1`, as
+it needs: a fast-forward lift has no samples); `gauge_on_lift` then says how many of the
+weighings were on the lift, and `gauge_lift_*` / `gauge_still_*` score each kind apart.
 """
 
 from __future__ import annotations
@@ -96,15 +101,22 @@ def _map_row(hmap: Any) -> dict:
     }
 
 
-def run_one(job: tuple[int, int]) -> dict:
-    """One episode in a worker process: every perception figure it produced."""
+def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
+    """One episode in a worker process: every perception figure it produced. job: (level,
+    seed) or (level, seed, weigh ('still' | 'lift'), speed)."""
+    import dataclasses
+
     from palletizer.core.config import load_config
     from palletizer.core.loads import draw_load
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    level, seed = job
+    level, seed = job[0], job[1]
     cfg = load_config()
+    weigh, speed = (job[2], job[3]) if len(job) == 4 else ('', 0.0)
+    if weigh:
+        gauge = dataclasses.replace(cfg.perception.gauge, weigh_on_lift=weigh == 'lift')
+        cfg = dataclasses.replace(cfg, perception=dataclasses.replace(cfg.perception, gauge=gauge))
     truth = {d.package_id: d.spec for d in draw_load(level, seed, cfg)}
     rows: dict[str, list] = {'maps': [], 'detects': [], 'weighs': []}
 
@@ -129,15 +141,28 @@ def run_one(job: tuple[int, int]) -> dict:
                 com = math.dist(_rot(comp.cog_offset_m, yaw), _rot(t.cog_offset_m, true_yaw))
                 rows['weighs'].append(
                     {
+                        'package_id': pid,
                         'mass_pct': abs(comp.mass_kg - t.mass_kg) / t.mass_kg * 100,
                         'com_mm': com * 1000,
                     }
                 )
 
     t0 = time.perf_counter()
-    result, _ = run_inprocess(
-        level, seed, build_planner('beam'), sink=MemorySink(), perception='cameras', probe=probe
+    result, sink = run_inprocess(
+        level,
+        seed,
+        build_planner('beam', cfg),
+        speed=speed,
+        config=cfg,
+        sink=MemorySink(),
+        perception='cameras',
+        probe=probe,
     )
+    on_lift = {
+        pid for _, _, kind, pid, p in sink.events if kind == 'pick' and p.get('weighed') == 'lift'
+    }
+    for w in rows['weighs']:
+        w['lift'] = w['package_id'] in on_lift
     return {
         'level': level,
         'seed': seed,
@@ -219,6 +244,13 @@ def summarise(episodes: Sequence[dict], empties: Sequence[dict]) -> dict:
         'missed_detections': sum(not d.get('chosen') for d in dets),
         'gauge_mass_err_pct_p95': _pct([w['mass_pct'] for w in weighs], 95),
         'gauge_com_err_mm_p95': _pct([w['com_mm'] for w in weighs], 95),
+        'gauge_on_lift': sum(bool(w.get('lift')) for w in weighs),
+        'gauge_lift_mass_err_pct_p95': _pct([w['mass_pct'] for w in weighs if w.get('lift')], 95),
+        'gauge_lift_com_err_mm_p95': _pct([w['com_mm'] for w in weighs if w.get('lift')], 95),
+        'gauge_still_mass_err_pct_p95': _pct(
+            [w['mass_pct'] for w in weighs if not w.get('lift')], 95
+        ),
+        'gauge_still_com_err_mm_p95': _pct([w['com_mm'] for w in weighs if not w.get('lift')], 95),
         'fusions': len(maps),
         'detections': len(dets),
         'empty_station_trials': len(empties),
@@ -230,9 +262,19 @@ def summarise(episodes: Sequence[dict], empties: Sequence[dict]) -> dict:
 
 
 def bench_perception(
-    levels: Sequence[int] = LEVELS, seeds: Sequence[int] = SEEDS, workers: int = 2
+    levels: Sequence[int] = LEVELS,
+    seeds: Sequence[int] = SEEDS,
+    workers: int = 2,
+    weigh: str | None = None,
+    speed: float | None = None,
 ) -> dict:
-    jobs = [(lv, s) for lv in levels for s in seeds]
+    """weigh: 'still' | 'lift' (None: the config's); speed: 0 fast-forward, 1 interpolated
+    (None: 1 when weighing on the lift, else 0)."""
+    from palletizer.core.config import load_config
+
+    weigh = weigh or ('lift' if load_config().perception.gauge.weigh_on_lift else 'still')
+    speed = speed if speed is not None else (1.0 if weigh == 'lift' else 0.0)
+    jobs = [(lv, s, weigh, speed) for lv in levels for s in seeds]
     episodes: list[dict] = []
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -252,6 +294,8 @@ def bench_perception(
     out = summarise(episodes, empties)
     out['levels'] = list(levels)
     out['seeds'] = list(seeds)
+    out['weigh'] = weigh
+    out['motion'] = 'interpolated' if speed > 0 else 'fast-forward'
     out['noise'] = 'on (configs/cell.yaml cameras.*.depth_noise and wrench)'
     out['per_episode'] = [
         {k: e[k] for k in ('level', 'seed', 'success', 'n_placed', 'n_objects', 'failure')}
@@ -265,8 +309,30 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench perception') -
     p.add_argument('--levels', type=int, nargs='+', default=list(LEVELS), metavar='LEVEL')
     p.add_argument('--seeds', type=int, nargs='+', default=list(SEEDS), metavar='SEED')
     p.add_argument('--workers', type=int, default=2, help='worker processes (default 2)')
+    p.add_argument(
+        '--weigh',
+        choices=('still', 'lift'),
+        default=None,
+        help='still | lift (default: configs/perception.yaml gauge.weigh_on_lift)',
+    )
+    p.add_argument(
+        '--speed',
+        type=float,
+        default=None,
+        help='0 fast-forward, 1 interpolated (default: 1 with --weigh lift, else 0)',
+    )
     ns = p.parse_args(list(argv))
     bad = [s for s in ns.seeds if s < 0] + [w for w in (ns.workers,) if w < 1]
     if bad:
         p.error(f'--seeds must be >= 0 and --workers >= 1; got {bad[0]}')
-    return {'levels': ns.levels, 'seeds': ns.seeds, 'workers': ns.workers}
+    if ns.speed is not None and ns.speed not in (0.0, 1.0):
+        p.error(f'--speed {ns.speed:g}: expected 0 (fast-forward) or 1 (interpolated)')
+    if ns.weigh == 'lift' and ns.speed == 0.0:
+        p.error('--weigh lift needs --speed 1: a fast-forward lift has no samples to fit')
+    return {
+        'levels': ns.levels,
+        'seeds': ns.seeds,
+        'workers': ns.workers,
+        'weigh': ns.weigh,
+        'speed': ns.speed,
+    }

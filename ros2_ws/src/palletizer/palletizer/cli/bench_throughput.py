@@ -19,6 +19,11 @@ ours, `limit.uncapped_slower` says how many). `limit.joint_s_per_carton_median` 
 joint's rest-to-rest bang-bang time from the seal to the release configuration and back to the
 next seal, the slowest joint setting it; no path to those configurations can be faster.
 `ratio_path` and `ratio_joint` are the median cycle over each.
+
+`--weigh still lift` runs every episode once per way of weighing (configs/perception.yaml
+gauge.weigh_on_lift: still, or on the lift where that fit converges, core/gauge_lift.py);
+`levels` holds the first one's figures, `by_weigh` each one's, with `cartons_on_lift` (cartons
+weighed without stopping) per level, and `lift_vs_still` the ratio of their median cycles.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,6 +57,7 @@ __all__ = [
 
 PLANNERS = ('heuristic', 'beam')
 SEEDS = tuple(range(1, 21))
+WEIGHS = ('still', 'lift')
 # Cartesian caps high enough that no joint-limited move reaches them: the arm's 2 m/s-class
 # TCP speed and a few g are far below. [m/s], [m/s^2], [rad/s]
 _UNCAPPED = {
@@ -179,6 +185,8 @@ class _Episode:
     failed_twins: int
     wall_s: float
     slower_twins: int = 0
+    weigh: str = 'still'
+    on_lift: int = 0  # cartons weighed on the lift, without stopping
 
 
 def _median(xs: Iterable[float]) -> float | None:
@@ -238,11 +246,18 @@ def summarise(episodes: Sequence[_Episode]) -> dict[str, Any]:
     return levels
 
 
-def _episode(level: int, planner: str, seed: int, limit: bool) -> _Episode:
+def _with_weigh(cfg: Any, weigh: str) -> Any:
+    """The config with the gauge weighing `weigh` (still | lift)."""
+    perception = cfg.perception
+    gauge = replace(perception.gauge, weigh_on_lift=weigh == 'lift')
+    return replace(cfg, perception=replace(perception, gauge=gauge))
+
+
+def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'still') -> _Episode:
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    cfg = load_config()
+    cfg = _with_weigh(load_config(), weigh)
     recorders: list[LimitRecorder] = []
 
     def record(sequencer: Any) -> None:
@@ -266,6 +281,9 @@ def _episode(level: int, planner: str, seed: int, limit: bool) -> _Episode:
         on_sequencer=record if limit else None,
     )
     cycles = [spans_from_payload(p) for _, _, kind, _, p in sink.events if kind == 'settle']
+    on_lift = sum(
+        1 for _, _, kind, _, p in sink.events if kind == 'pick' and p.get('weighed') == 'lift'
+    )
     rec = recorders[0] if recorders else None
     joint_limits = MotionParams.from_config(cfg.cell).limits
     return _Episode(
@@ -278,6 +296,8 @@ def _episode(level: int, planner: str, seed: int, limit: bool) -> _Episode:
         rec.failed if rec is not None else 0,
         time.perf_counter() - t0,
         rec.slower if rec is not None else 0,
+        weigh,
+        on_lift,
     )
 
 
@@ -286,25 +306,37 @@ def bench_throughput(
     seeds: Sequence[int] = SEEDS,
     planners: Sequence[str] = PLANNERS,
     limit_levels: Sequence[int] = (11,),
+    weighs: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Run every (level, planner, seed) and return the benchmark's JSON."""
+    """Run every (level, planner, seed), once per way of weighing (default: the config's), and
+    return the benchmark's JSON."""
+    cfg = load_config()
+    weighs = tuple(weighs or (('lift',) if cfg.perception.gauge.weigh_on_lift else ('still',)))
     episodes: list[_Episode] = []
-    runs = [(lv, p, s) for lv in levels for p in planners for s in seeds]
-    for i, (level, planner, seed) in enumerate(runs, 1):
-        e = _episode(level, planner, seed, level in limit_levels)
+    runs = [(lv, p, s, w) for w in weighs for lv in levels for p in planners for s in seeds]
+    for i, (level, planner, seed, weigh) in enumerate(runs, 1):
+        e = _episode(level, planner, seed, level in limit_levels, weigh)
         episodes.append(e)
         cyc = _median(sum(s.duration_s for s in c) for c in e.cycles)
         print(
-            f'[throughput] {i}/{len(runs)} L{level} {planner} seed {seed}: '
-            f'{"ok" if e.success else "failed"}, {len(e.cycles)} cartons, '
-            f'{cyc} s/carton (median), {e.wall_s:.0f} s wall',
+            f'[throughput] {i}/{len(runs)} L{level} {planner} seed {seed} weigh {weigh}: '
+            f'{"ok" if e.success else "failed"}, {len(e.cycles)} cartons '
+            f'({e.on_lift} weighed on the lift), {cyc} s/carton (median), '
+            f'{e.wall_s:.0f} s wall',
             file=sys.stderr,
             flush=True,
         )
-    cfg = load_config()
     lim = MotionParams.from_config(cfg.cell).limits
-    return {
-        'levels': summarise(episodes),
+    by_weigh: dict[str, dict[str, Any]] = {}
+    for w in weighs:
+        mine = [e for e in episodes if e.weigh == w]
+        figures = summarise(mine)
+        for key, f in figures.items():
+            f['cartons_on_lift'] = sum(e.on_lift for e in mine if str(e.level) == key)
+        by_weigh[w] = figures
+    out: dict[str, Any] = {
+        'levels': by_weigh[weighs[0]],
+        'weigh': list(weighs),
         'seeds': list(seeds),
         'planners': list(planners),
         'motion': 'interpolated',
@@ -317,6 +349,21 @@ def bench_throughput(
         },
         'phases': list(CyclePhase.names()),
     }
+    if len(weighs) > 1:
+        out['by_weigh'] = by_weigh
+        if {'still', 'lift'} <= set(weighs):
+            out['lift_vs_still'] = {
+                key: _ratio(
+                    by_weigh['lift'][key]['cycle_s_per_carton_median'],
+                    f['cycle_s_per_carton_median'],
+                )
+                for key, f in by_weigh['still'].items()
+            }
+    return out
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
 
 
 def parse_options(
@@ -340,6 +387,14 @@ def parse_options(
         default=[11],
         help='levels whose moves are also timed at the physical limit (default 11)',
     )
+    p.add_argument(
+        '--weigh',
+        nargs='+',
+        choices=WEIGHS,
+        default=None,
+        help='still | lift, one run of every episode each (default: configs/perception.yaml '
+        'gauge.weigh_on_lift)',
+    )
     ns = p.parse_args(argv)
     cfg = load_config()
     check_levels_and_first_seeds(p, ns.levels, ns.seeds, cfg.levels, SEED_LIMIT)
@@ -355,4 +410,5 @@ def parse_options(
         'seeds': tuple(range(1, ns.seeds + 1)),
         'planners': tuple(ns.planners),
         'limit_levels': tuple(ns.limit_levels),
+        'weighs': None if ns.weigh is None else tuple(dict.fromkeys(ns.weigh)),
     }

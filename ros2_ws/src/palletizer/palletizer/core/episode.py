@@ -395,6 +395,8 @@ class _Loop:
             cog_offset_mm=[_r(v * 1000) for v in spec.cog_offset_m],
             dims_mm=[_r(v * 1000) for v in spec.dims_m],
             **{k: v for k, v in picked.details.items()},
+            # A gauge that weighed on the lift, without stopping, says so (core.gauge_lift).
+            **({'weighed': 'lift'} if getattr(self.gauge, 'last_weigh', '') == 'lift' else {}),
         )
         return self.place_held(spec, obs)
 

@@ -18,7 +18,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
-from palletizer.bridge import FramePose, StepStream, cell_frames
+from palletizer.bridge import KINEMATICS_EVERY, FramePose, StepStream, cell_frames
 from palletizer.sim.cell import Cell
 
 __all__ = ['BURST', 'STREAM', 'TF', 'CellStreams', 'stamp']
@@ -67,7 +67,7 @@ class CellStreams:
         self.wrench_pub = node.create_publisher(WrenchStamped, wrench_topic, BURST)
         self.tf_pub = TransformBroadcaster(node, qos=TF)
         self.tf_static_pub = StaticTransformBroadcaster(node)
-        self.stream = StepStream(self.publish_kinematics, every=10)  # 50 Hz of sim time at 2 ms
+        self.stream = StepStream(self.publish_kinematics, every=KINEMATICS_EVERY)
         # A UR driver's joint_state_broadcaster runs at 500 Hz: every step in the hardware profile.
         self.joint_stream = StepStream(self.publish_joints, every=1)
         # The wrench streams faster (cell.yaml wrench.rate_hz), as a UR driver's does: a

@@ -71,7 +71,7 @@ class EpisodeDirectorNode(Node):
         self.abort = threading.Event()
         self.calls = Calls(self, self.abort, Timeouts(speed=p.speed))
         self.group = ReentrantCallbackGroup()
-        self.gauge = RosGauge(self, self.calls, p.hold)
+        self.gauge = RosGauge(self, self.calls, p.hold, on_lift=cfg.perception.gauge.weigh_on_lift)
         self.cell: RosCell | RosLine
         if p.real:
             # How long a carton may take to come: the conveyor's own jam time, sim seconds.

@@ -53,10 +53,18 @@ class RosGauge:
     oracle = False
 
     def __init__(
-        self, node: Node, calls: Calls, hold_s: float, prefix: str = '/wrist_gauge'
+        self,
+        node: Node,
+        calls: Calls,
+        hold_s: float,
+        prefix: str = '/wrist_gauge',
+        on_lift: bool = False,
     ) -> None:
         self.calls = calls
         self.hold_s = hold_s
+        # Weigh on the lift first (configs/perception.yaml gauge.weigh_on_lift), as in-process.
+        self.on_lift = on_lift
+        self.last_weigh = ''  # 'lift' | 'still' | '' (none)
         self.tare_c = node.create_client(Tare, f'{prefix}/tare')
         self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
         self.cell: HoldingCell | None = None
@@ -116,8 +124,31 @@ class RosGauge:
             return
         self.tare_wrench = [float(v) for v in res.wrench]
 
+    def _weigh_on_lift(self, observation: Observation) -> PackageSpec | None:
+        """The carton weighed on the lift that ended now, or None (hold and weigh still)."""
+        assert self.cell is not None
+        req = Weigh.Request(
+            observation=observation_to_msg(observation),
+            min_stamp=self.cell.stamp,
+            tare=self.tare_wrench or [0.0] * 6,
+            has_tare=self.tare_wrench is not None,
+            on_lift=True,
+        )
+        res = self.calls.service(
+            self.weigh_c, req, 'wrist gauge weigh on the lift', self.calls.t.quick_s
+        )
+        if res.error_code != Weigh.Response.OK:
+            return None
+        return spec_from_msg(res.spec)
+
     def weigh(self, observation: Observation) -> PackageSpec | None:
         assert self.cell is not None
+        self.last_weigh = ''
+        if self.on_lift:
+            spec = self._weigh_on_lift(observation)
+            if spec is not None:
+                self.last_weigh = 'lift'
+                return spec
         self.cell.hold(self.hold_s)
 
         def build(stamp: Time) -> Weigh.Request:
@@ -140,6 +171,7 @@ class RosGauge:
             self.last_error = f'{res.error_code}: {res.error_msg}'
             print(f'  wrist gauge: {self.last_error}', flush=True)
             return None
+        self.last_weigh = 'still'
         return spec_from_msg(res.spec)
 
 

@@ -6,6 +6,11 @@ calls, so the director holds the arm still (the cell's settle) before asking; th
 latest samples and refuses when the arm was moving or the tool not plumb. The director tares
 again after each place (a zero of the drifting sensor, wiring.gauge.WristGauge.zero in-process)
 and sends the newest tare with each weigh.
+
+With `on_lift` a weigh needs no hold: the node fits mass and CoM to the lift that ended at the
+request's stamp (core.gauge_lift), from the last seconds of the wrench and joint-state streams
+it keeps, and answers NOT_CONVERGED where that fit is not certain enough; the director then
+holds and weighs still (configs/perception.yaml gauge.weigh_on_lift).
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from palletizer.core.gauge import (
     WeighError,
     average_wrench,
     off_plumb,
+    type_from_label,
     weigh_held,
 )
+from palletizer.core.gauge_lift import LiftHistory, weigh_on_lift
+from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.core.streams import StampedBuffer
 from palletizer.core.vocab import GaugeMode
@@ -95,6 +103,16 @@ class WristGaugeNode(Node):
             noise_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
         )
         self.kin = UR10eKinematics()
+        # Weighing on the lift: its share of the streams, and the fit's noise model.
+        self.lift_skip_s = g.lift_skip_s
+        self.history_s = float(
+            declare(self, 'history_s', 3.0, 'stream kept for weighing on the lift [s sim]')
+        )
+        self.motion_params = MotionGaugeParams(
+            force_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
+            torque_sigma_nm=max(cfg.cell.wrench.noise_torque_nm, 0.004),
+        )
+        self.history = LiftHistory(self.history_s)
         # Only samples of the last `window_s` before the request's stamp count: the hold.
         self.window_s = float(
             declare(
@@ -140,7 +158,9 @@ class WristGaugeNode(Node):
     def on_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.buffer.add(stamp, (f.x, f.y, f.z, t.x, t.y, t.z))
+        row = (f.x, f.y, f.z, t.x, t.y, t.z)
+        self.buffer.add(stamp, row)
+        self.history.add_wrench(stamp, row)
 
     def on_joints(self, msg: JointState) -> None:
         pos = dict(zip(msg.name, msg.position, strict=False))
@@ -148,6 +168,10 @@ class WristGaugeNode(Node):
             self.q = np.array([pos[j] for j in JOINTS])
             vel = dict(zip(msg.name, msg.velocity, strict=False))
             self.qd_max = max((abs(vel.get(j, 0.0)) for j in JOINTS), default=0.0)
+            if all(j in vel for j in JOINTS):
+                stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                qd = np.array([vel[j] for j in JOINTS])
+                self.history.add_joints(stamp, self.q, qd)
 
     def _reading(self, min_stamp: Time) -> np.ndarray | str:
         want = min_stamp.sec + min_stamp.nanosec * 1e-9
@@ -226,6 +250,8 @@ class WristGaugeNode(Node):
                 'weigh before tare: call ~/tare with the gripper empty',
             )
             return res
+        if req.on_lift:
+            return self._weigh_on_lift(req, tare, res)
         r = self._reading(req.min_stamp)
         if isinstance(r, str):
             res.error_code, res.error_msg = Weigh.Response.NOT_STILL, r
@@ -251,6 +277,45 @@ class WristGaugeNode(Node):
             return res
         res.spec = spec_to_msg(reading.spec)
         res.quality = reading.quality
+        res.error_code = Weigh.Response.OK
+        return res
+
+    def _weigh_on_lift(
+        self, req: Weigh.Request, tare: np.ndarray, res: Weigh.Response
+    ) -> Weigh.Response:
+        """The fit on the lift that ended at the request's stamp (core.gauge_lift)."""
+        want = req.min_stamp.sec + req.min_stamp.nanosec * 1e-9
+        rows, _ = self.buffer.window(want, self.window_s, self.wait_s)
+        if rows.shape[0] == 0 or not self.history.wait_joints(want, self.wait_s):
+            res.error_code = Weigh.Response.NOT_STILL
+            res.error_msg = (
+                f'no wrench and joint states at sim time {want:.3f} s within {self.wait_s:.0f} s'
+            )
+            return res
+        observation = observation_from_msg(req.observation)
+        samples = self.history.samples(want)
+        try:
+            fit = weigh_on_lift(
+                samples,
+                tare,
+                observation,
+                kin=self.kin,
+                tcp_offset=self.tcp_offset,
+                cup_gap=self.cup_gap,
+                skip_s=self.lift_skip_s,
+                params=self.motion_params,
+            )
+        except WeighError as exc:
+            res.error_code, res.error_msg = Weigh.Response.NOT_CONVERGED, f'on the lift: {exc}'
+            return res
+        if fit.weigher is None:
+            res.error_code, res.error_msg = Weigh.Response.NOT_CONVERGED, fit.why
+            return res
+        reading = fit.weigher.reading(
+            observation.package_id, type_from_label(observation.package_id)
+        )
+        res.spec = spec_to_msg(reading.spec)
+        res.quality = 'lift'
         res.error_code = Weigh.Response.OK
         return res
 

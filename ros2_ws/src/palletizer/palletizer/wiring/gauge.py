@@ -10,10 +10,19 @@ from collections import deque
 
 import numpy as np
 
-from palletizer.bridge.stream import StepStream
+from palletizer.bridge.stream import KINEMATICS_EVERY, StepStream
 from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.errors import PalletizerError
-from palletizer.core.gauge import GaugeParams, WeighError, average_wrench, off_plumb, weigh_held
+from palletizer.core.gauge import (
+    GaugeParams,
+    WeighError,
+    average_wrench,
+    off_plumb,
+    type_from_label,
+    weigh_held,
+)
+from palletizer.core.gauge_lift import LiftHistory, sim_stamp, weigh_on_lift
+from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.sim.robot import ARM_JOINTS
 
@@ -34,6 +43,13 @@ class WristGauge:
     a zero (the episode loop calls it once the empty arm waits above the source) reads the
     empty tool again and replaces the tare: the next weigh then sees only the drift of one
     pick, like a UR driver's zero_ftsensor before each use.
+
+    With `lift_skip_s` set (configs/perception.yaml gauge.lift_skip_s), it first weighs on the
+    lift (core.gauge_lift): the last `history_s` of the streams as the node gets them, the
+    wrench at every sample and the joint angles and rates at the bridge's joint-state rate
+    (`joint_every` steps) and once more when asked, fitted with the tool's motion. A converged
+    fit is the reading and the arm does not stop; otherwise it holds still and weighs as above.
+    `last_weigh` says which: 'lift', 'still' or '' (none yet).
     """
 
     oracle = False
@@ -50,6 +66,10 @@ class WristGauge:
         params: GaugeParams | None = None,
         every: int = 10,
         settle_s: float = 0.3,
+        lift_skip_s: float | None = None,
+        history_s: float = 3.0,
+        motion_params: MotionGaugeParams | None = None,
+        joint_every: int = KINEMATICS_EVERY,
     ) -> None:
         self.cell = cell
         self.kin = kinematics or UR10eKinematics()
@@ -63,15 +83,31 @@ class WristGauge:
         self.params = params or GaugeParams()
         self._tare: np.ndarray | None = None
         self._buffer: deque[np.ndarray] = deque(maxlen=samples)
+        self.lift_skip_s = lift_skip_s
+        self.history_s = float(history_s)
+        self.motion_params = motion_params or MotionGaugeParams()
+        self.joint_every = int(joint_every)
+        self._history = LiftHistory(self.history_s)
+        self.last_weigh = ''
 
     def attach(self) -> None:
         """Start streaming on the (freshly reset) cell, as the bridge does."""
         self._buffer.clear()
+        self._history.clear()
         StepStream(self._sample, every=self.every).attach(self.cell)
+        if self.lift_skip_s is not None:
+            StepStream(self._sample_joints, every=self.joint_every).attach(self.cell)
 
     def _sample(self) -> None:
         w = self.cell.wrench()
-        self._buffer.append(np.concatenate([w.force, w.torque]))
+        row = np.concatenate([w.force, w.torque])
+        self._buffer.append(row)
+        if self.lift_skip_s is not None:
+            self._history.add_wrench(sim_stamp(self.cell.time), row)
+
+    def _sample_joints(self) -> None:
+        q, qd, _ = self.cell.joint_state()
+        self._history.add_joints(sim_stamp(self.cell.time), q, qd)
 
     def _read(self) -> np.ndarray | None:
         self.cell.settle(self.hold_s)
@@ -113,6 +149,12 @@ class WristGauge:
             raise PalletizerError(
                 'wrist gauge: weigh() before tare(); tare with the gripper empty'
             )
+        self.last_weigh = ''
+        if self.lift_skip_s is not None:
+            on_lift = self._weigh_on_lift(observation)
+            if on_lift is not None:
+                self.last_weigh = 'lift'
+                return on_lift
         loaded = self._read()
         if loaded is None:
             return None
@@ -129,4 +171,30 @@ class WristGauge:
             )
         except WeighError:
             return None
+        self.last_weigh = 'still'
         return reading.spec
+
+    def _weigh_on_lift(self, observation: Observation) -> PackageSpec | None:
+        """The carton weighed on the lift just made, or None when that fit did not converge."""
+        assert self._tare is not None and self.lift_skip_s is not None
+        self._sample_joints()  # the state the bridge publishes after the pick's last call
+        now = sim_stamp(self.cell.time)
+        samples = self._history.samples(now)
+        try:
+            fit = weigh_on_lift(
+                samples,
+                self._tare,
+                observation,
+                kin=self.kin,
+                tcp_offset=self.tcp_offset,
+                cup_gap=self.cup_gap,
+                skip_s=self.lift_skip_s,
+                params=self.motion_params,
+            )
+        except WeighError:
+            return None  # nothing on the lift: the still reading decides
+        if fit.weigher is None:
+            return None
+        return fit.weigher.reading(
+            observation.package_id, type_from_label(observation.package_id)
+        ).spec

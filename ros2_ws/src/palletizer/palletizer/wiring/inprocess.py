@@ -18,6 +18,7 @@ from palletizer.core.contracts import EpisodeResult, PalletState, Placement
 from palletizer.core.episode import EpisodeSettings, last_resort_line, run_episode
 from palletizer.core.errors import InvalidValue
 from palletizer.core.gauge import GaugeParams, OracleGauge
+from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.loads import draw_load
 from palletizer.core.motion import MotionParams, MotionPlanner
 from palletizer.core.oracle import oracle_flag
@@ -60,6 +61,11 @@ class _ProbedGauge:
         spec = self.gauge.weigh(observation)
         self.probe('weigh', observation.package_id, spec)
         return spec
+
+    def __getattr__(self, name: str) -> Any:
+        # The rest is the gauge's own: the episode's zero after each place and `last_weigh`
+        # (a probed run weighs exactly as an unprobed one).
+        return getattr(self.gauge, name)
 
 
 def _mode_of(component: Any) -> str:
@@ -242,6 +248,11 @@ def run_inprocess(
                 ),
                 every=steps_per_sample(cfg.cell.wrench.rate_hz, cfg.cell.physics.timestep),
                 settle_s=g.settle_s,
+                lift_skip_s=g.lift_skip_s if g.weigh_on_lift else None,
+                motion_params=MotionGaugeParams(
+                    force_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
+                    torque_sigma_nm=max(cfg.cell.wrench.noise_torque_nm, 0.004),
+                ),
             )
             if gauge is GaugeMode.wrench
             else oracle_gauge

@@ -310,6 +310,8 @@ _PERCEPTION = {
         'still_steps': _num(1, 10000, integer=True),
         'hidden_limit': _num(0.0, 1.0),
         'no_payload_kg': _num(0.0, 10.0),
+        'weigh_on_lift': _Opt(_bool, False),
+        'lift_skip_s': _num(0.0, 1.0),
         'tare_offsets': _list_of(_vec(3, -3.2, 3.2), 3),
     },
 }

@@ -120,7 +120,9 @@ class GaugeSettings:
     still_speed [rad/s] and still_steps: the arm counts as still below this joint speed for
     this many consecutive steps; hidden_limit [m]: worst planar leak of the blind axis before a
     tilted sweep; no_payload_kg: below this the cups hold nothing; tare_offsets [rad]: wrist_1..3
-    offsets from home of the tare poses.
+    offsets from home of the tare poses; weigh_on_lift: weigh on the lift first (core.gauge_lift),
+    still only where that fit does not converge; lift_skip_s [s]: the part of the lift after the
+    seal that the fit leaves out.
     """
 
     samples: int
@@ -130,6 +132,8 @@ class GaugeSettings:
     hidden_limit: float
     no_payload_kg: float
     tare_offsets: tuple[tuple[float, float, float], ...]
+    weigh_on_lift: bool = False
+    lift_skip_s: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,8 @@ def _perception(d: Mapping[str, Any]) -> PerceptionConfig:
             hidden_limit=float(g['hidden_limit']),
             no_payload_kg=float(g['no_payload_kg']),
             tare_offsets=tuple((float(x), float(y), float(z)) for x, y, z in g['tare_offsets']),
+            weigh_on_lift=bool(g['weigh_on_lift']),
+            lift_skip_s=float(g['lift_skip_s']),
         ),
     )
 

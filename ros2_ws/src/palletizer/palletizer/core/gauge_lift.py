@@ -1,0 +1,224 @@
+"""Weighing on the lift: core.gauge_motion's fit over the wrist samples of the move that lifts
+the carton off its station, so the arm need not stand still to weigh it.
+
+The gauge keeps the last seconds of the streams a UR driver offers: the wrench and the joint
+states (angles and rates, no accelerations), each at its own rate; the joint states are
+interpolated to the wrench's stamps (LiftSamples.from_streams). When asked to weigh, it finds the lift in them
+(the seal is the lowest the tool went: the approach came down to it and the lift rises from
+it), drops the first `skip_s` after it (the cups pull the carton off its support: until it is
+clear, the support carries part of its weight), and fits mass and CoM to the rest, with the
+tool's motion from forward kinematics at the measured rates and their time derivative.
+
+Only a converged fit (MotionGaugeParams' rule) is handed on; the caller weighs still otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from palletizer.core.contracts import Observation
+from palletizer.core.errors import PalletizerError
+from palletizer.core.gauge_motion import (
+    InMotionWeigher,
+    MotionGaugeParams,
+    sensor_motion,
+    weigher_for_grasp,
+)
+from palletizer.core.motion.kinematics import UR10eKinematics
+from palletizer.core.streams import rewound
+
+__all__ = ['LiftHistory', 'LiftSamples', 'LiftWeigh', 'lift_start', 'sim_stamp', 'weigh_on_lift']
+
+
+def sim_stamp(t: float) -> float:
+    """Sim time [s] as a message stamp carries it and a node reads it back (whole ns, then
+    sec + nanosec 1e-9): an in-process gauge stamps its samples so, to the last bit."""
+    ns = int(round(float(t) * 1e9))
+    return float(ns // 1_000_000_000 + (ns % 1_000_000_000) * 1e-9)
+
+
+def _latest_per_stamp(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows (stamp, ...) in stamp order, one per stamp (the last given): a stream publishes
+    the state again after each call, at the same instant."""
+    by: dict[float, tuple[Any, ...]] = {}
+    for r in rows:
+        by[float(r[0])] = r
+    return [by[t] for t in sorted(by)]
+
+
+@dataclass(frozen=True, eq=False)
+class LiftSamples:
+    """Stamped samples of the wrist streams, oldest first: t (n,) [s sim], wrench (n, 6)
+    [N, N m] as the (zeroed) sensor reads it, q and qd (n, 6) [rad, rad/s] in the planner's
+    joint order, each row taken at its t."""
+
+    t: np.ndarray
+    wrench: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+
+    @classmethod
+    def of(cls, t: ArrayLike, wrench: ArrayLike, q: ArrayLike, qd: ArrayLike) -> LiftSamples:
+        s = cls(
+            np.asarray(t, dtype=float).reshape(-1),
+            np.asarray(wrench, dtype=float).reshape(-1, 6),
+            np.asarray(q, dtype=float).reshape(-1, 6),
+            np.asarray(qd, dtype=float).reshape(-1, 6),
+        )
+        n = len(s.t)
+        if not (len(s.wrench) == len(s.q) == len(s.qd) == n):
+            raise PalletizerError(
+                f'LiftSamples: {n} stamps, {len(s.wrench)} wrenches, {len(s.q)} joint angles '
+                f'and {len(s.qd)} rates; expected one of each per stamp'
+            )
+        if n > 1 and not bool(np.all(np.diff(s.t) > 0)):
+            raise PalletizerError('LiftSamples: stamps must increase strictly')
+        return s
+
+    @classmethod
+    def from_streams(
+        cls,
+        wrench: Sequence[tuple[float, ArrayLike]],
+        joints: Sequence[tuple[float, ArrayLike, ArrayLike]],
+        until: float,
+        span_s: float,
+    ) -> LiftSamples:
+        """The two streams as a UR driver gives them, each at its own rate, on the wrench's
+        stamps: wrench rows (t, (6,)) and joint-state rows (t, q (6,), qd (6,)) in
+        (until - span_s, until] [s], one per stamp; the angles and rates interpolated linearly
+        to each wrench stamp within the joint states' span (the wrench samples outside it are
+        left out)."""
+        lo, eps = until - span_s, 1e-9
+        w = _latest_per_stamp([r for r in wrench if lo < r[0] <= until + eps])
+        j = _latest_per_stamp([r for r in joints if lo < r[0] <= until + eps])
+        if len(j) < 2 or not w:
+            return cls.of(np.empty(0), np.empty((0, 6)), np.empty((0, 6)), np.empty((0, 6)))
+        tj = np.array([r[0] for r in j])
+        tw = np.array([r[0] for r in w])
+        keep = (tw >= tj[0] - eps) & (tw <= tj[-1] + eps)
+        tw = tw[keep]
+        qj = np.array([np.asarray(r[1], dtype=float) for r in j])
+        qdj = np.array([np.asarray(r[2], dtype=float) for r in j])
+        q = np.stack([np.interp(tw, tj, qj[:, k]) for k in range(6)], axis=1)
+        qd = np.stack([np.interp(tw, tj, qdj[:, k]) for k in range(6)], axis=1)
+        rows = np.array([np.asarray(r[1], dtype=float) for r in w])[keep]
+        return cls.of(tw, rows.reshape(-1, 6), q, qd)
+
+
+class LiftHistory:
+    """The last `span_s` of the wrench and joint-state streams, thread-safe, as a gauge keeps
+    them for weighing on the lift. A stamp earlier than the newest of its stream starts a new
+    episode (the cell's reset rewinds sim time): both streams start over."""
+
+    def __init__(self, span_s: float = 3.0) -> None:
+        if not span_s > 0:
+            raise PalletizerError(f'LiftHistory: span_s = {span_s}; expected > 0')
+        self.span_s = float(span_s)
+        self._cond = threading.Condition()
+        self._wrench: deque[tuple[float, np.ndarray]] = deque()
+        self._joints: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+
+    def clear(self) -> None:
+        with self._cond:
+            self._wrench.clear()
+            self._joints.clear()
+
+    def _keep(self, rows: deque[Any], row: tuple[Any, ...]) -> None:
+        if rows and rewound(rows[-1][0], row[0]):
+            self._wrench.clear()
+            self._joints.clear()
+        rows.append(row)
+        while rows and rows[0][0] < row[0] - self.span_s - 0.5:
+            rows.popleft()
+        self._cond.notify_all()
+
+    def add_wrench(self, stamp: float, wrench: ArrayLike) -> None:
+        """One wrench sample (6,) [N, N m] at sim time `stamp` [s]."""
+        with self._cond:
+            self._keep(self._wrench, (float(stamp), np.asarray(wrench, dtype=float).reshape(6)))
+
+    def add_joints(self, stamp: float, q: ArrayLike, qd: ArrayLike) -> None:
+        """One joint state: angles and rates (6,) [rad, rad/s] at sim time `stamp` [s]."""
+        row = (float(stamp), np.array(q, dtype=float), np.array(qd, dtype=float))
+        with self._cond:
+            self._keep(self._joints, row)
+
+    def wait_joints(self, want: float, timeout_s: float) -> bool:
+        """Wait up to timeout_s (wall) for a joint state stamped at `want` [s] or later."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: bool(self._joints) and self._joints[-1][0] >= want - 1e-9,
+                timeout=timeout_s,
+            )
+
+    def samples(self, until: float) -> LiftSamples:
+        """LiftSamples.from_streams over the last span_s before `until` [s]."""
+        with self._cond:
+            wrench, joints = list(self._wrench), list(self._joints)
+        return LiftSamples.from_streams(wrench, joints, until, self.span_s)
+
+
+@dataclass(frozen=True)
+class LiftWeigh:
+    """A fit on the lift: the weigher (its estimate and reading), or why there is none."""
+
+    weigher: InMotionWeigher | None
+    why: str = ''
+    lift_s: float = 0.0  # [s] from the seal to the last sample used
+
+
+def lift_start(samples: LiftSamples, kin: UR10eKinematics, still_m: float = 2e-6) -> int:
+    """The index of the seal: the last sample where the tool stood lowest, within still_m [m]
+    (the approach came down to it, the cups sealed standing still, and the lift rises from it;
+    2 um is what a jerk-limited lift rises in its first ~8 ms)."""
+    if len(samples.t) == 0:
+        raise PalletizerError('lift_start: no samples')
+    z = kin.fk(samples.q)[:, 2, 3]
+    low = np.flatnonzero(z <= z.min() + still_m)
+    return int(low[-1])
+
+
+def weigh_on_lift(
+    samples: LiftSamples,
+    tare: ArrayLike,
+    observation: Observation,
+    *,
+    kin: UR10eKinematics,
+    tcp_offset: float,
+    cup_gap: float,
+    skip_s: float,
+    params: MotionGaugeParams | None = None,
+) -> LiftWeigh:
+    """Fit mass and CoM to the samples from `skip_s` after the seal to the newest.
+
+    tare (6,): the empty tool's still, plumb reading that the samples are taken against (the
+    gauge's zero). Raises core.gauge.WeighError('no_payload') when the fit finds nothing on the cups.
+    """
+    if skip_s < 0:
+        raise PalletizerError(f'weigh_on_lift: skip_s = {skip_s}; expected >= 0')
+    p = params or MotionGaugeParams()
+    if len(samples.t) < 3:
+        return LiftWeigh(None, f'{len(samples.t)} wrist samples: too few to find a lift')
+    i = lift_start(samples, kin)
+    use = samples.t >= samples.t[i] + skip_s
+    n = int(use.sum())
+    if n < p.min_samples:
+        return LiftWeigh(None, f'{n} samples after the lift began, fewer than {p.min_samples}')
+    qdd = np.gradient(samples.qd, samples.t, axis=0)
+    motion = sensor_motion(kin, samples.t[use], samples.q[use], samples.qd[use], qdd[use], g=p.g)
+    weigher = weigher_for_grasp(
+        observation, samples.q[i], kin=kin, tcp_offset=tcp_offset, cup_gap=cup_gap, params=p
+    )
+    weigher.add(samples.wrench[use] - np.asarray(tare, dtype=float).reshape(1, 6), motion)
+    estimate = weigher.estimate()  # WeighError('no_payload') propagates
+    lift_s = float(samples.t[-1] - samples.t[i])
+    if not estimate.converged:
+        return LiftWeigh(None, f'not converged on the lift: {estimate.why}', lift_s)
+    return LiftWeigh(weigher, '', lift_s)

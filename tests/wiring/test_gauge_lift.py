@@ -1,0 +1,63 @@
+"""The in-process wrist gauge weighs on the lift, and holds still only where that fit waits."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from palletizer.core.config import load_config
+from palletizer.core.cycle import spans_from_payload
+from palletizer.core.loads import draw_load
+from palletizer.core.planning import build_planner
+from palletizer.core.vocab import CyclePhase
+from palletizer.wiring.inprocess import MemorySink, run_inprocess
+
+pytestmark = pytest.mark.sim
+
+
+def _config(on_lift: bool):
+    cfg = load_config()
+    gauge = dataclasses.replace(cfg.perception.gauge, weigh_on_lift=on_lift)
+    return dataclasses.replace(cfg, perception=dataclasses.replace(cfg.perception, gauge=gauge))
+
+
+def _weigh_s(sink: MemorySink) -> list[float]:
+    """Each carton's weigh phase [s sim] from its cycle (the settle events)."""
+    out = []
+    for _, _, kind, _, payload in sink.events:
+        if kind == 'settle':
+            spans = spans_from_payload(payload)
+            out.append(sum(s.duration_s for s in spans if s.phase is CyclePhase.weigh))
+    return out
+
+
+def test_level_11_weighs_every_carton_on_the_lift_within_1_percent_and_never_stops_to():
+    truth = {d.package_id: d.spec for d in draw_load(11, 1, load_config())}
+    result, sink = run_inprocess(
+        11,
+        1,
+        build_planner('heuristic'),
+        speed=1.0,
+        config=_config(True),
+        sink=MemorySink(),
+        perception='oracle',
+    )
+    assert result.success, [e for e in sink.events if e[2] == 'fail']
+    picks = [(pid, p) for _, _, kind, pid, p in sink.events if kind == 'pick']
+    assert len(picks) == 4 and all(p.get('weighed') == 'lift' for _, p in picks)
+    for pid, p in picks:
+        assert p['mass_kg'] == pytest.approx(truth[pid].mass_kg, rel=0.01), pid
+    assert max(_weigh_s(sink)) < 0.05  # no hold: the plan follows the lift's last sample
+
+    # The same episode weighed still holds 1.5 s for each carton (settle 0.3 s + 600 samples).
+    _, still = run_inprocess(
+        11,
+        1,
+        build_planner('heuristic'),
+        speed=1.0,
+        config=_config(False),
+        sink=MemorySink(),
+        perception='oracle',
+    )
+    assert not any(p.get('weighed') for _, _, k, _, p in still.events if k == 'pick')
+    assert min(_weigh_s(still)) > 1.4
