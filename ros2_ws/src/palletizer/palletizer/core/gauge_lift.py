@@ -4,9 +4,9 @@ the carton off its station, so the arm need not stand still to weigh it.
 The gauge keeps the last seconds of the streams a UR driver offers: the wrench and the joint
 states (angles and rates, no accelerations), each at its own rate; the joint states are
 interpolated to the wrench's stamps (LiftSamples.from_streams). When asked to weigh, it finds the lift in them
-(the seal is the lowest the tool went: the approach came down to it and the lift rises from
-it), drops the first `skip_s` after it (the cups pull the carton off its support: until it is
-clear, the support carries part of its weight), and fits mass and CoM to the rest, with the
+(the first motion after the seal, the lowest the tool went: `lift_start`), drops the first
+`skip_s` after it (the cups pull the carton off its support: until it is clear, the support
+carries part of its weight), and fits mass and CoM to the rest, with the
 tool's motion from forward kinematics at the measured rates and their time derivative.
 
 Only a converged fit (MotionGaugeParams' rule) is handed on; the caller weighs still otherwise.
@@ -174,15 +174,23 @@ class LiftWeigh:
     lift_s: float = 0.0  # [s] from the seal to the last sample used
 
 
-def lift_start(samples: LiftSamples, kin: UR10eKinematics, still_m: float = 2e-6) -> int:
-    """The index of the seal: the last sample where the tool stood lowest, within still_m [m]
-    (the approach came down to it, the cups sealed standing still, and the lift rises from it;
-    2 um is what a jerk-limited lift rises in its first ~8 ms)."""
+def lift_start(
+    samples: LiftSamples, kin: UR10eKinematics, still_m: float = 2e-6, moving: float = 0.01
+) -> int:
+    """The index where the lift begins: the first sample, after the tool stood lowest (the
+    seal; within still_m [m]), at which a joint moves faster than `moving` [rad/s].
+
+    Not the seal itself: the cups may hold the carton on its support a while before the lift
+    (the hardware profile waits for the vacuum input: 80 ms to 0.4 s, the wrench reading a
+    suction preload and part of the weight), and the arm creeps by a tenth of a millimetre
+    meanwhile; 0.01 rad/s is above that creep (0.004 rad/s) and reached in the lift's first
+    few milliseconds."""
     if len(samples.t) == 0:
         raise PalletizerError('lift_start: no samples')
     z = kin.fk(samples.q)[:, 2, 3]
-    low = np.flatnonzero(z <= z.min() + still_m)
-    return int(low[-1])
+    low = int(np.flatnonzero(z <= z.min() + still_m)[-1])
+    fast = np.flatnonzero(np.abs(samples.qd[low:]).max(axis=1) > moving)
+    return low + int(fast[0]) if len(fast) else len(samples.t) - 1
 
 
 def weigh_on_lift(
