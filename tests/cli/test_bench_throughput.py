@@ -157,3 +157,37 @@ def test_weigh_options_run_each_way_once_and_compare_them(monkeypatch, capsys):
     assert out['by_weigh']['lift']['11']['cartons_on_lift'] == 2
     assert out['by_weigh']['still']['11']['cartons_on_lift'] == 0
     assert out['lift_vs_still'] == {'11': round(9.0 / 10.5, 3)}
+
+
+def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
+    from palletizer.cli import bench_throughput as bt
+    from palletizer.cli.weighing import config_weigh, with_weigh
+    from palletizer.core.config import load_config
+
+    cfg = load_config()
+    g = with_weigh(cfg, 'track').perception.gauge
+    assert g.weigh_on_lift and g.zero_on_move
+    assert config_weigh(with_weigh(cfg, 'track')) == 'track'
+    assert config_weigh(with_weigh(cfg, 'lift')) == 'lift'
+    assert config_weigh(with_weigh(cfg, 'still')) == 'still'
+    with pytest.raises(ValueError, match='expected one of still, lift, track'):
+        with_weigh(cfg, 'fast')
+    assert parse_options(['--weigh', 'still', 'track'])['weighs'] == ('still', 'track')
+
+    def episode(level, planner, seed, limit, weigh):
+        # 9 s of other phases; still: 1.5 s to weigh; still and lift: 1.5 s to zero.
+        phases = [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)]
+        phases.append((P.settle, 0.0 if weigh == 'track' else 1.5))
+        on_move = 1 if weigh == 'track' else 0
+        return _Episode(
+            level, planner, seed, True, [_cycle(0.0, phases)], [], 0, 0.1, 0, weigh, 1, on_move
+        )
+
+    monkeypatch.setattr(bt, '_episode', episode)
+    out = bt.bench_throughput(
+        levels=(11,), seeds=(1,), planners=('heuristic',), weighs=('still', 'lift', 'track')
+    )
+    assert out['by_weigh']['track']['11']['cartons_zeroed_on_move'] == 1
+    assert out['by_weigh']['lift']['11']['cartons_zeroed_on_move'] == 0
+    assert out['lift_vs_still'] == {'11': round(10.5 / 12.0, 3)}
+    assert out['track_vs_still'] == {'11': round(9.0 / 12.0, 3)}

@@ -1,6 +1,7 @@
-"""The graph weighs on the lift as the in-process loop does (configs/perception.yaml
-gauge.weigh_on_lift): the director asks the wrist_gauge node for the fit over the lift, and
-holds the arm still only where that fit has not converged."""
+"""The graph weighs on the lift and zeroes on the move as the in-process loop does
+(configs/perception.yaml gauge.weigh_on_lift and zero_on_move): the director asks the
+wrist_gauge node for the fit over the lift and for the tare over the move back, and holds the
+arm still only where either is not certain enough."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ def _configs_on_lift(tmp_path: Path) -> Path:
     shutil.copytree(config_dir(), out)
     perception = out / 'perception.yaml'
     text, n = re.subn(
-        r'^(  weigh_on_lift:) *false', r'\g<1> true', perception.read_text(), flags=re.M
+        r'^(  (weigh_on_lift|zero_on_move):) *false',
+        r'\g<1> true',
+        perception.read_text(),
+        flags=re.M,
     )
-    assert n == 1
+    assert n == 2
     perception.write_text(text)
     return out
 
@@ -34,7 +38,7 @@ def _configs_on_lift(tmp_path: Path) -> Path:
 # Behind --run-slow (about 90 s): the in-process gauge's test (tests/wiring/test_gauge_lift.py)
 # runs in the default tier; this one holds the node and the director to it.
 @pytest.mark.slow
-def test_level_11_weighs_every_carton_on_the_lift_through_the_graph(tmp_path):
+def test_level_11_weighs_on_the_lift_and_zeroes_on_the_move_through_the_graph(tmp_path):
     from palletizer.core.config import load_config
     from palletizer.core.loads import draw_load
 
@@ -70,3 +74,5 @@ def test_level_11_weighs_every_carton_on_the_lift_through_the_graph(tmp_path):
         assert e['payload']['mass_kg'] == pytest.approx(
             truth[e['package_id']].mass_kg, rel=0.01
         ), e
+    settles = [e for e in events if e['kind'] == 'settle']
+    assert len(settles) == 4 and all(e['payload'].get('zeroed') == 'move' for e in settles)

@@ -10,6 +10,8 @@ conveyor cell before its first carton arrives) count towards false detections.
 gauge.weigh_on_lift, core/gauge_lift.py) and runs the episodes interpolated (`--speed 1`, as
 it needs: a fast-forward lift has no samples); `gauge_on_lift` then says how many of the
 weighings were on the lift, and `gauge_lift_*` / `gauge_still_*` score each kind apart.
+`--weigh track` also zeroes on the move back after each place where that is certain enough
+(gauge.zero_on_move); `gauge_zeroed_on_move` counts those zeros.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 import numpy as np
+
+from palletizer.cli.weighing import WEIGHS, config_weigh, with_weigh
 
 __all__ = ['bench_perception', 'parse_options', 'run_one']
 
@@ -103,9 +107,7 @@ def _map_row(hmap: Any) -> dict:
 
 def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
     """One episode in a worker process: every perception figure it produced. job: (level,
-    seed) or (level, seed, weigh ('still' | 'lift'), speed)."""
-    import dataclasses
-
+    seed) or (level, seed, weigh ('still' | 'lift' | 'track'), speed)."""
     from palletizer.core.config import load_config
     from palletizer.core.loads import draw_load
     from palletizer.core.planning import build_planner
@@ -115,8 +117,7 @@ def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
     cfg = load_config()
     weigh, speed = (job[2], job[3]) if len(job) == 4 else ('', 0.0)
     if weigh:
-        gauge = dataclasses.replace(cfg.perception.gauge, weigh_on_lift=weigh == 'lift')
-        cfg = dataclasses.replace(cfg, perception=dataclasses.replace(cfg.perception, gauge=gauge))
+        cfg = with_weigh(cfg, weigh)
     truth = {d.package_id: d.spec for d in draw_load(level, seed, cfg)}
     rows: dict[str, list] = {'maps': [], 'detects': [], 'weighs': []}
 
@@ -163,6 +164,9 @@ def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
     }
     for w in rows['weighs']:
         w['lift'] = w['package_id'] in on_lift
+    on_move = sum(
+        1 for _, _, kind, _, p in sink.events if kind == 'settle' and p.get('zeroed') == 'move'
+    )
     return {
         'level': level,
         'seed': seed,
@@ -172,6 +176,7 @@ def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
         'n_objects': result.n_objects,
         'failure': None if result.failure is None else str(result.failure.value),
         'wall_s': time.perf_counter() - t0,
+        'zeroed_on_move': on_move,
         **rows,
     }
 
@@ -245,6 +250,7 @@ def summarise(episodes: Sequence[dict], empties: Sequence[dict]) -> dict:
         'gauge_mass_err_pct_p95': _pct([w['mass_pct'] for w in weighs], 95),
         'gauge_com_err_mm_p95': _pct([w['com_mm'] for w in weighs], 95),
         'gauge_on_lift': sum(bool(w.get('lift')) for w in weighs),
+        'gauge_zeroed_on_move': sum(int(e.get('zeroed_on_move', 0)) for e in episodes),
         'gauge_lift_mass_err_pct_p95': _pct([w['mass_pct'] for w in weighs if w.get('lift')], 95),
         'gauge_lift_com_err_mm_p95': _pct([w['com_mm'] for w in weighs if w.get('lift')], 95),
         'gauge_still_mass_err_pct_p95': _pct(
@@ -268,12 +274,12 @@ def bench_perception(
     weigh: str | None = None,
     speed: float | None = None,
 ) -> dict:
-    """weigh: 'still' | 'lift' (None: the config's); speed: 0 fast-forward, 1 interpolated
-    (None: 1 when weighing on the lift, else 0)."""
+    """weigh: 'still' | 'lift' | 'track' (None: the config's); speed: 0 fast-forward,
+    1 interpolated (None: 1 when weighing on the lift, else 0)."""
     from palletizer.core.config import load_config
 
-    weigh = weigh or ('lift' if load_config().perception.gauge.weigh_on_lift else 'still')
-    speed = speed if speed is not None else (1.0 if weigh == 'lift' else 0.0)
+    weigh = weigh or config_weigh(load_config())
+    speed = speed if speed is not None else (0.0 if weigh == 'still' else 1.0)
     jobs = [(lv, s, weigh, speed) for lv in levels for s in seeds]
     episodes: list[dict] = []
     t0 = time.perf_counter()
@@ -311,15 +317,16 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench perception') -
     p.add_argument('--workers', type=int, default=2, help='worker processes (default 2)')
     p.add_argument(
         '--weigh',
-        choices=('still', 'lift'),
+        choices=WEIGHS,
         default=None,
-        help='still | lift (default: configs/perception.yaml gauge.weigh_on_lift)',
+        help='still | lift | track (default: configs/perception.yaml gauge weigh_on_lift and '
+        'zero_on_move)',
     )
     p.add_argument(
         '--speed',
         type=float,
         default=None,
-        help='0 fast-forward, 1 interpolated (default: 1 with --weigh lift, else 0)',
+        help='0 fast-forward, 1 interpolated (default: 1 with --weigh lift or track, else 0)',
     )
     ns = p.parse_args(list(argv))
     bad = [s for s in ns.seeds if s < 0] + [w for w in (ns.workers,) if w < 1]
@@ -327,8 +334,8 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench perception') -
         p.error(f'--seeds must be >= 0 and --workers >= 1; got {bad[0]}')
     if ns.speed is not None and ns.speed not in (0.0, 1.0):
         p.error(f'--speed {ns.speed:g}: expected 0 (fast-forward) or 1 (interpolated)')
-    if ns.weigh == 'lift' and ns.speed == 0.0:
-        p.error('--weigh lift needs --speed 1: a fast-forward lift has no samples to fit')
+    if ns.weigh in ('lift', 'track') and ns.speed == 0.0:
+        p.error(f'--weigh {ns.weigh} needs --speed 1: a fast-forward move has no samples to fit')
     return {
         'levels': ns.levels,
         'seeds': ns.seeds,

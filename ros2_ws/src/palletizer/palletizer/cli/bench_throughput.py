@@ -20,10 +20,13 @@ joint's rest-to-rest bang-bang time from the seal to the release configuration a
 next seal, the slowest joint setting it; no path to those configurations can be faster.
 `ratio_path` and `ratio_joint` are the median cycle over each.
 
-`--weigh still lift` runs every episode once per way of weighing (configs/perception.yaml
-gauge.weigh_on_lift: still, or on the lift where that fit converges, core/gauge_lift.py);
-`levels` holds the first one's figures, `by_weigh` each one's, with `cartons_on_lift` (cartons
-weighed without stopping) per level, and `lift_vs_still` the ratio of their median cycles.
+`--weigh still lift track` runs every episode once per way of weighing (configs/perception.yaml
+gauge): still (stop to weigh, stop to zero after each place); lift (weigh on the lift where that
+fit converges, core/gauge_lift.py: gauge.weigh_on_lift); track (that, and zero on the move back
+where that is certain enough: gauge.zero_on_move as well). `levels` holds the first one's
+figures, `by_weigh` each one's, with `cartons_on_lift` (cartons weighed without stopping) and
+`cartons_zeroed_on_move` (places followed by no zero hold) per level, and `lift_vs_still` and
+`track_vs_still` the ratios of their median cycles.
 """
 
 from __future__ import annotations
@@ -34,13 +37,14 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from palletizer.cli.bench_graph import PROTOCOL_LEVELS, SEED_LIMIT
 from palletizer.cli.seeds import check_levels_and_first_seeds
+from palletizer.cli.weighing import WEIGHS, config_weigh, with_weigh
 from palletizer.core.config import load_config
 from palletizer.core.cycle import PhaseSpan, phase_totals, spans_from_payload
 from palletizer.core.errors import ConfigError
@@ -57,7 +61,6 @@ __all__ = [
 
 PLANNERS = ('heuristic', 'beam')
 SEEDS = tuple(range(1, 21))
-WEIGHS = ('still', 'lift')
 # Cartesian caps high enough that no joint-limited move reaches them: the arm's 2 m/s-class
 # TCP speed and a few g are far below. [m/s], [m/s^2], [rad/s]
 _UNCAPPED = {
@@ -187,6 +190,7 @@ class _Episode:
     slower_twins: int = 0
     weigh: str = 'still'
     on_lift: int = 0  # cartons weighed on the lift, without stopping
+    on_move: int = 0  # places followed by a zero on the move, without a hold
 
 
 def _median(xs: Iterable[float]) -> float | None:
@@ -246,18 +250,11 @@ def summarise(episodes: Sequence[_Episode]) -> dict[str, Any]:
     return levels
 
 
-def _with_weigh(cfg: Any, weigh: str) -> Any:
-    """The config with the gauge weighing `weigh` (still | lift)."""
-    perception = cfg.perception
-    gauge = replace(perception.gauge, weigh_on_lift=weigh == 'lift')
-    return replace(cfg, perception=replace(perception, gauge=gauge))
-
-
 def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'still') -> _Episode:
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    cfg = _with_weigh(load_config(), weigh)
+    cfg = with_weigh(load_config(), weigh)
     recorders: list[LimitRecorder] = []
 
     def record(sequencer: Any) -> None:
@@ -284,6 +281,9 @@ def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'sti
     on_lift = sum(
         1 for _, _, kind, _, p in sink.events if kind == 'pick' and p.get('weighed') == 'lift'
     )
+    on_move = sum(
+        1 for _, _, kind, _, p in sink.events if kind == 'settle' and p.get('zeroed') == 'move'
+    )
     rec = recorders[0] if recorders else None
     joint_limits = MotionParams.from_config(cfg.cell).limits
     return _Episode(
@@ -298,6 +298,7 @@ def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'sti
         rec.slower if rec is not None else 0,
         weigh,
         on_lift,
+        on_move,
     )
 
 
@@ -311,7 +312,7 @@ def bench_throughput(
     """Run every (level, planner, seed), once per way of weighing (default: the config's), and
     return the benchmark's JSON."""
     cfg = load_config()
-    weighs = tuple(weighs or (('lift',) if cfg.perception.gauge.weigh_on_lift else ('still',)))
+    weighs = tuple(weighs or (config_weigh(cfg),))
     episodes: list[_Episode] = []
     runs = [(lv, p, s, w) for w in weighs for lv in levels for p in planners for s in seeds]
     for i, (level, planner, seed, weigh) in enumerate(runs, 1):
@@ -321,7 +322,8 @@ def bench_throughput(
         print(
             f'[throughput] {i}/{len(runs)} L{level} {planner} seed {seed} weigh {weigh}: '
             f'{"ok" if e.success else "failed"}, {len(e.cycles)} cartons '
-            f'({e.on_lift} weighed on the lift), {cyc} s/carton (median), '
+            f'({e.on_lift} weighed on the lift, {e.on_move} zeroed on the move), '
+            f'{cyc} s/carton (median), '
             f'{e.wall_s:.0f} s wall',
             file=sys.stderr,
             flush=True,
@@ -333,6 +335,7 @@ def bench_throughput(
         figures = summarise(mine)
         for key, f in figures.items():
             f['cartons_on_lift'] = sum(e.on_lift for e in mine if str(e.level) == key)
+            f['cartons_zeroed_on_move'] = sum(e.on_move for e in mine if str(e.level) == key)
         by_weigh[w] = figures
     out: dict[str, Any] = {
         'levels': by_weigh[weighs[0]],
@@ -351,14 +354,15 @@ def bench_throughput(
     }
     if len(weighs) > 1:
         out['by_weigh'] = by_weigh
-        if {'still', 'lift'} <= set(weighs):
-            out['lift_vs_still'] = {
-                key: _ratio(
-                    by_weigh['lift'][key]['cycle_s_per_carton_median'],
-                    f['cycle_s_per_carton_median'],
-                )
-                for key, f in by_weigh['still'].items()
-            }
+        for w in ('lift', 'track'):
+            if {'still', w} <= set(weighs):
+                out[f'{w}_vs_still'] = {
+                    key: _ratio(
+                        by_weigh[w][key]['cycle_s_per_carton_median'],
+                        f['cycle_s_per_carton_median'],
+                    )
+                    for key, f in by_weigh['still'].items()
+                }
     return out
 
 
@@ -392,8 +396,9 @@ def parse_options(
         nargs='+',
         choices=WEIGHS,
         default=None,
-        help='still | lift, one run of every episode each (default: configs/perception.yaml '
-        'gauge.weigh_on_lift)',
+        help='still | lift | track, one run of every episode each: stop to weigh and zero; weigh '
+        'on the lift; that and zero on the move (default: configs/perception.yaml gauge '
+        'weigh_on_lift and zero_on_move)',
     )
     ns = p.parse_args(argv)
     cfg = load_config()

@@ -542,7 +542,9 @@ class _Loop:
         now = self.cell.sim_time()
         cycle = spans_payload(self.clock.close(now))
         self.clock.begin(CyclePhase.wait, now)
-        self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000), **cycle)
+        # A gauge that zeroed on the move back, without holding still, says so.
+        zeroed = {'zeroed': 'move'} if getattr(self.gauge, 'last_zero', '') == 'move' else {}
+        self.emit('settle', pid, layer=newest.layer, drift_mm=_r(drift * 1000), **zeroed, **cycle)
         self.sink.placement(newest)
         self.sink.pallet_state(self.measured_state(newest.seq))
         self.believed.append(self.believe(attempt))
@@ -575,15 +577,18 @@ class _Loop:
         have them), as after every place. phases: mark them as the cycle's return and settle
         (a set-aside's stay in its buffer phase)."""
         ready = getattr(self.executor, 'ready', None)
+        moved_since = None
         if ready is not None:
             if phases:
                 self.at(CyclePhase.return_)
+            moved_since = self.cell.sim_time()
             ready()
         zero = getattr(self.gauge, 'zero', None)
         if zero is not None:
             if phases:
                 self.at(CyclePhase.settle)  # the tare's hold counts towards the settle
-            zero()
+            # The empty move's readings may zero the gauge (gauges that zero on the move).
+            zero(moved_since=moved_since)
 
     def set_aside(
         self, spec: PackageSpec, heightmap: HeightMap, slot: BufferSlot | None = None

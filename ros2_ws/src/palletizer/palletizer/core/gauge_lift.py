@@ -10,6 +10,11 @@ carries part of its weight), and fits mass and CoM to the rest, with the
 tool's motion from forward kinematics at the measured rates and their time derivative.
 
 Only a converged fit (MotionGaugeParams' rule) is handed on; the caller weighs still otherwise.
+
+The same streams zero the gauge on the move (`zero_on_move`): the empty tool's readings over the
+move back to the source, less the gripper's known wrench change (core.gauge_motion
+`empty_tool_bias`), are the tare a still zero would read, so the arm need not stand still
+there either; only where they are less certain than a still zero does it hold.
 """
 
 from __future__ import annotations
@@ -28,13 +33,24 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.gauge_motion import (
     InMotionWeigher,
     MotionGaugeParams,
+    empty_tool_bias,
     sensor_motion,
     weigher_for_grasp,
 )
 from palletizer.core.motion.kinematics import UR10eKinematics
 from palletizer.core.streams import rewound
 
-__all__ = ['LiftHistory', 'LiftSamples', 'LiftWeigh', 'lift_start', 'sim_stamp', 'weigh_on_lift']
+__all__ = [
+    'LIFT_SPAN_S',
+    'LiftHistory',
+    'LiftSamples',
+    'LiftWeigh',
+    'MoveZero',
+    'lift_start',
+    'sim_stamp',
+    'weigh_on_lift',
+    'zero_on_move',
+]
 
 
 def sim_stamp(t: float) -> float:
@@ -112,9 +128,14 @@ class LiftSamples:
         return cls.of(tw, rows.reshape(-1, 6), q, qd)
 
 
+LIFT_SPAN_S = 3.0
+"""[s] the streams' span a fit on the lift looks at: the pick's descent, seal and lift, not
+the previous place (lower than some stations: `lift_start` looks for the lowest pose)."""
+
+
 class LiftHistory:
     """The last `span_s` of the wrench and joint-state streams, thread-safe, as a gauge keeps
-    them for weighing on the lift. A stamp earlier than the newest of its stream starts a new
+    them for weighing on the lift and zeroing on the move. A stamp earlier than the newest of its stream starts a new
     episode (the cell's reset rewinds sim time): both streams start over."""
 
     def __init__(self, span_s: float = 3.0) -> None:
@@ -158,11 +179,13 @@ class LiftHistory:
                 timeout=timeout_s,
             )
 
-    def samples(self, until: float) -> LiftSamples:
-        """LiftSamples.from_streams over the last span_s before `until` [s]."""
+    def samples(self, until: float, span_s: float | None = None) -> LiftSamples:
+        """LiftSamples.from_streams over the last span_s (at most the span kept; None: all of
+        it) before `until` [s]."""
+        span = self.span_s if span_s is None else min(float(span_s), self.span_s)
         with self._cond:
             wrench, joints = list(self._wrench), list(self._joints)
-        return LiftSamples.from_streams(wrench, joints, until, self.span_s)
+        return LiftSamples.from_streams(wrench, joints, until, span)
 
 
 @dataclass(frozen=True)
@@ -230,3 +253,61 @@ def weigh_on_lift(
     if not estimate.converged:
         return LiftWeigh(None, f'not converged on the lift: {estimate.why}', lift_s)
     return LiftWeigh(weigher, '', lift_s)
+
+
+@dataclass(frozen=True)
+class MoveZero:
+    """A zero on the move: the new tare (6,) [N, N m] and its sigma (6,), or why there is none
+    (tare None); samples: how many readings it averaged."""
+
+    tare: np.ndarray | None
+    sigma: np.ndarray | None = None
+    samples: int = 0
+    why: str = ''
+
+
+def zero_on_move(
+    samples: LiftSamples,
+    tare: ArrayLike,
+    *,
+    kin: UR10eKinematics,
+    since: float,
+    still_samples: int,
+    params: MotionGaugeParams | None = None,
+) -> MoveZero:
+    """The tare from the empty tool's move that began at `since` [s sim] (the samples from then
+    on): the current tare plus the bias `empty_tool_bias` finds against it, i.e. the mean of
+    the readings less the gripper's wrench change, whatever tare (6,) the samples are taken
+    against (zeros where there is none yet).
+
+    Handed on only when at least as certain as the still zero it replaces, an average of
+    `still_samples` readings at rest: at least that many samples, and each axis's sigma (the
+    datasheet noise or the samples' own spread about the tool's model, whichever is larger,
+    over sqrt n) within the still zero's (the datasheet noise over sqrt still_samples). A
+    tool model that does not hold on the move, or a bump, widens the spread and the gauge
+    holds still to zero instead. The move should run rest to rest (the return to the source
+    does): its mean acceleration is then zero, and an error of the gripper's mass drops out
+    of the mean force.
+    """
+    if still_samples < 1:
+        raise PalletizerError(f'zero_on_move: still_samples = {still_samples}; expected >= 1')
+    p = params or MotionGaugeParams()
+    use = samples.t >= since - 1e-9
+    n = int(use.sum())
+    if n < still_samples:
+        return MoveZero(None, None, n, f'{n} samples on the move, fewer than {still_samples}')
+    qdd = np.gradient(samples.qd, samples.t, axis=0)
+    motion = sensor_motion(kin, samples.t[use], samples.q[use], samples.qd[use], qdd[use], g=p.g)
+    t0 = np.asarray(tare, dtype=float).reshape(6)
+    bias, sigma = empty_tool_bias(samples.wrench[use] - t0, motion, params=p)
+    still = np.array([p.force_sigma_n] * 3 + [p.torque_sigma_nm] * 3) / np.sqrt(still_samples)
+    if bool(np.any(sigma > still * (1 + 1e-9))):
+        k = int(np.argmax(sigma / still))
+        return MoveZero(
+            None,
+            sigma,
+            n,
+            f'axis {k} sigma {sigma[k]:.4g} on the move, above a still zero of '
+            f'{still_samples} samples ({still[k]:.4g})',
+        )
+    return MoveZero(t0 + bias, sigma, n)

@@ -71,7 +71,10 @@ class EpisodeDirectorNode(Node):
         self.abort = threading.Event()
         self.calls = Calls(self, self.abort, Timeouts(speed=p.speed))
         self.group = ReentrantCallbackGroup()
-        self.gauge = RosGauge(self, self.calls, p.hold, on_lift=cfg.perception.gauge.weigh_on_lift)
+        g = cfg.perception.gauge
+        self.gauge = RosGauge(
+            self, self.calls, p.hold, on_lift=g.weigh_on_lift, on_move=g.zero_on_move
+        )
         self.cell: RosCell | RosLine
         if p.real:
             # How long a carton may take to come: the conveyor's own jam time, sim seconds.

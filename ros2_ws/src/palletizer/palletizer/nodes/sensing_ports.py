@@ -32,6 +32,7 @@ from palletizer.nodes.convert import (
     observation_from_msg,
     observation_to_msg,
     spec_from_msg,
+    stamp_s,
 )
 
 __all__ = ['HoldingCell', 'RosGauge', 'RosPerception']
@@ -39,12 +40,14 @@ __all__ = ['HoldingCell', 'RosGauge', 'RosPerception']
 
 class HoldingCell(Protocol):
     """What the gauge needs of a cell port (RosCell, or line_ports.RosLine): let time pass with
-    the arm still, and the time now."""
+    the arm still, and the time now (a stamp, and the episode's sim time)."""
 
     @property
     def stamp(self) -> Time: ...
 
     def hold(self, seconds: float) -> None: ...
+
+    def sim_time(self) -> float: ...
 
 
 class RosGauge:
@@ -59,12 +62,16 @@ class RosGauge:
         hold_s: float,
         prefix: str = '/wrist_gauge',
         on_lift: bool = False,
+        on_move: bool = False,
     ) -> None:
         self.calls = calls
         self.hold_s = hold_s
         # Weigh on the lift first (configs/perception.yaml gauge.weigh_on_lift), as in-process.
         self.on_lift = on_lift
         self.last_weigh = ''  # 'lift' | 'still' | '' (none)
+        # Zero on the move back first (configs/perception.yaml gauge.zero_on_move), as in-process.
+        self.on_move = on_move
+        self.last_zero = ''  # 'move' | 'still' | '' (none)
         self.tare_c = node.create_client(Tare, f'{prefix}/tare')
         self.weigh_c = node.create_client(Weigh, f'{prefix}/weigh')
         self.cell: HoldingCell | None = None
@@ -101,11 +108,30 @@ class RosGauge:
             raise EpisodeAborted(f'wrist gauge tare failed: {res.error_msg}')
         self.tare_wrench = [float(v) for v in res.wrench]
 
-    def zero(self) -> None:
+    def zero(self, moved_since: float | None = None) -> None:
         """Tare again with the gripper empty (the episode loop calls it after each place, the
         arm still above the source), so the tare each weigh carries follows the sensor's drift;
-        a refused zero keeps the previous tare, as in-process (wiring.gauge.WristGauge.zero)."""
+        a refused zero keeps the previous tare, as in-process (wiring.gauge.WristGauge.zero).
+        moved_since [s sim]: when the empty move there began; with on_move the tare comes
+        from that move where it is certain enough, without holding still."""
         assert self.cell is not None
+        if self.on_move and moved_since is not None:
+            # The episode's sim time as a stamp: the stamp now less the time since.
+            since = stamp_s(self.cell.stamp) - (self.cell.sim_time() - moved_since)
+            ns = int(round(since * 1e9))
+            req = Tare.Request(
+                min_stamp=self.cell.stamp,
+                on_move=True,
+                moved_since=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000),
+            )
+            res = self.calls.service(
+                self.tare_c, req, 'wrist gauge zero on the move', self.calls.t.quick_s
+            )
+            if res.error_code == Tare.Response.OK:
+                self.tare_wrench = [float(v) for v in res.wrench]
+                self.last_zero = 'move'
+                return
+        self.last_zero = 'still'
         self.cell.hold(self.hold_s)
 
         def build(stamp: Time) -> Tare.Request:

@@ -11,6 +11,10 @@ With `on_lift` a weigh needs no hold: the node fits mass and CoM to the lift tha
 request's stamp (core.gauge_lift), from the last seconds of the wrench and joint-state streams
 it keeps, and answers NOT_CONVERGED where that fit is not certain enough; the director then
 holds and weighs still (configs/perception.yaml gauge.weigh_on_lift).
+
+With `on_move` a tare needs no hold either: the node takes it from the empty tool's move since
+the request's `moved_since` (core.gauge_lift.zero_on_move) and answers NOT_CONVERGED where that
+is less certain than a still tare (configs/perception.yaml gauge.zero_on_move).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from palletizer.core.gauge import (
     type_from_label,
     weigh_held,
 )
-from palletizer.core.gauge_lift import LiftHistory, weigh_on_lift
+from palletizer.core.gauge_lift import LIFT_SPAN_S, LiftHistory, weigh_on_lift, zero_on_move
 from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.core.streams import StampedBuffer
@@ -106,7 +110,12 @@ class WristGaugeNode(Node):
         # Weighing on the lift: its share of the streams, and the fit's noise model.
         self.lift_skip_s = g.lift_skip_s
         self.history_s = float(
-            declare(self, 'history_s', 3.0, 'stream kept for weighing on the lift [s sim]')
+            declare(
+                self,
+                'history_s',
+                8.0,
+                'stream kept for weighing on the lift and zeroing on the move [s sim]',
+            )
         )
         self.motion_params = MotionGaugeParams(
             force_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
@@ -220,6 +229,8 @@ class WristGaugeNode(Node):
             res.wrench = [0.0] * 6
             res.error_code = Tare.Response.OK
             return res
+        if req.on_move:
+            return self._zero_on_move(req, res)
         r = self._reading(req.min_stamp)
         if isinstance(r, str):
             res.error_code, res.error_msg = Tare.Response.NOT_STILL, r
@@ -231,6 +242,33 @@ class WristGaugeNode(Node):
             return res
         self.tare = r
         res.wrench = [float(v) for v in r]
+        res.error_code = Tare.Response.OK
+        return res
+
+    def _zero_on_move(self, req: Tare.Request, res: Tare.Response) -> Tare.Response:
+        """The tare from the empty tool's move since req.moved_since (core.gauge_lift)."""
+        want = req.min_stamp.sec + req.min_stamp.nanosec * 1e-9
+        since = req.moved_since.sec + req.moved_since.nanosec * 1e-9
+        rows, _ = self.buffer.window(want, self.window_s, self.wait_s)
+        if rows.shape[0] == 0 or not self.history.wait_joints(want, self.wait_s):
+            res.error_code = Tare.Response.NOT_CONVERGED
+            res.error_msg = (
+                f'no wrench and joint states at sim time {want:.3f} s within {self.wait_s:.0f} s'
+            )
+            return res
+        z = zero_on_move(
+            self.history.samples(want),
+            np.zeros(6) if self.tare is None else self.tare,
+            kin=self.kin,
+            since=since,
+            still_samples=self.samples,
+            params=self.motion_params,
+        )
+        if z.tare is None:
+            res.error_code, res.error_msg = Tare.Response.NOT_CONVERGED, z.why
+            return res
+        self.tare = z.tare
+        res.wrench = [float(v) for v in z.tare]
         res.error_code = Tare.Response.OK
         return res
 
@@ -293,7 +331,7 @@ class WristGaugeNode(Node):
             )
             return res
         observation = observation_from_msg(req.observation)
-        samples = self.history.samples(want)
+        samples = self.history.samples(want, LIFT_SPAN_S)
         try:
             fit = weigh_on_lift(
                 samples,

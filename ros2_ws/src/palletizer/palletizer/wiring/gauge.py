@@ -21,7 +21,13 @@ from palletizer.core.gauge import (
     type_from_label,
     weigh_held,
 )
-from palletizer.core.gauge_lift import LiftHistory, sim_stamp, weigh_on_lift
+from palletizer.core.gauge_lift import (
+    LIFT_SPAN_S,
+    LiftHistory,
+    sim_stamp,
+    weigh_on_lift,
+    zero_on_move,
+)
 from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.sim.robot import ARM_JOINTS
@@ -50,6 +56,11 @@ class WristGauge:
     (`joint_every` steps) and once more when asked, fitted with the tool's motion. A converged
     fit is the reading and the arm does not stop; otherwise it holds still and weighs as above.
     `last_weigh` says which: 'lift', 'still' or '' (none yet).
+
+    With `zero_on_move` set (configs/perception.yaml gauge.zero_on_move) a zero given the time
+    its empty move began (`moved_since`) first takes the tare from that move's readings
+    (core.gauge_lift.zero_on_move) and holds still only where they are less certain than a
+    still zero. `last_zero` says which: 'move', 'still' or '' (none yet).
     """
 
     oracle = False
@@ -67,7 +78,8 @@ class WristGauge:
         every: int = 10,
         settle_s: float = 0.3,
         lift_skip_s: float | None = None,
-        history_s: float = 3.0,
+        history_s: float = 8.0,
+        zero_on_move: bool = False,
         motion_params: MotionGaugeParams | None = None,
         joint_every: int = KINEMATICS_EVERY,
     ) -> None:
@@ -88,21 +100,29 @@ class WristGauge:
         self.motion_params = motion_params or MotionGaugeParams()
         self.joint_every = int(joint_every)
         self._history = LiftHistory(self.history_s)
+        self.zero_on_move = bool(zero_on_move)
         self.last_weigh = ''
+        self.last_zero = ''
+
+    @property
+    def _streams(self) -> bool:
+        """Whether the gauge keeps the streams' history (to weigh on the lift or zero on the
+        move)."""
+        return self.lift_skip_s is not None or self.zero_on_move
 
     def attach(self) -> None:
         """Start streaming on the (freshly reset) cell, as the bridge does."""
         self._buffer.clear()
         self._history.clear()
         StepStream(self._sample, every=self.every).attach(self.cell)
-        if self.lift_skip_s is not None:
+        if self._streams:
             StepStream(self._sample_joints, every=self.joint_every).attach(self.cell)
 
     def _sample(self) -> None:
         w = self.cell.wrench()
         row = np.concatenate([w.force, w.torque])
         self._buffer.append(row)
-        if self.lift_skip_s is not None:
+        if self._streams:
             self._history.add_wrench(sim_stamp(self.cell.time), row)
 
     def _sample_joints(self) -> None:
@@ -136,8 +156,26 @@ class WristGauge:
         self._tare = reading
         return reading
 
-    def zero(self) -> bool:
-        """Tare again with the gripper empty (after a place); False keeps the previous tare."""
+    def zero(self, moved_since: float | None = None) -> bool:
+        """Tare again with the gripper empty (after a place); False keeps the previous tare.
+
+        moved_since: the sim time [s] the empty tool's move to here began; with zero_on_move
+        the tare comes from that move where it is certain enough, without holding still."""
+        if self.zero_on_move and moved_since is not None:
+            self._sample_joints()  # the state the bridge publishes after the move's last call
+            z = zero_on_move(
+                self._history.samples(sim_stamp(self.cell.time)),
+                np.zeros(6) if self._tare is None else self._tare,
+                kin=self.kin,
+                since=sim_stamp(moved_since),
+                still_samples=self.samples,
+                params=self.motion_params,
+            )
+            if z.tare is not None:
+                self._tare = z.tare
+                self.last_zero = 'move'
+                return True
+        self.last_zero = 'still'
         reading = self._empty()
         if isinstance(reading, str):
             return False
@@ -179,7 +217,7 @@ class WristGauge:
         assert self._tare is not None and self.lift_skip_s is not None
         self._sample_joints()  # the state the bridge publishes after the pick's last call
         now = sim_stamp(self.cell.time)
-        samples = self._history.samples(now)
+        samples = self._history.samples(now, LIFT_SPAN_S)
         try:
             fit = weigh_on_lift(
                 samples,

@@ -249,6 +249,7 @@ def run_inprocess(
                 every=steps_per_sample(cfg.cell.wrench.rate_hz, cfg.cell.physics.timestep),
                 settle_s=g.settle_s,
                 lift_skip_s=g.lift_skip_s if g.weigh_on_lift else None,
+                zero_on_move=g.zero_on_move,
                 motion_params=MotionGaugeParams(
                     force_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
                     torque_sigma_nm=max(cfg.cell.wrench.noise_torque_nm, 0.004),

@@ -312,6 +312,7 @@ _PERCEPTION = {
         'no_payload_kg': _num(0.0, 10.0),
         'weigh_on_lift': _Opt(_bool, False),
         'lift_skip_s': _num(0.0, 1.0),
+        'zero_on_move': _Opt(_bool, False),
         'tare_offsets': _list_of(_vec(3, -3.2, 3.2), 3),
     },
 }

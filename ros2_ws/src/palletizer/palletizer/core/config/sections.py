@@ -122,7 +122,8 @@ class GaugeSettings:
     tilted sweep; no_payload_kg: below this the cups hold nothing; tare_offsets [rad]: wrist_1..3
     offsets from home of the tare poses; weigh_on_lift: weigh on the lift first (core.gauge_lift),
     still only where that fit does not converge; lift_skip_s [s]: the part of the lift after the
-    seal that the fit leaves out.
+    seal that the fit leaves out; zero_on_move: zero after each place from the empty tool's
+    move back (core.gauge_lift.zero_on_move), still only where that is less certain.
     """
 
     samples: int
@@ -134,6 +135,7 @@ class GaugeSettings:
     tare_offsets: tuple[tuple[float, float, float], ...]
     weigh_on_lift: bool = False
     lift_skip_s: float = 0.05
+    zero_on_move: bool = False
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,7 @@ def _perception(d: Mapping[str, Any]) -> PerceptionConfig:
             tare_offsets=tuple((float(x), float(y), float(z)) for x, y, z in g['tare_offsets']),
             weigh_on_lift=bool(g['weigh_on_lift']),
             lift_skip_s=float(g['lift_skip_s']),
+            zero_on_move=bool(g['zero_on_move']),
         ),
     )
 
