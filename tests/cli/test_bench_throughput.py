@@ -179,8 +179,24 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
         phases = [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)]
         phases.append((P.settle, 0.0 if weigh == 'track' else 1.5))
         on_move = 1 if weigh == 'track' else 0
+        lift = weigh != 'still'
+        scored = [
+            {'package_id': 'a', 'mass_pct': 0.3 if lift else 0.6, 'com_mm': 1.0, 'lift': lift}
+        ]
         return _Episode(
-            level, planner, seed, True, [_cycle(0.0, phases)], [], 0, 0.1, 0, weigh, 1, on_move
+            level,
+            planner,
+            seed,
+            True,
+            [_cycle(0.0, phases)],
+            [],
+            0,
+            0.1,
+            0,
+            weigh,
+            int(lift),
+            on_move,
+            scored,
         )
 
     monkeypatch.setattr(bt, '_episode', episode)
@@ -191,3 +207,7 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
     assert out['by_weigh']['lift']['11']['cartons_zeroed_on_move'] == 0
     assert out['lift_vs_still'] == {'11': round(10.5 / 12.0, 3)}
     assert out['track_vs_still'] == {'11': round(9.0 / 12.0, 3)}
+    still, track = out['by_weigh']['still']['11']['gauge'], out['by_weigh']['track']['11']['gauge']
+    assert still['mass_err_pct_p95'] == 0.6 and still['on_lift'] == 0
+    assert still['on_lift_mass_err_pct_p95'] is None
+    assert track['on_lift_mass_err_pct_p95'] == 0.3 and track['com_err_mm_p95'] == 1.0

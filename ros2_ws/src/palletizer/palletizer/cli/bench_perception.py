@@ -28,7 +28,7 @@ import numpy as np
 
 from palletizer.cli.weighing import WEIGHS, config_weigh, with_weigh
 
-__all__ = ['bench_perception', 'parse_options', 'run_one']
+__all__ = ['bench_perception', 'parse_options', 'run_one', 'score_detect_and_weigh']
 
 LEVELS = (11, 12, 13, 21, 22, 23, 31, 32, 33)
 SEEDS = (1, 2, 3)
@@ -105,6 +105,35 @@ def _map_row(hmap: Any) -> dict:
     }
 
 
+def score_detect_and_weigh(
+    kind: str, pid: str, comp: Any, truth: dict[str, Any], rows: dict[str, list]
+) -> None:
+    """A benchmark probe's scoring of detections and weighings (run_inprocess's probe):
+    ('detect', id, detector) appends a row to rows['detects'], ('weigh', id, spec) one to
+    rows['weighs'] for cartons of MIN_GAUGE_KG and above (truth: id -> the catalogue's
+    PackageSpec); other kinds are left alone. The mass error is in % of the true mass, the
+    CoM error planar [mm], compared in the world: a lid's yaw is known modulo pi, and the gauge
+    gives the CoM in the frame of the yaw the detector reported."""
+    if kind == 'detect' and hasattr(comp, 'last_ms'):
+        rows['detects'].append(_detect_row(pid, comp, comp.cell))
+    elif kind == 'weigh' and comp is not None and pid in truth:
+        t = truth[pid]
+        if t.mass_kg < MIN_GAUGE_KG:
+            return
+        seen: dict[str, Any] = next(
+            (r for r in reversed(rows['detects']) if r['package_id'] == pid), {}
+        )
+        yaw, true_yaw = seen.get('yaw', 0.0), seen.get('true_yaw', 0.0)
+        com = math.dist(_rot(comp.cog_offset_m, yaw), _rot(t.cog_offset_m, true_yaw))
+        rows['weighs'].append(
+            {
+                'package_id': pid,
+                'mass_pct': abs(comp.mass_kg - t.mass_kg) / t.mass_kg * 100,
+                'com_mm': com * 1000,
+            }
+        )
+
+
 def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
     """One episode in a worker process: every perception figure it produced. job: (level,
     seed) or (level, seed, weigh ('still' | 'lift' | 'track'), speed)."""
@@ -124,29 +153,12 @@ def run_one(job: tuple[int, int] | tuple[int, int, str, float]) -> dict:
     def probe(kind: str, pid: str, comp: Any) -> None:
         if kind == 'heightmap' and getattr(comp, 'last', None) is not None:
             rows['maps'].append(_map_row(comp))
-        elif kind == 'detect' and hasattr(comp, 'last_ms'):
-            rows['detects'].append(_detect_row(pid, comp, comp.cell))
         elif kind == 'held' and getattr(comp, 'last_held', None) is not None:
             last = next((r for r in reversed(rows['detects']) if r['package_id'] == pid), None)
             if last is not None and 'true_h' in last:
                 last['h_mm'] = 1000 * abs(comp.last_held.height - last['true_h'])
-        elif kind == 'weigh' and comp is not None and pid in truth:
-            t = truth[pid]
-            seen: dict[str, Any] = next(
-                (r for r in reversed(rows['detects']) if r['package_id'] == pid), {}
-            )
-            if t.mass_kg >= MIN_GAUGE_KG:
-                # Compared in the world: a lid's yaw is known modulo pi, and the gauge gives
-                # the CoM in the frame of the yaw the detector reported.
-                yaw, true_yaw = seen.get('yaw', 0.0), seen.get('true_yaw', 0.0)
-                com = math.dist(_rot(comp.cog_offset_m, yaw), _rot(t.cog_offset_m, true_yaw))
-                rows['weighs'].append(
-                    {
-                        'package_id': pid,
-                        'mass_pct': abs(comp.mass_kg - t.mass_kg) / t.mass_kg * 100,
-                        'com_mm': com * 1000,
-                    }
-                )
+        else:
+            score_detect_and_weigh(kind, pid, comp, truth, rows)
 
     t0 = time.perf_counter()
     result, sink = run_inprocess(

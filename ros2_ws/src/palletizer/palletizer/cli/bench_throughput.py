@@ -8,7 +8,10 @@ docs/telemetry.md §8.4); the figures are taken from those, so each second is at
 Per level (both planners together, and per planner): `cycle_s_per_carton_median` (over the
 cartons' cycles), `cartons_per_hour` (3600 over that median), `phases_s_median` (per phase, the
 median over cartons of its seconds; medians do not add up to the cycle) and `phases_s_mean`
-(they do: the mean cycle), `success_pct` (episodes that placed their whole load).
+(they do: the mean cycle), `success_pct` (episodes that placed their whole load), and `gauge`:
+every weighing of a carton of 2 kg and above scored against the catalogue as
+`scripts/bench perception` scores it, `mass_err_pct_p95` and `com_err_mm_p95` (planar), and the
+same over the cartons weighed on the lift (`on_lift_*`).
 
 The physical limit: every pick, place and ready move the episodes execute is planned a second
 time with the Cartesian speed and acceleration caps lifted, time-optimal under the joint speed
@@ -191,11 +194,19 @@ class _Episode:
     weigh: str = 'still'
     on_lift: int = 0  # cartons weighed on the lift, without stopping
     on_move: int = 0  # places followed by a zero on the move, without a hold
+    # Each weighing of a carton of 2 kg and above scored against the catalogue
+    # (bench_perception.score_detect_and_weigh): mass_pct, com_mm, lift (weighed on the lift).
+    weighs: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _median(xs: Iterable[float]) -> float | None:
     xs = list(xs)
     return round(statistics.median(xs), 3) if xs else None
+
+
+def _p95(xs: Iterable[float]) -> float | None:
+    xs = list(xs)
+    return round(float(np.percentile(np.asarray(xs), 95)), 3) if xs else None
 
 
 def _figures(episodes: Sequence[_Episode]) -> dict[str, Any]:
@@ -217,6 +228,16 @@ def _figures(episodes: Sequence[_Episode]) -> dict[str, Any]:
             p.value: round(sum(t[p] for t in totals) / len(totals), 3) if totals else None
             for p in CyclePhase
         },
+    }
+    weighs = [w for e in episodes for w in e.weighs]
+    lift = [w for w in weighs if w.get('lift')]
+    out['gauge'] = {
+        'weighings_2kg_plus': len(weighs),
+        'mass_err_pct_p95': _p95(w['mass_pct'] for w in weighs),
+        'com_err_mm_p95': _p95(w['com_mm'] for w in weighs),
+        'on_lift': len(lift),
+        'on_lift_mass_err_pct_p95': _p95(w['mass_pct'] for w in lift),
+        'on_lift_com_err_mm_p95': _p95(w['com_mm'] for w in lift),
     }
     limits = [lim for e in episodes for lim in e.limits]
     if limits and median:
@@ -251,11 +272,18 @@ def summarise(episodes: Sequence[_Episode]) -> dict[str, Any]:
 
 
 def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'still') -> _Episode:
+    from palletizer.cli.bench_perception import score_detect_and_weigh
+    from palletizer.core.loads import draw_load
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
     cfg = with_weigh(load_config(), weigh)
     recorders: list[LimitRecorder] = []
+    truth = {d.package_id: d.spec for d in draw_load(level, seed, cfg)}
+    rows: dict[str, list[Any]] = {'detects': [], 'weighs': []}
+
+    def probe(kind: str, pid: str, comp: Any) -> None:
+        score_detect_and_weigh(kind, pid, comp, truth, rows)
 
     def record(sequencer: Any) -> None:
         rec = LimitRecorder(
@@ -276,6 +304,7 @@ def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'sti
         perception='cameras',
         gauge='wrench',
         on_sequencer=record if limit else None,
+        probe=probe,
     )
     cycles = [spans_from_payload(p) for _, _, kind, _, p in sink.events if kind == 'settle']
     on_lift = sum(
@@ -284,6 +313,11 @@ def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'sti
     on_move = sum(
         1 for _, _, kind, _, p in sink.events if kind == 'settle' and p.get('zeroed') == 'move'
     )
+    lifted = {
+        pid for _, _, kind, pid, p in sink.events if kind == 'pick' and p.get('weighed') == 'lift'
+    }
+    for w in rows['weighs']:
+        w['lift'] = w['package_id'] in lifted
     rec = recorders[0] if recorders else None
     joint_limits = MotionParams.from_config(cfg.cell).limits
     return _Episode(
@@ -299,6 +333,7 @@ def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'sti
         weigh,
         on_lift,
         on_move,
+        rows['weighs'],
     )
 
 
