@@ -245,16 +245,23 @@ class WristGaugeNode(Node):
         res.error_code = Tare.Response.OK
         return res
 
+    def _streams_until(self, want: float) -> str:
+        """Wait (wait_s) until the wrench and the joint states have reached sim time `want`
+        [s]: '' once they have, else what is missing."""
+        rows, _ = self.buffer.window(want, self.window_s, self.wait_s)
+        if rows.shape[0] == 0 or not self.history.wait_joints(want, self.wait_s):
+            return (
+                f'no wrench and joint states at sim time {want:.3f} s within {self.wait_s:.0f} s'
+            )
+        return ''
+
     def _zero_on_move(self, req: Tare.Request, res: Tare.Response) -> Tare.Response:
         """The tare from the empty tool's move since req.moved_since (core.gauge_lift)."""
         want = req.min_stamp.sec + req.min_stamp.nanosec * 1e-9
         since = req.moved_since.sec + req.moved_since.nanosec * 1e-9
-        rows, _ = self.buffer.window(want, self.window_s, self.wait_s)
-        if rows.shape[0] == 0 or not self.history.wait_joints(want, self.wait_s):
-            res.error_code = Tare.Response.NOT_CONVERGED
-            res.error_msg = (
-                f'no wrench and joint states at sim time {want:.3f} s within {self.wait_s:.0f} s'
-            )
+        missing = self._streams_until(want)
+        if missing:
+            res.error_code, res.error_msg = Tare.Response.NOT_CONVERGED, missing
             return res
         z = zero_on_move(
             self.history.samples(want),
@@ -323,12 +330,9 @@ class WristGaugeNode(Node):
     ) -> Weigh.Response:
         """The fit on the lift that ended at the request's stamp (core.gauge_lift)."""
         want = req.min_stamp.sec + req.min_stamp.nanosec * 1e-9
-        rows, _ = self.buffer.window(want, self.window_s, self.wait_s)
-        if rows.shape[0] == 0 or not self.history.wait_joints(want, self.wait_s):
-            res.error_code = Weigh.Response.NOT_STILL
-            res.error_msg = (
-                f'no wrench and joint states at sim time {want:.3f} s within {self.wait_s:.0f} s'
-            )
+        missing = self._streams_until(want)
+        if missing:
+            res.error_code, res.error_msg = Weigh.Response.NOT_STILL, missing
             return res
         observation = observation_from_msg(req.observation)
         samples = self.history.samples(want, LIFT_SPAN_S)
