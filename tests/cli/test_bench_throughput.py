@@ -178,6 +178,7 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
         # 9 s of other phases; still: 1.5 s to weigh; still and lift: 1.5 s to zero.
         phases = [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)]
         phases.append((P.settle, 0.0 if weigh == 'track' else 1.5))
+        phases.append((P.wait, 2.0 if level == 12 else 0.0))  # level 12 waits 2 s more
         on_move = 1 if weigh == 'track' else 0
         lift = weigh != 'still'
         scored = [
@@ -201,13 +202,16 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
 
     monkeypatch.setattr(bt, '_episode', episode)
     out = bt.bench_throughput(
-        levels=(11,), seeds=(1,), planners=('heuristic',), weighs=('still', 'lift', 'track')
+        levels=(11, 12), seeds=(1,), planners=('heuristic',), weighs=('still', 'lift', 'track')
     )
     assert out['by_weigh']['track']['11']['cartons_zeroed_on_move'] == 1
     assert out['by_weigh']['lift']['11']['cartons_zeroed_on_move'] == 0
-    assert out['lift_vs_still'] == {'11': round(10.5 / 12.0, 3)}
-    assert out['track_vs_still'] == {'11': round(9.0 / 12.0, 3)}
+    assert out['lift_vs_still'] == {'11': round(10.5 / 12.0, 3), '12': round(12.5 / 14.0, 3)}
+    assert out['track_vs_still'] == {'11': round(9.0 / 12.0, 3), '12': round(11.0 / 14.0, 3)}
     still, track = out['by_weigh']['still']['11']['gauge'], out['by_weigh']['track']['11']['gauge']
     assert still['mass_err_pct_p95'] == 0.6 and still['on_lift'] == 0
     assert still['on_lift_mass_err_pct_p95'] is None
     assert track['on_lift_mass_err_pct_p95'] == 0.3 and track['com_err_mm_p95'] == 1.0
+    assert out['overall']['track']['cycle_s_per_carton_median_of_levels'] == 10.0
+    assert out['overall']['still']['cartons_per_hour'] == round(3600 / 13.0, 1)
+    assert out['overall']['lift']['success_pct'] == 100.0

@@ -11,7 +11,10 @@ median over cartons of its seconds; medians do not add up to the cycle) and `pha
 (they do: the mean cycle), `success_pct` (episodes that placed their whole load), and `gauge`:
 every weighing of a carton of 2 kg and above scored against the catalogue as
 `scripts/bench perception` scores it, `mass_err_pct_p95` and `com_err_mm_p95` (planar), and the
-same over the cartons weighed on the lift (`on_lift_*`).
+same over the cartons weighed on the lift (`on_lift_*`). `overall`, per way of weighing: the
+median of the levels' median cycles (`cycle_s_per_carton_median_of_levels`, the figure the
+throughput goal for the reference levels is set in), the median over every carton, and
+`success_pct`.
 
 The physical limit: every pick, place and ready move the episodes execute is planned a second
 time with the Cartesian speed and acceleration caps lifted, time-optimal under the joint speed
@@ -387,6 +390,7 @@ def bench_throughput(
         },
         'phases': list(CyclePhase.names()),
     }
+    out['overall'] = {w: _overall([e for e in episodes if e.weigh == w]) for w in weighs}
     if len(weighs) > 1:
         out['by_weigh'] = by_weigh
         for w in ('lift', 'track'):
@@ -399,6 +403,25 @@ def bench_throughput(
                     for key, f in by_weigh['still'].items()
                 }
     return out
+
+
+def _overall(episodes: Sequence[_Episode]) -> dict[str, Any]:
+    """Over every level run: the median of the levels' median cycles, the median over every
+    carton, and the share of episodes that placed their whole load."""
+    per_level = [
+        _median(sum(s.duration_s for s in c) for e in episodes if e.level == lv for c in e.cycles)
+        for lv in sorted({e.level for e in episodes})
+    ]
+    every = _median(sum(s.duration_s for s in c) for e in episodes for c in e.cycles)
+    return {
+        'levels': len(per_level),
+        'cycle_s_per_carton_median_of_levels': _median(m for m in per_level if m is not None),
+        'cycle_s_per_carton_median': every,
+        'cartons_per_hour': round(3600.0 / every, 1) if every else None,
+        'success_pct': round(100.0 * sum(e.success for e in episodes) / len(episodes), 1)
+        if episodes
+        else None,
+    }
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
