@@ -7,6 +7,7 @@ the same trajectory properties; the path and check modules have their own tests
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -143,13 +144,38 @@ def test_release_height_is_plan_top_plus_cup_gap_plus_drop(plans):
         assert T[2, 3] == pytest.approx(target.z + target.dims[2] / 2 + 0.0015 + 0.002, abs=1e-4)
 
 
-def test_place_retracts_vertically_to_the_approach_height_above_the_release(plans):
-    clearance = PLANNER.params.place_clearance
-    for *_, place in plans:
+def test_place_retracts_vertically_to_where_the_move_back_would_rise_to(plans):
+    # Straight up from the release to the hover's safe height over the stack with the carton
+    # on it (the transit height over these first-layer cartons), not only to the approach
+    # height: the move back then starts with no rise of its own.
+    p = PLANNER.params
+    for *_, target, place in plans:
         start = PLANNER.kin.fk(place.retreat.q[0])[:3, 3]
         end = PLANNER.kin.fk(place.retreat.q[-1])[:3, 3]
         np.testing.assert_allclose(end[:2], start[:2], atol=1e-6)
-        assert end[2] == pytest.approx(start[2] + clearance, abs=1e-4)
+        top = target.z + target.dims[2] / 2
+        rise = max(p.transit_height, top + p.stack_clearance)
+        assert end[2] == pytest.approx(max(start[2] + p.place_clearance, rise), abs=1e-4)
+        hover = PLANNER.plan_hover(place.q_end, -0.2, -1.22, 1.06, _world(top))
+        assert hover.ok and all(w.name != 'rise' for w in hover.waypoints), hover.waypoints
+
+
+def test_a_retract_out_of_reach_of_the_safe_height_stops_where_the_arm_reaches(plans):
+    # With 1 m of stack clearance the safe height is out of the arm's reach: the retract goes
+    # as high as the arm reaches above the release, never below the approach height.
+    p = dataclasses.replace(PLANNER.params, stack_clearance=1.0)
+    planner = MotionPlanner(params=p)
+    carton, pick, target, _ = plans[0]
+    place = planner.plan_place(pick.q_end, target, pick.grasp, _world())
+    assert place.ok, place.message
+    start = planner.kin.fk(place.retreat.q[0])[:3, 3]
+    end = planner.kin.fk(place.retreat.q[-1])[:3, 3]
+    top = target.z + target.dims[2] / 2
+    assert start[2] + p.place_clearance + 0.05 < end[2] < top + p.stack_clearance
+    T = planner.kin.fk(place.retreat.q[-1])
+    higher = tool_down(float(end[0]), float(end[1]), float(end[2]) + 0.06, float(yaw_of(T)))
+    # The reach, less its 5 cm margin, found to 5 mm: 6 cm higher is out of reach.
+    assert planner.kin.ik_nearest(higher, place.q_end) is None
 
 
 def test_a_placed_carton_raises_the_stack_top_and_blocks_a_path_through_it():

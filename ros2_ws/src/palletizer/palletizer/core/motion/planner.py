@@ -333,9 +333,13 @@ class MotionPlanner:
         hf_top = self._stack_top(world)
         low_z = max(p.transit_height, release_z + p.place_clearance)
         safe_z = max(low_z, hf_top + H + p.cup_gap + p.stack_clearance)
-        # The empty cups retract only to the approach height above the placed carton: the next
-        # move rises from there (its collision world holds the carton), on a rounded corner.
-        retract = (Waypoint(tx, ty, release_z + p.place_clearance, yaw, None, 'retract'),)
+        # The empty cups retract straight up to the height the move back to the source would
+        # rise to from there anyway (plan_hover's safe height over the stack with this carton
+        # on it), as far as the arm reaches above the target, at least the approach height:
+        # one vertical move instead of two, each from rest to rest.
+        rise_z = max(p.transit_height, max(hf_top, target.z + H / 2) + p.stack_clearance)
+        retract_z = self._rise_limit(q0, tx, ty, yaw, release_z + p.place_clearance, rise_z)
+        retract = (Waypoint(tx, ty, retract_z, yaw, None, 'retract'),)
         load = CarriedLoad((L, W, H), grasp.offset)
         approach = self._over_and_down(
             q0, x0, y0, z0, yaw0, tx, ty, yaw, safe_z, release_z, 'release'
