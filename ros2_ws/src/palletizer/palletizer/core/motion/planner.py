@@ -434,7 +434,9 @@ class MotionPlanner:
             return self._rise_limit(q0, px, py, pyaw, min(floor, pz), pz) if fit else pz
 
         wps = []
-        if z0 < safe_z - 1e-6:
+        # An arm within a millimetre of the safe height (a retract that rose to it, tracked
+        # to a tenth of a millimetre) is at it: no rise of its own.
+        if z0 < safe_z - 1e-3:
             z_rise = at(x0, y0, yaw0, safe_z)
             if z_rise > z0 + 1e-6:
                 wps.append(Waypoint(x0, y0, z_rise, yaw0, None, 'rise'))
