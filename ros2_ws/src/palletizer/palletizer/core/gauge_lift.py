@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from palletizer.core.contracts import Observation
+from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.errors import PalletizerError
+from palletizer.core.gauge import WeighError, type_from_label
 from palletizer.core.gauge_motion import (
     InMotionWeigher,
     MotionGaugeParams,
@@ -43,6 +44,7 @@ from palletizer.core.streams import rewound
 __all__ = [
     'LIFT_SPAN_S',
     'LiftHistory',
+    'MotionGauge',
     'LiftSamples',
     'LiftWeigh',
     'MoveZero',
@@ -311,3 +313,58 @@ def zero_on_move(
             f'{still_samples} samples ({still[k]:.4g})',
         )
     return MoveZero(t0 + bias, sigma, n)
+
+
+@dataclass(frozen=True, eq=False)
+class MotionGauge:
+    """A gauge's in-motion half over the streams it keeps (`history`), as both gauges (the
+    in-process WristGauge and the wrist_gauge node) use it: weigh on the lift, zero on the move.
+
+    tcp_offset, cup_gap [m]: the gripper's (configs/cell.yaml gripper); params: the fits' noise
+    model and convergence rule; skip_s [s]: weigh_on_lift's; still_samples: the readings a
+    still zero averages (configs/perception.yaml gauge.samples), what a zero on the move must
+    be as certain as.
+    """
+
+    history: LiftHistory
+    kin: UR10eKinematics
+    tcp_offset: float
+    cup_gap: float
+    params: MotionGaugeParams
+    skip_s: float
+    still_samples: int
+
+    def weigh(
+        self, until: float, tare: ArrayLike, observation: Observation
+    ) -> tuple[PackageSpec | None, str]:
+        """The carton weighed on the lift that ended at `until` [s sim] against `tare` (6,):
+        (its spec, ''), or (None, why) where that fit did not converge or found nothing."""
+        try:
+            fit = weigh_on_lift(
+                self.history.samples(until, LIFT_SPAN_S),
+                tare,
+                observation,
+                kin=self.kin,
+                tcp_offset=self.tcp_offset,
+                cup_gap=self.cup_gap,
+                skip_s=self.skip_s,
+                params=self.params,
+            )
+        except WeighError as exc:
+            return None, f'on the lift: {exc}'
+        if fit.weigher is None:
+            return None, fit.why
+        pid = observation.package_id
+        return fit.weigher.reading(pid, type_from_label(pid)).spec, ''
+
+    def zero(self, until: float, since: float, tare: ArrayLike | None) -> MoveZero:
+        """zero_on_move over the empty tool's move from `since` to `until` [s sim], against
+        `tare` (6,; None: zeros, there being none yet)."""
+        return zero_on_move(
+            self.history.samples(until),
+            np.zeros(6) if tare is None else tare,
+            kin=self.kin,
+            since=since,
+            still_samples=self.still_samples,
+            params=self.params,
+        )

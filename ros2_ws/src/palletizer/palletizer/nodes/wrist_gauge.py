@@ -19,36 +19,31 @@ is less certain than a still tare (configs/perception.yaml gauge.zero_on_move).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
-from palletizer_msgs.srv import GroundTruth, Tare, Weigh
+from palletizer_msgs.srv import Tare, Weigh
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from palletizer.core.config import load_config
-from palletizer.core.contracts import Observation, PackageSpec
 from palletizer.core.description import JOINTS
-from palletizer.core.errors import UnknownKey
 from palletizer.core.gauge import (
     GaugeParams,
-    OracleGauge,
     WeighError,
     average_wrench,
     off_plumb,
-    type_from_label,
     weigh_held,
 )
-from palletizer.core.gauge_lift import LIFT_SPAN_S, LiftHistory, weigh_on_lift, zero_on_move
+from palletizer.core.gauge_lift import LiftHistory, MotionGauge
 from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.core.streams import StampedBuffer
 from palletizer.core.vocab import GaugeMode
 from palletizer.nodes.convert import observation_from_msg, spec_to_msg
+from palletizer.nodes.gauge_truth import GroundTruthGauge
 from palletizer.nodes.params import declare
 from palletizer.nodes.spin import run_node
 
@@ -92,14 +87,7 @@ class WristGaugeNode(Node):
         truth = declare(
             self, 'ground_truth_service', '/cell_bridge/ground_truth', 'what the oracle mode reads'
         )
-        # The oracle's call to the cell waits inside a service callback: its answer arrives on
-        # another thread of the multi-threaded executor, in its own group.
-        # Only in the oracle mode: a real cell has no ground truth (docs/real-cell.md).
-        self.truth = (
-            self.create_client(GroundTruth, truth, callback_group=MutuallyExclusiveCallbackGroup())
-            if self.mode == 'oracle'
-            else None
-        )
+        self.truth = GroundTruthGauge(self, truth) if self.mode == 'oracle' else None
         self.tcp_offset = cfg.cell.gripper.tcp_offset
         self.cup_gap = cfg.cell.gripper.cup_gap
         self.params = GaugeParams(
@@ -107,21 +95,26 @@ class WristGaugeNode(Node):
             noise_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
         )
         self.kin = UR10eKinematics()
-        # Weighing on the lift: its share of the streams, and the fit's noise model.
-        self.lift_skip_s = g.lift_skip_s
-        self.history_s = float(
-            declare(
-                self,
-                'history_s',
-                8.0,
-                'stream kept for weighing on the lift and zeroing on the move [s sim]',
-            )
+        # Weighing on the lift and zeroing on the move: the streams kept, the fits' noise model.
+        history_s = declare(
+            self,
+            'history_s',
+            8.0,
+            'stream kept for weighing on the lift and zeroing on the move [s sim]',
         )
-        self.motion_params = MotionGaugeParams(
-            force_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
-            torque_sigma_nm=max(cfg.cell.wrench.noise_torque_nm, 0.004),
+        self.motion = MotionGauge(
+            LiftHistory(float(history_s)),
+            self.kin,
+            self.tcp_offset,
+            self.cup_gap,
+            MotionGaugeParams(
+                force_sigma_n=max(cfg.cell.wrench.noise_force_n, 0.1),
+                torque_sigma_nm=max(cfg.cell.wrench.noise_torque_nm, 0.004),
+            ),
+            g.lift_skip_s,
+            self.samples,
         )
-        self.history = LiftHistory(self.history_s)
+        self.history = self.motion.history
         # Only samples of the last `window_s` before the request's stamp count: the hold.
         self.window_s = float(
             declare(
@@ -203,27 +196,6 @@ class WristGaugeNode(Node):
         except WeighError as exc:
             return str(exc)
 
-    def _oracle_spec(self, observation: Observation) -> PackageSpec | str:
-        """The carton's catalogue truth from the cell (oracle mode), or an error text."""
-        if self.truth is None or not self.truth.wait_for_service(timeout_sec=10.0):
-            return 'no ground truth service'
-        done = threading.Event()
-        fut = self.truth.call_async(GroundTruth.Request())
-        fut.add_done_callback(lambda _f: done.set())
-        done.wait(timeout=30.0)
-        if not fut.done() or fut.result() is None:
-            return 'no ground truth answer'
-        gauge = OracleGauge(
-            PackageSpec(
-                c.package_id, c.type_name, tuple(c.dims_m), c.mass_kg, tuple(c.cog_offset_m)
-            )
-            for c in fut.result().cartons
-        )
-        try:
-            return gauge.weigh(observation)
-        except UnknownKey as exc:
-            return str(exc)
-
     def on_tare(self, req: Tare.Request, res: Tare.Response) -> Tare.Response:
         if self.mode == 'oracle':  # nothing to zero: the oracle reads no sensor
             res.wrench = [0.0] * 6
@@ -263,14 +235,7 @@ class WristGaugeNode(Node):
         if missing:
             res.error_code, res.error_msg = Tare.Response.NOT_CONVERGED, missing
             return res
-        z = zero_on_move(
-            self.history.samples(want),
-            np.zeros(6) if self.tare is None else self.tare,
-            kin=self.kin,
-            since=since,
-            still_samples=self.samples,
-            params=self.motion_params,
-        )
+        z = self.motion.zero(want, since, self.tare)
         if z.tare is None:
             res.error_code, res.error_msg = Tare.Response.NOT_CONVERGED, z.why
             return res
@@ -281,7 +246,8 @@ class WristGaugeNode(Node):
 
     def on_weigh(self, req: Weigh.Request, res: Weigh.Response) -> Weigh.Response:
         if self.mode == 'oracle':
-            spec = self._oracle_spec(observation_from_msg(req.observation))
+            observation = observation_from_msg(req.observation)
+            spec = self.truth.spec(observation) if self.truth else 'no ground truth service'
             if isinstance(spec, str):
                 res.error_code, res.error_msg = Weigh.Response.NO_PAYLOAD, spec
                 return res
@@ -334,29 +300,11 @@ class WristGaugeNode(Node):
         if missing:
             res.error_code, res.error_msg = Weigh.Response.NOT_STILL, missing
             return res
-        observation = observation_from_msg(req.observation)
-        samples = self.history.samples(want, LIFT_SPAN_S)
-        try:
-            fit = weigh_on_lift(
-                samples,
-                tare,
-                observation,
-                kin=self.kin,
-                tcp_offset=self.tcp_offset,
-                cup_gap=self.cup_gap,
-                skip_s=self.lift_skip_s,
-                params=self.motion_params,
-            )
-        except WeighError as exc:
-            res.error_code, res.error_msg = Weigh.Response.NOT_CONVERGED, f'on the lift: {exc}'
+        spec, why = self.motion.weigh(want, tare, observation_from_msg(req.observation))
+        if spec is None:
+            res.error_code, res.error_msg = Weigh.Response.NOT_CONVERGED, why
             return res
-        if fit.weigher is None:
-            res.error_code, res.error_msg = Weigh.Response.NOT_CONVERGED, fit.why
-            return res
-        reading = fit.weigher.reading(
-            observation.package_id, type_from_label(observation.package_id)
-        )
-        res.spec = spec_to_msg(reading.spec)
+        res.spec = spec_to_msg(spec)
         res.quality = 'lift'
         res.error_code = Weigh.Response.OK
         return res

@@ -18,16 +18,9 @@ from palletizer.core.gauge import (
     WeighError,
     average_wrench,
     off_plumb,
-    type_from_label,
     weigh_held,
 )
-from palletizer.core.gauge_lift import (
-    LIFT_SPAN_S,
-    LiftHistory,
-    sim_stamp,
-    weigh_on_lift,
-    zero_on_move,
-)
+from palletizer.core.gauge_lift import LiftHistory, MotionGauge, sim_stamp
 from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.sim.robot import ARM_JOINTS
@@ -96,10 +89,17 @@ class WristGauge:
         self._tare: np.ndarray | None = None
         self._buffer: deque[np.ndarray] = deque(maxlen=samples)
         self.lift_skip_s = lift_skip_s
-        self.history_s = float(history_s)
-        self.motion_params = motion_params or MotionGaugeParams()
         self.joint_every = int(joint_every)
-        self._history = LiftHistory(self.history_s)
+        self._motion = MotionGauge(
+            LiftHistory(float(history_s)),
+            self.kin,
+            tcp_offset,
+            cup_gap,
+            motion_params or MotionGaugeParams(),
+            lift_skip_s or 0.0,
+            samples,
+        )
+        self._history = self._motion.history
         self.zero_on_move = bool(zero_on_move)
         self.last_weigh = ''
         self.last_zero = ''
@@ -163,14 +163,7 @@ class WristGauge:
         the tare comes from that move where it is certain enough, without holding still."""
         if self.zero_on_move and moved_since is not None:
             self._sample_joints()  # the state the bridge publishes after the move's last call
-            z = zero_on_move(
-                self._history.samples(sim_stamp(self.cell.time)),
-                np.zeros(6) if self._tare is None else self._tare,
-                kin=self.kin,
-                since=sim_stamp(moved_since),
-                still_samples=self.samples,
-                params=self.motion_params,
-            )
+            z = self._motion.zero(sim_stamp(self.cell.time), sim_stamp(moved_since), self._tare)
             if z.tare is not None:
                 self._tare = z.tare
                 self.last_zero = 'move'
@@ -216,23 +209,5 @@ class WristGauge:
         """The carton weighed on the lift just made, or None when that fit did not converge."""
         assert self._tare is not None and self.lift_skip_s is not None
         self._sample_joints()  # the state the bridge publishes after the pick's last call
-        now = sim_stamp(self.cell.time)
-        samples = self._history.samples(now, LIFT_SPAN_S)
-        try:
-            fit = weigh_on_lift(
-                samples,
-                self._tare,
-                observation,
-                kin=self.kin,
-                tcp_offset=self.tcp_offset,
-                cup_gap=self.cup_gap,
-                skip_s=self.lift_skip_s,
-                params=self.motion_params,
-            )
-        except WeighError:
-            return None  # nothing on the lift: the still reading decides
-        if fit.weigher is None:
-            return None
-        return fit.weigher.reading(
-            observation.package_id, type_from_label(observation.package_id)
-        ).spec
+        spec, _ = self._motion.weigh(sim_stamp(self.cell.time), self._tare, observation)
+        return spec  # None: the fit did not converge or found nothing; the still reading decides
