@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from palletizer.core.errors import InvalidValue
+
 __all__ = ['WEIGHS', 'config_weigh', 'with_weigh']
 
 WEIGHS = ('still', 'lift', 'track')
@@ -18,7 +20,7 @@ WEIGHS = ('still', 'lift', 'track')
 def with_weigh(cfg: Any, weigh: str) -> Any:
     """The config (core.config.Config) with the gauge weighing `weigh` (one of WEIGHS)."""
     if weigh not in WEIGHS:
-        raise ValueError(f'weigh {weigh!r}; expected one of {", ".join(WEIGHS)}')
+        raise InvalidValue(f'weigh {weigh!r}; expected one of {", ".join(WEIGHS)}')
     perception = cfg.perception
     gauge = replace(
         perception.gauge, weigh_on_lift=weigh in ('lift', 'track'), zero_on_move=weigh == 'track'
