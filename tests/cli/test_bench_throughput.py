@@ -142,7 +142,7 @@ def test_weigh_options_run_each_way_once_and_compare_them(monkeypatch, capsys):
         parse_options(['--weigh', 'float'])
     assert "invalid choice: 'float'" in capsys.readouterr().err
 
-    def episode(level, planner, seed, limit, weigh):
+    def episode(level, planner, seed, limit, weigh, transit='cartesian'):
         # Each carton's cycle: 9 s of other phases, plus the weigh's 1.5 s hold when still.
         cycle = _cycle(0.0, [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)])
         lift = 1 if weigh == 'lift' else 0
@@ -174,7 +174,7 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
         with_weigh(cfg, 'fast')
     assert parse_options(['--weigh', 'still', 'track'])['weighs'] == ('still', 'track')
 
-    def episode(level, planner, seed, limit, weigh):
+    def episode(level, planner, seed, limit, weigh, transit='cartesian'):
         # 9 s of other phases; still: 1.5 s to weigh; still and lift: 1.5 s to zero.
         phases = [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)]
         phases.append((P.settle, 0.0 if weigh == 'track' else 1.5))
@@ -215,3 +215,57 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
     assert out['overall']['track']['cycle_s_per_carton_median_of_levels'] == 10.0
     assert out['overall']['still']['cartons_per_hour'] == round(3600 / 13.0, 1)
     assert out['overall']['lift']['success_pct'] == 100.0
+
+
+def test_a_joint_transit_is_run_beside_each_way_of_weighing_and_named_for_it(monkeypatch):
+    from palletizer.cli import bench_throughput as bt
+    from palletizer.core.config import load_config
+    from palletizer.core.errors import InvalidValue
+
+    cfg = load_config()
+    assert bt.with_transit(cfg, 'joint').cell.motion.transit == 'joint'
+    with pytest.raises(InvalidValue, match="transit 'curvy'; expected one of cartesian, joint"):
+        bt.with_transit(cfg, 'curvy')
+    opts = parse_options(['--weigh', 'still', 'track', '--transit', 'cartesian', 'joint'])
+    assert opts['transits'] == ('cartesian', 'joint')
+    assert parse_options([])['transits'] is None
+    with pytest.raises(SystemExit):
+        parse_options(['--transit', 'curvy'])
+    calls = []
+
+    def episode(level, planner, seed, limit, weigh, transit='cartesian'):
+        calls.append((weigh, transit))
+        # 9 s to cross in the world, 7 s in joint space; 1.5 s to weigh still.
+        phases = [(P.cross, 9.0 if transit == 'cartesian' else 7.0)]
+        phases.append((P.weigh, 1.5 if weigh == 'still' else 0.0))
+        return _Episode(
+            level,
+            planner,
+            seed,
+            True,
+            [_cycle(0.0, phases)],
+            [],
+            0,
+            0.1,
+            0,
+            bt._mode(weigh, transit),
+        )
+
+    monkeypatch.setattr(bt, '_episode', episode)
+    out = bt.bench_throughput(
+        levels=(11,),
+        seeds=(1,),
+        planners=('heuristic',),
+        weighs=('still', 'track'),
+        transits=('cartesian', 'joint'),
+    )
+    assert sorted(calls) == sorted(
+        [(w, t) for w in ('still', 'track') for t in ('cartesian', 'joint')]
+    )
+    assert out['transit'] == ['cartesian', 'joint'] and out['weigh'] == ['still', 'track']
+    assert set(out['by_weigh']) == {'still', 'track', 'still+joint', 'track+joint'}
+    assert out['levels'] == out['by_weigh']['still']
+    assert out['by_weigh']['track+joint']['11']['cycle_s_per_carton_median'] == 7.0
+    assert out['track+joint_vs_still'] == {'11': round(7.0 / 10.5, 3)}
+    assert out['still+joint_vs_still'] == {'11': round(8.5 / 10.5, 3)}
+    assert out['overall']['track']['cycle_s_per_carton_median_of_levels'] == 9.0

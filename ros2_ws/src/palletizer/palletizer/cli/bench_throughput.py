@@ -33,6 +33,10 @@ where that is certain enough: gauge.zero_on_move as well). `levels` holds the fi
 figures, `by_weigh` each one's, with `cartons_on_lift` (cartons weighed without stopping) and
 `cartons_zeroed_on_move` (places followed by no zero hold) per level, and `lift_vs_still` and
 `track_vs_still` the ratios of their median cycles.
+
+`--transit cartesian joint` runs each of those once per cross (configs/cell.yaml
+motion.transit, core/motion/joint_transit.py): the Cartesian runs keep the weighing's name, the
+joint ones are named `<weigh>+joint` (`track+joint`), each with its `<name>_vs_still` ratio.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -53,8 +57,9 @@ from palletizer.cli.seeds import check_levels_and_first_seeds
 from palletizer.cli.weighing import WEIGHS, config_weigh, with_weigh
 from palletizer.core.config import load_config
 from palletizer.core.cycle import PhaseSpan, phase_totals, spans_from_payload
-from palletizer.core.errors import ConfigError
+from palletizer.core.errors import ConfigError, InvalidValue
 from palletizer.core.motion import JointLimits, MotionParams, MotionPlanner, MotionResult
+from palletizer.core.motion.params import TRANSITS
 from palletizer.core.vocab import CyclePhase
 
 __all__ = [
@@ -63,6 +68,7 @@ __all__ = [
     'joint_move_s',
     'parse_options',
     'summarise',
+    'with_transit',
 ]
 
 PLANNERS = ('heuristic', 'beam')
@@ -194,7 +200,7 @@ class _Episode:
     failed_twins: int
     wall_s: float
     slower_twins: int = 0
-    weigh: str = 'still'
+    weigh: str = 'still'  # the run's name: the way of weighing, `+joint` for a joint transit
     on_lift: int = 0  # cartons weighed on the lift, without stopping
     on_move: int = 0  # places followed by a zero on the move, without a hold
     # Each weighing of a carton of 2 kg and above scored against the catalogue
@@ -274,13 +280,32 @@ def summarise(episodes: Sequence[_Episode]) -> dict[str, Any]:
     return levels
 
 
-def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'still') -> _Episode:
+def _mode(weigh: str, transit: str) -> str:
+    """A run's name: the way of weighing, with `+joint` for the joint-space transit."""
+    return weigh if transit == 'cartesian' else f'{weigh}+{transit}'
+
+
+def with_transit(cfg: Any, transit: str) -> Any:
+    """The config with the motion planner's cross `transit` (one of TRANSITS)."""
+    if transit not in TRANSITS:
+        raise InvalidValue(f'transit {transit!r}; expected one of {", ".join(TRANSITS)}')
+    return replace(cfg, cell=replace(cfg.cell, motion=replace(cfg.cell.motion, transit=transit)))
+
+
+def _episode(
+    level: int,
+    planner: str,
+    seed: int,
+    limit: bool,
+    weigh: str = 'still',
+    transit: str = 'cartesian',
+) -> _Episode:
     from palletizer.cli.bench_perception import score_detect_and_weigh
     from palletizer.core.loads import draw_load
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    cfg = with_weigh(load_config(), weigh)
+    cfg = with_transit(with_weigh(load_config(), weigh), transit)
     recorders: list[LimitRecorder] = []
     truth = {d.package_id: d.spec for d in draw_load(level, seed, cfg)}
     rows: dict[str, list[Any]] = {'detects': [], 'weighs': []}
@@ -333,7 +358,7 @@ def _episode(level: int, planner: str, seed: int, limit: bool, weigh: str = 'sti
         rec.failed if rec is not None else 0,
         time.perf_counter() - t0,
         rec.slower if rec is not None else 0,
-        weigh,
+        _mode(weigh, transit),
         on_lift,
         on_move,
         rows['weighs'],
@@ -346,19 +371,30 @@ def bench_throughput(
     planners: Sequence[str] = PLANNERS,
     limit_levels: Sequence[int] = (11,),
     weighs: Sequence[str] | None = None,
+    transits: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Run every (level, planner, seed), once per way of weighing (default: the config's), and
-    return the benchmark's JSON."""
+    """Run every (level, planner, seed), once per way of weighing and cross (default: the
+    config's), and return the benchmark's JSON."""
     cfg = load_config()
-    weighs = tuple(weighs or (config_weigh(cfg),))
+    weighs_given = tuple(weighs or (config_weigh(cfg),))
+    transits = tuple(transits or (cfg.cell.motion.transit,))
     episodes: list[_Episode] = []
-    runs = [(lv, p, s, w) for w in weighs for lv in levels for p in planners for s in seeds]
-    for i, (level, planner, seed, weigh) in enumerate(runs, 1):
-        e = _episode(level, planner, seed, level in limit_levels, weigh)
+    runs = [
+        (lv, p, s, w, t)
+        for t in transits
+        for w in weighs_given
+        for lv in levels
+        for p in planners
+        for s in seeds
+    ]
+    weighs = tuple(dict.fromkeys(_mode(w, t) for *_, w, t in runs))
+    for i, (level, planner, seed, weigh, transit) in enumerate(runs, 1):
+        e = _episode(level, planner, seed, level in limit_levels, weigh, transit)
         episodes.append(e)
         cyc = _median(sum(s.duration_s for s in c) for c in e.cycles)
         print(
-            f'[throughput] {i}/{len(runs)} L{level} {planner} seed {seed} weigh {weigh}: '
+            f'[throughput] {i}/{len(runs)} L{level} {planner} seed {seed} '
+            f'{e.weigh}: '
             f'{"ok" if e.success else "failed"}, {len(e.cycles)} cartons '
             f'({e.on_lift} weighed on the lift, {e.on_move} zeroed on the move), '
             f'{cyc} s/carton (median), '
@@ -377,7 +413,8 @@ def bench_throughput(
         by_weigh[w] = figures
     out: dict[str, Any] = {
         'levels': by_weigh[weighs[0]],
-        'weigh': list(weighs),
+        'weigh': list(weighs_given),
+        'transit': list(transits),
         'seeds': list(seeds),
         'planners': list(planners),
         'motion': 'interpolated',
@@ -393,8 +430,8 @@ def bench_throughput(
     out['overall'] = {w: _overall([e for e in episodes if e.weigh == w]) for w in weighs}
     if len(weighs) > 1:
         out['by_weigh'] = by_weigh
-        for w in ('lift', 'track'):
-            if {'still', w} <= set(weighs):
+        for w in weighs:
+            if w != 'still' and 'still' in weighs:
                 out[f'{w}_vs_still'] = {
                     key: _ratio(
                         by_weigh[w][key]['cycle_s_per_carton_median'],
@@ -458,6 +495,15 @@ def parse_options(
         'on the lift; that and zero on the move (default: configs/perception.yaml gauge '
         'weigh_on_lift and zero_on_move)',
     )
+    p.add_argument(
+        '--transit',
+        nargs='+',
+        choices=TRANSITS,
+        default=None,
+        help='cartesian | joint, one run of every episode each (with each --weigh): the cross '
+        'as straight lines in the world, or as a line in joint space (default: '
+        'configs/cell.yaml motion.transit)',
+    )
     ns = p.parse_args(argv)
     cfg = load_config()
     check_levels_and_first_seeds(p, ns.levels, ns.seeds, cfg.levels, SEED_LIMIT)
@@ -474,4 +520,5 @@ def parse_options(
         'planners': tuple(ns.planners),
         'limit_levels': tuple(ns.limit_levels),
         'weighs': None if ns.weigh is None else tuple(dict.fromkeys(ns.weigh)),
+        'transits': None if ns.transit is None else tuple(dict.fromkeys(ns.transit)),
     }

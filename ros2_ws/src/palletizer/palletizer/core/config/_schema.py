@@ -164,6 +164,7 @@ _CELL = {
         'joint_accel_limits': _vec(6, 0.0, 100.0),
         'joint_jerk_limits': _vec(6, 0.0, 10000.0),
         'timing': _one_of('jerk_limited', 'time_optimal', 'ruckig'),
+        'transit': _Opt(_one_of('cartesian', 'joint'), 'cartesian'),
         'transit_height': _num(0.0, 3.0),
         'place_clearance': _num(0.0, 1.0),
         'stack_clearance': _num(0.0, 1.0),

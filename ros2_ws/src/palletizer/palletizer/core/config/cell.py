@@ -281,6 +281,7 @@ class MotionConfig:
     joint_accel_limits: Joints
     joint_jerk_limits: Joints
     timing: str
+    transit: str
     transit_height: float
     place_clearance: float
     stack_clearance: float

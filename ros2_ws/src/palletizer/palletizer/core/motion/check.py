@@ -29,6 +29,7 @@ from palletizer.core.motion.kinematics import (
 )
 from palletizer.core.motion.params import MotionParams
 from palletizer.core.motion.path import SampledPath
+from palletizer.core.motion.timing import JointTrajectory
 
 __all__ = [
     'COLLISION',
@@ -118,10 +119,13 @@ class JointSegment:
 
 @dataclass(frozen=True, eq=False)
 class CheckedPath:
-    """A dense path that passed every check: its segments and final configuration q_end (6,)."""
+    """A dense path that passed every check: its segments and final configuration q_end (6,).
+    timed: its timing where the planner already has it (it timed two paths to keep the faster);
+    None until then."""
 
     segments: tuple[JointSegment, ...]
     q_end: np.ndarray
+    timed: JointTrajectory | None = None
 
 
 def follow_path(

@@ -11,10 +11,12 @@ from palletizer.core.contracts import EUR_DECK_Z
 from palletizer.core.motion.errors import MotionError
 from palletizer.core.motion.kinematics import JointLimits
 
-__all__ = ['TIMINGS', 'MotionParams']
+__all__ = ['TIMINGS', 'TRANSITS', 'MotionParams']
 
 # The time parameterisations MotionParams.timing selects (see there).
 TIMINGS = ('jerk_limited', 'time_optimal', 'ruckig')
+# The paths MotionParams.transit selects for a plan's cross (see there).
+TRANSITS = ('cartesian', 'joint')
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,12 @@ class MotionParams:
     # bounded); 'ruckig' = ruckig on each segment's path coordinate with one set of limits per
     # segment (jerk-limited, corners stopped at). `scripts/bench motion` measures all three.
     timing: str = 'jerk_limited'
+    # The cross between a plan's vertical rise and descent (TRANSITS): 'cartesian' = straight
+    # lines in the world, round the base through vias; 'joint' = the straight line in joint
+    # space between the configurations the Cartesian plan has at the cross's ends, its corners
+    # rounded (joint_transit.py), used where it passes every check and is the faster of the
+    # two; otherwise the Cartesian cross.
+    transit: str = 'cartesian'
     transit_height: float = 0.94  # minimum cruise z (docs/cell.md §3.11)
     # Crossing moves keep the TCP this far from the base's vertical axis [m]: the empty arm
     # first failed to hold a pose at 0.373 m and held every pose from 0.447 m
@@ -114,8 +122,12 @@ class MotionParams:
             raise MotionError(
                 f'MotionParams.timing = {self.timing!r}; expected one of {", ".join(TIMINGS)}'
             )
+        if self.transit not in TRANSITS:
+            raise MotionError(
+                f'MotionParams.transit = {self.transit!r}; expected one of {", ".join(TRANSITS)}'
+            )
         for f in fields(self):
-            if f.name in ('limits', 'timing'):
+            if f.name in ('limits', 'timing', 'transit'):
                 continue
             value = getattr(self, f.name)
             if not isinstance(value, int | float) or not math.isfinite(value):
@@ -165,6 +177,7 @@ class MotionParams:
             'blend_radius': m.blend_radius,
             'map_margin': m.map_margin,
             'timing': m.timing,
+            'transit': m.transit,
             'pedestal_radius': r.pedestal.radius,
             'max_carton_kg': r.payload_kg - cell.gripper.mass_kg,
             'cup_gap': cell.gripper.cup_gap,

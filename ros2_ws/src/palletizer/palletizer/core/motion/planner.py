@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from palletizer.core.motion.grasp import (
     plan_grasp,
     tool_to_world_xy,
 )
+from palletizer.core.motion.joint_transit import joint_transit_path
 from palletizer.core.motion.kinematics import DH, UR10eKinematics, branch_index, yaw_of
 from palletizer.core.motion.params import MotionParams
 from palletizer.core.motion.path import (
@@ -587,9 +588,13 @@ class MotionPlanner:
                 cands.append(c)
         best, best_cost = cands[0], math.inf
         dq1 = self._base_turn(q0, x, y)
+        # A joint-space cross turns the tool's yaw with the shoulder pan for free: there the
+        # turn that moves wrist 3 least is the fastest (joint_transit.py).
+        wrist = self.params.transit == 'joint'
         for c in cands:
             q6 = q0[5] + dq1 - (c - yaw0)
-            cost = abs(c - yaw0) + (10.0 if not lo <= q6 <= hi else 0.0)
+            turn = abs(q6 - q0[5]) if wrist else abs(c - yaw0)
+            cost = turn + (10.0 if not lo <= q6 <= hi else 0.0)
             if cost < best_cost - 1e-9:
                 best, best_cost = c, cost
         return best
@@ -666,10 +671,26 @@ class MotionPlanner:
             checked = check_path(q0, path, index0, arm, p, world, self.gripper.body, load)
             if isinstance(checked, CheckedPath):
                 break
-        return checked
+        if p.transit != 'joint' or not isinstance(checked, CheckedPath) or p.timing == 'ruckig':
+            return checked
+        # The cross as a line in joint space (joint_transit.py), where it passes the same
+        # checks and is faster: a Cartesian plan that passed stands otherwise, so no plan is
+        # refused that the Cartesian transit makes.
+        joint = joint_transit_path(q0, legs, arm, p, accel)
+        if joint is None:
+            return checked
+        other = check_path(q0, joint, index0, arm, p, world, self.gripper.body, load)
+        if not isinstance(other, CheckedPath):
+            return checked
+        fast, slow = self._time(other), self._time(checked)
+        if fast.duration < slow.duration:
+            return replace(other, timed=fast)
+        return replace(checked, timed=slow)
 
     def _time(self, checked: CheckedPath) -> JointTrajectory:
         """The checked segments timed rest to rest (MotionParams.timing) and sampled."""
+        if checked.timed is not None:
+            return checked.timed
         p = self.params
         timings: list[SegmentTiming | PathTiming]
         if p.timing == 'ruckig':
