@@ -140,9 +140,9 @@ def test_weigh_options_run_each_way_once_and_compare_them(monkeypatch, capsys):
     assert parse_options(['--weigh', 'lift', 'still', 'lift'])['weighs'] == ('lift', 'still')
     with pytest.raises(SystemExit):
         parse_options(['--weigh', 'float'])
-    assert "invalid choice: 'float'" in capsys.readouterr().err
+    assert "weigh 'float'; expected one of still, lift, track" in capsys.readouterr().err
 
-    def episode(level, planner, seed, limit, weigh, transit='cartesian'):
+    def episode(level, planner, seed, limit, weigh):
         # Each carton's cycle: 9 s of other phases, plus the weigh's 1.5 s hold when still.
         cycle = _cycle(0.0, [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)])
         lift = 1 if weigh == 'lift' else 0
@@ -174,7 +174,7 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
         with_weigh(cfg, 'fast')
     assert parse_options(['--weigh', 'still', 'track'])['weighs'] == ('still', 'track')
 
-    def episode(level, planner, seed, limit, weigh, transit='cartesian'):
+    def episode(level, planner, seed, limit, weigh):
         # 9 s of other phases; still: 1.5 s to weigh; still and lift: 1.5 s to zero.
         phases = [(P.cross, 9.0), (P.weigh, 1.5 if weigh == 'still' else 0.0)]
         phases.append((P.settle, 0.0 if weigh == 'track' else 1.5))
@@ -217,53 +217,47 @@ def test_tracking_the_zero_is_a_third_way_compared_with_still(monkeypatch):
     assert out['overall']['lift']['success_pct'] == 100.0
 
 
-def test_a_joint_transit_is_run_beside_each_way_of_weighing_and_named_for_it(monkeypatch):
+def test_a_way_adds_levers_to_its_weighing_and_is_named_for_them(monkeypatch, capsys):
     from palletizer.cli import bench_throughput as bt
+    from palletizer.cli.weighing import check_way, config_way, with_way
     from palletizer.core.config import load_config
     from palletizer.core.errors import InvalidValue
 
     cfg = load_config()
-    assert bt.with_transit(cfg, 'joint').cell.motion.transit == 'joint'
-    with pytest.raises(InvalidValue, match="transit 'curvy'; expected one of cartesian, joint"):
-        bt.with_transit(cfg, 'curvy')
-    opts = parse_options(['--weigh', 'still', 'track', '--transit', 'cartesian', 'joint'])
-    assert opts['transits'] == ('cartesian', 'joint')
-    assert parse_options([])['transits'] is None
+    assert config_way(cfg) == 'still'
+    fast = with_way(cfg, 'track+early+joint')
+    assert fast.cell.motion.transit == 'joint' and fast.cell.episode.detect_early
+    assert fast.perception.gauge.zero_on_move
+    assert config_way(fast) == 'track+joint+early' == check_way('track+early+joint')
+    back = with_way(fast, 'lift')
+    assert back.cell.motion.transit == 'cartesian' and not back.cell.episode.detect_early
+    with pytest.raises(InvalidValue, match="'curvy'; expected one of still, lift, track, then"):
+        check_way('track+curvy')
+    with pytest.raises(InvalidValue, match='names a lever twice'):
+        check_way('track+joint+joint')
+    opts = parse_options(['--weigh', 'still', 'track+joint', 'track+early+joint'])
+    assert opts['weighs'] == ('still', 'track+joint', 'track+joint+early')
     with pytest.raises(SystemExit):
-        parse_options(['--transit', 'curvy'])
+        parse_options(['--weigh', 'track+fast'])
+    assert "'fast'; expected one of still, lift, track" in capsys.readouterr().err
     calls = []
 
-    def episode(level, planner, seed, limit, weigh, transit='cartesian'):
-        calls.append((weigh, transit))
+    def episode(level, planner, seed, limit, weigh):
+        calls.append(weigh)
         # 9 s to cross in the world, 7 s in joint space; 1.5 s to weigh still.
-        phases = [(P.cross, 9.0 if transit == 'cartesian' else 7.0)]
-        phases.append((P.weigh, 1.5 if weigh == 'still' else 0.0))
-        return _Episode(
-            level,
-            planner,
-            seed,
-            True,
-            [_cycle(0.0, phases)],
-            [],
-            0,
-            0.1,
-            0,
-            bt._mode(weigh, transit),
-        )
+        cross = 7.0 if 'joint' in weigh.split('+') else 9.0
+        phases = [(P.cross, cross), (P.weigh, 1.5 if weigh.startswith('still') else 0.0)]
+        return _Episode(level, planner, seed, True, [_cycle(0.0, phases)], [], 0, 0.1, 0, weigh)
 
     monkeypatch.setattr(bt, '_episode', episode)
     out = bt.bench_throughput(
         levels=(11,),
         seeds=(1,),
         planners=('heuristic',),
-        weighs=('still', 'track'),
-        transits=('cartesian', 'joint'),
+        weighs=('still', 'track', 'still+joint', 'track+joint'),
     )
-    assert sorted(calls) == sorted(
-        [(w, t) for w in ('still', 'track') for t in ('cartesian', 'joint')]
-    )
-    assert out['transit'] == ['cartesian', 'joint'] and out['weigh'] == ['still', 'track']
-    assert set(out['by_weigh']) == {'still', 'track', 'still+joint', 'track+joint'}
+    assert calls == ['still', 'track', 'still+joint', 'track+joint']
+    assert out['weigh'] == ['still', 'track', 'still+joint', 'track+joint']
     assert out['levels'] == out['by_weigh']['still']
     assert out['by_weigh']['track+joint']['11']['cycle_s_per_carton_median'] == 7.0
     assert out['track+joint_vs_still'] == {'11': round(7.0 / 10.5, 3)}

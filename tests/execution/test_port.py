@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from palletizer.core.contracts import FailureCause, HeightMap
+from palletizer.core.contracts import FailureCause, HeightMap, Observation
 from palletizer.core.ports import EpisodeAborted
 from palletizer.execution import (
     ExecResult,
@@ -11,6 +12,7 @@ from palletizer.execution import (
     PickPlaceSequencer,
     SequencerExecutor,
     motion_outcome,
+    over_carton,
     return_request,
 )
 
@@ -113,3 +115,26 @@ def test_ready_without_a_pose_stays_put_and_a_held_carton_refuses_the_hover():
     sent = len(arm.goals)
     out = port.ready()
     assert not out.ok and 'a carton is held' in out.reason and len(arm.goals) == sent
+
+
+def test_ready_over_a_seen_carton_waits_above_it_and_the_pick_then_only_drops():
+    arm = RecordingArm()
+    seq = PickPlaceSequencer(arm)
+    port = SequencerExecutor(seq, ready_pose=(-0.2, -1.22, 1.06, 0.0))
+    obs = _obs()
+    x, y, z, yaw = over_carton(obs, seq.motion.params)
+    lid = obs.position[2] + obs.dims_guess[2] / 2
+    p = seq.motion.params
+    assert (x, y, yaw) == (obs.position[0], obs.position[1], obs.yaw)
+    assert z == max(p.transit_height, lid + p.cup_gap + p.place_clearance)
+    tall = Observation('t', (-0.2, -0.8, 0.58 + 0.3), 0.0, (0.4, 0.3, 0.6), 0.9)
+    assert over_carton(tall, p)[2] == pytest.approx(0.58 + 0.6 + p.cup_gap + p.place_clearance)
+    assert port.ready(obs).ok
+    T = seq.motion.kin.fk(arm.q)
+    assert np.allclose(T[:3, 3], (x, y, z), atol=1e-3)
+    assert port.pick(obs).ok
+    approach = arm.goals[-2]  # the approach, then the lift
+    tcp = np.array([seq.motion.kin.fk(q)[:3, 3] for q in approach.q])
+    assert tcp[:, 2].max() <= z + 1e-3  # no rise: it keeps the height it waited at, and drops
+    assert tcp[-1, 2] == pytest.approx(lid + p.cup_gap, abs=1e-3)
+    assert np.abs(tcp[:, :2] - tcp[-1, :2]).max() < 0.01  # over the carton all the way down

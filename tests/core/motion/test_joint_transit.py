@@ -170,3 +170,30 @@ def test_without_rounding_there_is_no_joint_transit():
 def test_an_unknown_transit_is_refused_naming_the_choices():
     with pytest.raises(MotionError, match="transit = 'curvy'; expected one of cartesian, joint"):
         MotionParams(transit='curvy')
+
+
+def test_a_plan_refused_at_the_wrist_sparing_yaw_is_planned_again_at_the_least_world_turn():
+    """Graph run, level 21 seed 1: the move back, at the yaw that spared wrist 3, found no IK
+    on the Cartesian cross it is checked against first; the Cartesian transit's yaw passes."""
+
+    class Picky(MotionPlanner):
+        yaws: list[tuple[bool, float]] = []
+
+        def _choose_yaw(self, *a, **k):
+            yaw = super()._choose_yaw(*a, **k)
+            self.yaws.append((self._world_yaw, yaw))
+            return yaw
+
+        def _hover(self, q0, start, goal, safe_z, world, fit):
+            if not self._world_yaw:
+                return dataclasses.replace(CARTESIAN.plan_hover(q0, 9.0, 0.0, 1.0), ok=False)
+            return super()._hover(q0, start, goal, safe_z, world, fit)
+
+    joint = Picky(params=MotionParams(transit='joint'))
+    q0 = np.array(HOME_Q)
+    res = joint.plan_hover(q0, -0.20, -1.22, 1.06, _world(), 2.5)
+    assert res.ok and not joint._world_yaw
+    assert [w for w, _ in joint.yaws] == [False, True]
+    assert joint.yaws[0][1] != joint.yaws[1][1]  # the two choices differ here
+    cart = Picky(params=MotionParams())
+    assert not cart.plan_hover(q0, -0.20, -1.22, 1.06, _world(), 2.5).ok  # no second try

@@ -34,9 +34,10 @@ figures, `by_weigh` each one's, with `cartons_on_lift` (cartons weighed without 
 `cartons_zeroed_on_move` (places followed by no zero hold) per level, and `lift_vs_still` and
 `track_vs_still` the ratios of their median cycles.
 
-`--transit cartesian joint` runs each of those once per cross (configs/cell.yaml
-motion.transit, core/motion/joint_transit.py): the Cartesian runs keep the weighing's name, the
-joint ones are named `<weigh>+joint` (`track+joint`), each with its `<name>_vs_still` ratio.
+A way may add levers to its weighing with `+` (cli/weighing.py): `track+joint` crosses in joint
+space (motion.transit), `track+joint+early` also looks for the next carton as soon as a place
+is done (episode.detect_early); each way's `by_weigh` figures and `<way>_vs_still` ratio are
+named after it.
 """
 
 from __future__ import annotations
@@ -47,19 +48,18 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from palletizer.cli.bench_graph import PROTOCOL_LEVELS, SEED_LIMIT
 from palletizer.cli.seeds import check_levels_and_first_seeds
-from palletizer.cli.weighing import WEIGHS, config_weigh, with_weigh
+from palletizer.cli.weighing import check_way, config_way, with_way
 from palletizer.core.config import load_config
 from palletizer.core.cycle import PhaseSpan, phase_totals, spans_from_payload
 from palletizer.core.errors import ConfigError, InvalidValue
 from palletizer.core.motion import JointLimits, MotionParams, MotionPlanner, MotionResult
-from palletizer.core.motion.params import TRANSITS
 from palletizer.core.vocab import CyclePhase
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     'joint_move_s',
     'parse_options',
     'summarise',
-    'with_transit',
 ]
 
 PLANNERS = ('heuristic', 'beam')
@@ -200,7 +199,7 @@ class _Episode:
     failed_twins: int
     wall_s: float
     slower_twins: int = 0
-    weigh: str = 'still'  # the run's name: the way of weighing, `+joint` for a joint transit
+    weigh: str = 'still'  # the run's way (cli/weighing.py)
     on_lift: int = 0  # cartons weighed on the lift, without stopping
     on_move: int = 0  # places followed by a zero on the move, without a hold
     # Each weighing of a carton of 2 kg and above scored against the catalogue
@@ -280,32 +279,19 @@ def summarise(episodes: Sequence[_Episode]) -> dict[str, Any]:
     return levels
 
 
-def _mode(weigh: str, transit: str) -> str:
-    """A run's name: the way of weighing, with `+joint` for the joint-space transit."""
-    return weigh if transit == 'cartesian' else f'{weigh}+{transit}'
-
-
-def with_transit(cfg: Any, transit: str) -> Any:
-    """The config with the motion planner's cross `transit` (one of TRANSITS)."""
-    if transit not in TRANSITS:
-        raise InvalidValue(f'transit {transit!r}; expected one of {", ".join(TRANSITS)}')
-    return replace(cfg, cell=replace(cfg.cell, motion=replace(cfg.cell.motion, transit=transit)))
-
-
 def _episode(
     level: int,
     planner: str,
     seed: int,
     limit: bool,
     weigh: str = 'still',
-    transit: str = 'cartesian',
 ) -> _Episode:
     from palletizer.cli.bench_perception import score_detect_and_weigh
     from palletizer.core.loads import draw_load
     from palletizer.core.planning import build_planner
     from palletizer.wiring.inprocess import MemorySink, run_inprocess
 
-    cfg = with_transit(with_weigh(load_config(), weigh), transit)
+    cfg = with_way(load_config(), weigh)
     recorders: list[LimitRecorder] = []
     truth = {d.package_id: d.spec for d in draw_load(level, seed, cfg)}
     rows: dict[str, list[Any]] = {'detects': [], 'weighs': []}
@@ -358,7 +344,7 @@ def _episode(
         rec.failed if rec is not None else 0,
         time.perf_counter() - t0,
         rec.slower if rec is not None else 0,
-        _mode(weigh, transit),
+        weigh,
         on_lift,
         on_move,
         rows['weighs'],
@@ -371,25 +357,15 @@ def bench_throughput(
     planners: Sequence[str] = PLANNERS,
     limit_levels: Sequence[int] = (11,),
     weighs: Sequence[str] | None = None,
-    transits: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Run every (level, planner, seed), once per way of weighing and cross (default: the
+    """Run every (level, planner, seed), once per way (cli/weighing.py; default: the
     config's), and return the benchmark's JSON."""
     cfg = load_config()
-    weighs_given = tuple(weighs or (config_weigh(cfg),))
-    transits = tuple(transits or (cfg.cell.motion.transit,))
+    weighs = tuple(dict.fromkeys(check_way(w) for w in weighs or (config_way(cfg),)))
     episodes: list[_Episode] = []
-    runs = [
-        (lv, p, s, w, t)
-        for t in transits
-        for w in weighs_given
-        for lv in levels
-        for p in planners
-        for s in seeds
-    ]
-    weighs = tuple(dict.fromkeys(_mode(w, t) for *_, w, t in runs))
-    for i, (level, planner, seed, weigh, transit) in enumerate(runs, 1):
-        e = _episode(level, planner, seed, level in limit_levels, weigh, transit)
+    runs = [(lv, p, s, w) for w in weighs for lv in levels for p in planners for s in seeds]
+    for i, (level, planner, seed, weigh) in enumerate(runs, 1):
+        e = _episode(level, planner, seed, level in limit_levels, weigh)
         episodes.append(e)
         cyc = _median(sum(s.duration_s for s in c) for c in e.cycles)
         print(
@@ -413,8 +389,7 @@ def bench_throughput(
         by_weigh[w] = figures
     out: dict[str, Any] = {
         'levels': by_weigh[weighs[0]],
-        'weigh': list(weighs_given),
-        'transit': list(transits),
+        'weigh': list(weighs),
         'seeds': list(seeds),
         'planners': list(planners),
         'motion': 'interpolated',
@@ -465,6 +440,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a and b else None
 
 
+def _way(text: str) -> str:
+    """argparse type of --weigh: a way (cli/weighing.check_way), or the error it names."""
+    try:
+        return check_way(text)
+    except InvalidValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parse_options(
     argv: Sequence[str] | None = None, prog: str = 'scripts/bench throughput'
 ) -> dict[str, Any]:
@@ -489,20 +472,14 @@ def parse_options(
     p.add_argument(
         '--weigh',
         nargs='+',
-        choices=WEIGHS,
+        type=_way,
         default=None,
-        help='still | lift | track, one run of every episode each: stop to weigh and zero; weigh '
-        'on the lift; that and zero on the move (default: configs/perception.yaml gauge '
-        'weigh_on_lift and zero_on_move)',
-    )
-    p.add_argument(
-        '--transit',
-        nargs='+',
-        choices=TRANSITS,
-        default=None,
-        help='cartesian | joint, one run of every episode each (with each --weigh): the cross '
-        'as straight lines in the world, or as a line in joint space (default: '
-        'configs/cell.yaml motion.transit)',
+        metavar='WAY',
+        help='one run of every episode per way: still | lift | track (stop to weigh and zero; '
+        'weigh on the lift; that and zero on the move), each optionally with +joint (cross in '
+        'joint space) and +early (look for the next carton as soon as a place is done), e.g. '
+        "track+joint+early (default: the configs' gauge.weigh_on_lift, gauge.zero_on_move, "
+        'motion.transit and episode.detect_early)',
     )
     ns = p.parse_args(argv)
     cfg = load_config()
@@ -520,5 +497,4 @@ def parse_options(
         'planners': tuple(ns.planners),
         'limit_levels': tuple(ns.limit_levels),
         'weighs': None if ns.weigh is None else tuple(dict.fromkeys(ns.weigh)),
-        'transits': None if ns.transit is None else tuple(dict.fromkeys(ns.transit)),
     }

@@ -44,6 +44,7 @@ from palletizer.core.ports import (
     GaugePort,
     MotionOutcome,
     PerceptionPort,
+    Presented,
     RefereePort,
     SinkPort,
 )
@@ -80,7 +81,8 @@ class EpisodeSettings:
     """Episode rules: duration cap [s sim], settle time [s], replans, tolerances.
 
     settle_s: simulated time from the end of a place to the referee's measurement; the
-    executor's ready move (when it has one) runs inside it.
+    executor's ready move (when it has one) runs inside it. detect_early: look for the next
+    carton as soon as a place is done and send the ready move over it (_Loop.detect_next).
     """
 
     max_duration_s: float = 600.0
@@ -91,6 +93,7 @@ class EpisodeSettings:
     detect_retries: int = 2  # further detections after an empty one, each on fresh frames
     detect_retry_wait_s: float = 0.2  # [s sim] held between two detections
     buffer: BufferTable | None = None  # the set-aside buffer (None or 0 slots: none)
+    detect_early: bool = False
 
     @classmethod
     def from_config(
@@ -114,6 +117,7 @@ class EpisodeSettings:
             tolerances=Tolerances(tol.xy, tol.yaw, tol.overhang, tol.square),
             detect_retries=ep.detect_retries,
             detect_retry_wait_s=ep.detect_retry_wait_s,
+            detect_early=ep.detect_early,
         )
 
 
@@ -123,6 +127,10 @@ class _Attempt:
     spec: PackageSpec
     plan: PlacementPlan | None
 
+
+# [s] after the retract began, the first reading a zero on the move takes: the cups have
+# left the lid (the release holds until the vacuum is gone; 50 ms more of the lift-off).
+_RETRACT_SETTLE_S = 0.05
 
 # A carton set aside whose centre rests farther than this from the set-down height is not on
 # the auxiliary table (it fell, or the table is not where the config says).
@@ -181,6 +189,9 @@ class _Loop:
         self.last_move = ''  # what the last carton() or drain() did, for the progress line
         self.progress: Callable[[str], None] | None = None
         self.clock = CycleClock()  # the phases of the carton cycle in progress
+        # The next carton as presented and seen right after a place (detect_next), for
+        # carton() to take up instead of asking again; None when not looked for yet.
+        self.early: tuple[Presented, Observation | None] | None = None
 
     # -- reporting ---------------------------------------------------------------------------
 
@@ -309,7 +320,11 @@ class _Loop:
         if self.cell.sim_time() > self.s.max_duration_s:
             self.emit('fail', cause=FailureCause.timeout.value, reason='episode time exceeded')
             return FailureCause.timeout
-        shown = self.cell.present()
+        seen: Observation | None = None
+        if self.early is not None:
+            (shown, seen), self.early = self.early, None
+        else:
+            shown = self.cell.present()
         state = {
             'source': self.task,
             'pending': shown.pending,
@@ -331,7 +346,7 @@ class _Loop:
         if self.counting:
             self.n_objects += 1
         self.at(CyclePhase.detect)
-        obs = self.perception.detect(pid)
+        obs = seen if seen is not None else self.perception.detect(pid)
         tries = 1
         # An empty or ambiguous view is tried again on fresh frames (new sensor noise) before
         # the episode ends with no_detection.
@@ -521,7 +536,12 @@ class _Loop:
         # stack's way, the gauge zeroes the empty tool there (gauges with `zero`), and the cell
         # settles whatever is left.
         placed_at = self.cell.sim_time()
-        self.after_place(phases=True)
+        above = self.detect_next() if self.s.detect_early else None
+        # The empty cups' retract is part of the move back a gauge may zero on: its readings
+        # from _RETRACT_SETTLE_S after the retract began (the cups off the lid).
+        retract = [t for phase, t in placed_out.phases if phase is CyclePhase.retract]
+        since = retract[-1] + _RETRACT_SETTLE_S if retract else None
+        self.after_place(phases=True, above=above, moved_since=since)
         self.at(CyclePhase.settle)
         left = self.s.settle_s - (self.cell.sim_time() - placed_at)
         if left > 1e-9:
@@ -572,17 +592,48 @@ class _Loop:
 
     # -- the set-aside buffer ----------------------------------------------------------------
 
-    def after_place(self, phases: bool = False) -> None:
-        """The empty arm's move to wait above the source and the gauge's tare (when the ports
-        have them), as after every place. phases: mark them as the cycle's return and settle
-        (a set-aside's stay in its buffer phase)."""
+    def detect_next(self) -> Observation | None:
+        """The next carton, looked for as soon as a place is done: the arm is over the pallet,
+        out of the station camera's view, so the carton may be seen before the arm goes to
+        wait beside the station, and the ready move may go over it instead. Presented once
+        (kept for carton(), which does not ask again) and detected once: an empty view is
+        tried again by carton() from the ready pose, as without this. None when no carton
+        is there to be seen, the executor has no ready move, or it was not seen."""
+        if getattr(self.executor, 'ready', None) is None:
+            return None
+        if self.early is None:
+            if self.cell.sim_time() > self.s.max_duration_s:
+                return None  # carton() ends the episode for its time
+            self.at(CyclePhase.wait)
+            shown = self.cell.present()
+            seen = None
+            if shown.package_id is not None:
+                self.at(CyclePhase.detect)
+                seen = self.perception.detect(shown.package_id)
+            self.early = (shown, seen)
+        return self.early[1]
+
+    def after_place(
+        self,
+        phases: bool = False,
+        above: Observation | None = None,
+        moved_since: float | None = None,
+    ) -> None:
+        """The empty arm's move to wait above the source (over the carton `above` when given)
+        and the gauge's tare (when the ports have them), as after every place. phases: mark
+        them as the cycle's return and settle (a set-aside's stay in its buffer phase).
+        moved_since [s sim]: when the empty arm's move began, if before the ready move (the
+        retract's); the gauge may zero on the readings since."""
         ready = getattr(self.executor, 'ready', None)
-        moved_since = None
         if ready is not None:
             if phases:
                 self.at(CyclePhase.return_)
-            moved_since = self.cell.sim_time()
-            ready()
+            now = self.cell.sim_time()
+            moved_since = now if moved_since is None else min(moved_since, now)
+            if above is None:
+                ready()
+            else:
+                ready(above)
         zero = getattr(self.gauge, 'zero', None)
         if zero is not None:
             if phases:

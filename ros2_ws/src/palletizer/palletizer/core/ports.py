@@ -147,8 +147,9 @@ class GaugePort(Protocol):
 class ExecutorPort(Protocol):
     """Pick and place. Optional: `park() -> MotionOutcome`, the Cartesian move to the photo
     park pose, called before every photo; executors without it take photos where they stand.
-    Optional: `ready() -> MotionOutcome`, the empty arm's move to wait above the source, called
-    after every successful place while the stack settles; a refusal leaves the arm where it is."""
+    Optional: `ready(above: Observation | None = None) -> MotionOutcome`, the empty arm's move
+    to wait above the source (over the carton `above`, seen there, when given), called after
+    every successful place while the stack settles; a refusal leaves the arm where it is."""
 
     def pick(self, observation: Observation) -> MotionOutcome: ...
     def place(

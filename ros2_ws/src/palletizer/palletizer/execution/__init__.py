@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from palletizer.execution.layout import arm_boxes, pick_rise, ready_pose, static_boxes
+from palletizer.execution.layout import (
+    arm_boxes,
+    over_carton,
+    pick_rise,
+    ready_pose,
+    static_boxes,
+)
 from palletizer.execution.park import Parked, ParkPose, park_waypoints, plan_park, plan_unpark
 from palletizer.execution.port import SequencerExecutor, motion_outcome, return_request
 from palletizer.execution.sequencer import (
@@ -64,6 +70,7 @@ __all__ = [
     'cycle_phase',
     'plan_park',
     'plan_unpark',
+    'over_carton',
     'ready_pose',
     'return_request',
     'static_boxes',

@@ -7,9 +7,10 @@ cell or a real UR10e) and the in-process wiring build the same collision world a
 from __future__ import annotations
 
 from palletizer.core.config import Config
-from palletizer.core.motion import AABB
+from palletizer.core.contracts import Observation
+from palletizer.core.motion import AABB, MotionParams
 
-__all__ = ['arm_boxes', 'pick_rise', 'ready_pose', 'static_boxes']
+__all__ = ['arm_boxes', 'over_carton', 'pick_rise', 'ready_pose', 'static_boxes']
 
 
 def ready_pose(config: Config, source: str) -> tuple[float, float, float, float] | None:
@@ -32,6 +33,20 @@ def ready_pose(config: Config, source: str) -> tuple[float, float, float, float]
     # waiting gripper would hide the next carton's lid.
     dx, dy = cell.motion.ready_offset
     return (x + dx, y + dy, top + tallest + clearance, 0.0)
+
+
+def over_carton(
+    observation: Observation, params: MotionParams
+) -> tuple[float, float, float, float]:
+    """Where the empty arm waits over a carton already seen at the station: (x, y, z [m],
+    tool yaw [rad]) above its centre at the height its pick crosses at (the transit height,
+    or the place clearance over its lid where that is higher), yaw the carton's. The pick then
+    keeps that height for the few centimetres to its cup block and drops, as every pick
+    crosses and drops (core/motion/planner.py)."""
+    x, y, z = observation.position
+    lid = z + observation.dims_guess[2] / 2
+    top = max(params.transit_height, lid + params.cup_gap + params.place_clearance)
+    return (x, y, top, observation.yaw)
 
 
 def static_boxes(config: Config, source: str) -> tuple[AABB, ...]:

@@ -19,6 +19,7 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.ports import EpisodeAborted, MotionOutcome
 from palletizer.core.vocab import CyclePhase
+from palletizer.execution.layout import over_carton
 from palletizer.execution.park import ParkPose
 from palletizer.execution.sequencer import ExecResult, Outcome, PickPlaceSequencer, cycle_phase
 
@@ -123,9 +124,12 @@ class SequencerExecutor:
             self.parks += 1
         return MotionOutcome(True) if res.ok else motion_outcome(res)
 
-    def ready(self) -> MotionOutcome:
-        """The empty arm to wait above the source; a refusal leaves the arm where it is."""
+    def ready(self, above: Observation | None = None) -> MotionOutcome:
+        """The empty arm to wait above the source (over the carton `above`, seen there, when
+        given: layout.over_carton); a refusal leaves the arm where it is. A source without a
+        ready pose (the truck) leaves the arm put either way."""
         if self.ready_pose is None:
             return MotionOutcome(True)
-        res = self.seq.hover(self.heightmap, self.ready_pose)
+        pose = self.ready_pose if above is None else over_carton(above, self.seq.motion.params)
+        res = self.seq.hover(self.heightmap, pose)
         return MotionOutcome(True) if res.ok else motion_outcome(res)

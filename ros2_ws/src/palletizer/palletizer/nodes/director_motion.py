@@ -68,14 +68,21 @@ class RosExecutor:
         """The photo park (Cartesian, checked); a refusal leaves the arm where it is."""
         return self._move(self.park_c, 'park')
 
-    def ready(self) -> MotionOutcome:
-        """The empty arm's move to wait above the source; a refusal leaves the arm put."""
-        return self._move(self.ready_c, 'ready')
+    def ready(self, above: Observation | None = None) -> MotionOutcome:
+        """The empty arm's move to wait above the source (over the carton `above`, seen there,
+        when given); a refusal leaves the arm put."""
+        req = MoveArm.Request()
+        if above is not None:
+            req.over_carton, req.carton = True, observation_to_msg(above)
+        return self._move(self.ready_c, 'ready', req)
 
-    def _move(self, client: Client, what: str) -> MotionOutcome:
+    def _move(
+        self, client: Client, what: str, req: MoveArm.Request | None = None
+    ) -> MotionOutcome:
         """A MoveArm call, read as the in-process executor reads the sequencer's move: the
         cause from the response's field, through the one mapping (execution.motion_outcome)."""
-        res = self.calls.service(client, MoveArm.Request(), what, self.calls.t.motion)
+        req = req if req is not None else MoveArm.Request()
+        res = self.calls.service(client, req, what, self.calls.t.motion)
         if self.refresh is not None:
             self.refresh()
         out = exec_result_from_msg(res)

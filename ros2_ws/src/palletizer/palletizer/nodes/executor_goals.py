@@ -29,6 +29,7 @@ from palletizer.execution import (
     PickPlaceSequencer,
     controller_cause,
     exec_result_to_msg,
+    over_carton,
 )
 from palletizer.execution.maps import CurrentMap
 from palletizer.execution.sequencer import Feedback
@@ -237,12 +238,15 @@ class ExecutorGoals:
             res, 'park', lambda: self.seq.park(self._map.map, self.park_pose)
         )
 
-    def on_ready(self, _req: MoveArm.Request, res: MoveArm.Response) -> MoveArm.Response:
-        """Empty arm to wait above the source (ready_pose); a refusal carries code and cause.
-        OK without moving when this source has no ready pose."""
+    def on_ready(self, req: MoveArm.Request, res: MoveArm.Response) -> MoveArm.Response:
+        """Empty arm to wait above the source (ready_pose; over the request's carton, seen at
+        the station, with over_carton); a refusal carries code and cause. OK without moving
+        when this source has no ready pose."""
         pose = self.ready_pose
         if pose is None:
             return exec_result_to_msg(ExecResult(Outcome.OK), res)
+        if req.over_carton:
+            pose = over_carton(observation_from_msg(req.carton), self.seq.motion.params)
         return self._service_move(res, 'ready', lambda: self.seq.hover(self._map.map, pose))
 
     def _service_move(

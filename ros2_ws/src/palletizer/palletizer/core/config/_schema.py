@@ -179,6 +179,7 @@ _CELL = {
         'place_retries': _num(0, 20, integer=True),
         'detect_retries': _num(0, 20, integer=True),
         'detect_retry_wait_s': _num(0.0, 10.0),
+        'detect_early': _Opt(_bool, False),
         'tolerance': {
             'xy': _num(0.0, 1.0),
             'yaw': _num(0.0, 3.2),

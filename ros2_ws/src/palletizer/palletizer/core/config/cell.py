@@ -309,6 +309,7 @@ class EpisodeConfig:
     detect_retries: int
     detect_retry_wait_s: float
     tolerance: Tolerance
+    detect_early: bool
 
 
 @dataclass(frozen=True)

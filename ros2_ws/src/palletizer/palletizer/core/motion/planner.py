@@ -12,9 +12,12 @@ live in their own modules.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Concatenate, ParamSpec
 
 import numpy as np
 
@@ -150,6 +153,33 @@ def _split_turns(
     return out
 
 
+_P = ParamSpec('_P')
+
+
+def _yaw_fallback(
+    plan: Callable[Concatenate[MotionPlanner, _P], MotionResult],
+) -> Callable[Concatenate[MotionPlanner, _P], MotionResult]:
+    """A plan that, with a joint-space transit, is planned once more when refused at the tool
+    yaw that turns wrist 3 least, now at the yaw that turns the tool least in the world, as
+    the Cartesian transit chooses: the Cartesian cross a joint one is checked against first
+    may find no IK at the first (graph run, level 21 seed 1: wrist 3 past a limit on the way
+    back to the source)."""
+
+    @functools.wraps(plan)
+    def planned(self: MotionPlanner, /, *args: _P.args, **kwargs: _P.kwargs) -> MotionResult:
+        res = plan(self, *args, **kwargs)
+        if res.ok or self.params.transit != 'joint':
+            return res
+        self._world_yaw = True
+        try:
+            other = plan(self, *args, **kwargs)
+        finally:
+            self._world_yaw = False
+        return other if other.ok else res
+
+    return planned
+
+
 class MotionPlanner:
     """Plans tool-down Cartesian moves for the UR10e and checks them before timing them."""
 
@@ -167,6 +197,8 @@ class MotionPlanner:
                 'JointLimits to both'
             )
         self.gripper = gripper or GripperGeometry()
+        # Set while _yaw_fallback plans again at the least world turn.
+        self._world_yaw = False
 
     # Public plans -----------------------------------------------------------------------------
     def plan_cartesian(
@@ -185,6 +217,7 @@ class MotionPlanner:
             )
         return MotionResult(True, None, None, self._time(checked), wps)
 
+    @_yaw_fallback
     def plan_pick(
         self,
         q_start: np.ndarray,
@@ -297,6 +330,7 @@ class MotionPlanner:
                 break
         return res
 
+    @_yaw_fallback
     def plan_place(
         self,
         q_start: np.ndarray,
@@ -377,6 +411,7 @@ class MotionPlanner:
         )
         return self._two_phase(q0, approach, load, retract, None, world, grasp)
 
+    @_yaw_fallback
     def plan_hover(
         self,
         q_start: np.ndarray,
@@ -590,7 +625,7 @@ class MotionPlanner:
         dq1 = self._base_turn(q0, x, y)
         # A joint-space cross turns the tool's yaw with the shoulder pan for free: there the
         # turn that moves wrist 3 least is the fastest (joint_transit.py).
-        wrist = self.params.transit == 'joint'
+        wrist = self.params.transit == 'joint' and not self._world_yaw
         for c in cands:
             q6 = q0[5] + dq1 - (c - yaw0)
             turn = abs(q6 - q0[5]) if wrist else abs(c - yaw0)
