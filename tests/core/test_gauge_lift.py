@@ -13,6 +13,7 @@ from palletizer.core.gauge_lift import (
     lift_start,
     sim_stamp,
     weigh_on_lift,
+    weigh_topped_up,
 )
 from palletizer.core.gauge_motion import (
     VGP20,
@@ -151,6 +152,29 @@ def test_the_lift_starts_where_the_tool_first_moves_after_the_seal():
     assert LIFT_T0 < s.t[lift_start(s, KIN)] <= LIFT_T0 + 0.02
 
 
+def test_a_previous_place_lower_than_the_seal_is_not_taken_for_the_lift():
+    """A fast cycle brings the previous release into the samples, 0.2 m below this seal: the
+    lift is still found after this seal, the lowest point of the last valley."""
+    t = np.arange(0.0, 2.0, 0.002)
+    z0 = SEAL[2]
+    z = np.select(
+        [t < 0.3, t < 0.8, t < 1.1, t < 1.3],
+        [
+            np.full_like(t, z0 - 0.2),  # the previous release
+            z0 - 0.2 + 0.6 * _ease((t - 0.3) / 0.5),  # retract and move back
+            z0 + 0.4 - 0.4 * _ease((t - 0.8) / 0.3),  # down onto this lid
+            np.full_like(t, z0),  # the seal
+        ],
+        z0 + 0.35 * _ease((t - 1.3) / 0.5),  # the lift
+    )
+    q = [HOME]
+    for zi in z:
+        q.append(KIN.ik_nearest(tool_down(SEAL[0], SEAL[1], float(zi), SEAL[3]), q[-1]))
+    q = np.array(q[1:])
+    s = LiftSamples.of(t, np.zeros((len(t), 6)), q, np.gradient(q, t, axis=0))
+    assert 1.3 < s.t[lift_start(s, KIN)] <= 1.32
+
+
 def test_a_lift_weighs_the_carton_and_its_support_is_left_out():
     fit = _weigh(4.2)
     assert fit.weigher is not None, fit.why
@@ -199,3 +223,18 @@ def test_the_history_keeps_its_span_and_starts_over_when_time_rewinds():
     assert h.wait_joints(1.98, 0.0) and not h.wait_joints(2.5, 0.0)
     h.add_wrench(0.0, np.zeros(6))  # a new episode
     assert len(h.samples(0.0).t) == 0
+
+
+def test_a_lift_short_of_converging_is_topped_up_with_short_holds_never_past_the_still_hold():
+    held: list[float] = []
+    answers = iter([None, None, 'spec'])
+    out, total = weigh_topped_up(lambda: next(answers), held.append, 1.5)
+    assert out == 'spec' and held == [0.1, 0.1] and total == pytest.approx(0.2)
+    held.clear()
+    out, total = weigh_topped_up(lambda: None, held.append, 1.5)
+    # Never converged: 14 steps held, a still weigh then holds the last 0.1 s of its 1.5 s.
+    assert out is None and len(held) == 14 and total == pytest.approx(1.4)
+    out, total = weigh_topped_up(lambda: 'spec', held.append, 1.5)
+    assert out == 'spec' and total == 0.0
+    with pytest.raises(PalletizerError, match='step'):
+        weigh_topped_up(lambda: None, held.append, 1.5, step=0.0)

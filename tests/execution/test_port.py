@@ -138,3 +138,10 @@ def test_ready_over_a_seen_carton_waits_above_it_and_the_pick_then_only_drops():
     assert tcp[:, 2].max() <= z + 1e-3  # no rise: it keeps the height it waited at, and drops
     assert tcp[-1, 2] == pytest.approx(lid + p.cup_gap, abs=1e-3)
     assert np.abs(tcp[:, :2] - tcp[-1, :2]).max() < 0.01  # over the carton all the way down
+
+
+def test_a_source_without_a_ready_pose_still_waits_over_a_carton_seen_there():
+    arm = RecordingArm()
+    port = SequencerExecutor(PickPlaceSequencer(arm))  # the truck: no wait pose beside it
+    assert port.ready().ok and arm.goals == []
+    assert port.ready(_obs()).ok and len(arm.goals) == 1

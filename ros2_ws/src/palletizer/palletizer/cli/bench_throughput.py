@@ -30,7 +30,9 @@ next seal, the slowest joint setting it; no path to those configurations can be 
 gauge): still (stop to weigh, stop to zero after each place); lift (weigh on the lift where that
 fit converges, core/gauge_lift.py: gauge.weigh_on_lift); track (that, and zero on the move back
 where that is certain enough: gauge.zero_on_move as well). `levels` holds the first one's
-figures, `by_weigh` each one's, with `cartons_on_lift` (cartons weighed without stopping) and
+figures, `by_weigh` each one's, with `cartons_on_lift` (cartons weighed without stopping),
+`cartons_on_lift_after_a_hold` (the lift's fit converged after a short hold,
+core/gauge_lift.py weigh_topped_up) and
 `cartons_zeroed_on_move` (places followed by no zero hold) per level, and `lift_vs_still` and
 `track_vs_still` the ratios of their median cycles.
 
@@ -205,6 +207,9 @@ class _Episode:
     # Each weighing of a carton of 2 kg and above scored against the catalogue
     # (bench_perception.score_detect_and_weigh): mass_pct, com_mm, lift (weighed on the lift).
     weighs: list[dict[str, Any]] = field(default_factory=list)
+    # Cartons weighed on the lift after a short hold that the fit took to converge
+    # (core.gauge_lift.weigh_topped_up).
+    lift_hold: int = 0
 
 
 def _median(xs: Iterable[float]) -> float | None:
@@ -324,6 +329,9 @@ def _episode(
     on_lift = sum(
         1 for _, _, kind, _, p in sink.events if kind == 'pick' and p.get('weighed') == 'lift'
     )
+    lift_hold = sum(
+        1 for _, _, kind, _, p in sink.events if kind == 'pick' and p.get('weighed') == 'lift_hold'
+    )
     on_move = sum(
         1 for _, _, kind, _, p in sink.events if kind == 'settle' and p.get('zeroed') == 'move'
     )
@@ -348,6 +356,7 @@ def _episode(
         on_lift,
         on_move,
         rows['weighs'],
+        lift_hold,
     )
 
 
@@ -386,6 +395,9 @@ def bench_throughput(
         for key, f in figures.items():
             f['cartons_on_lift'] = sum(e.on_lift for e in mine if str(e.level) == key)
             f['cartons_zeroed_on_move'] = sum(e.on_move for e in mine if str(e.level) == key)
+            f['cartons_on_lift_after_a_hold'] = sum(
+                e.lift_hold for e in mine if str(e.level) == key
+            )
         by_weigh[w] = figures
     out: dict[str, Any] = {
         'levels': by_weigh[weighs[0]],

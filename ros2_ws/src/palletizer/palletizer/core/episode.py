@@ -402,6 +402,7 @@ class _Loop:
                 reason='the wrist gauge read no steady payload',
             )
             return FailureCause.grasp_slip
+        weighed = getattr(self.gauge, 'last_weigh', '')
         self.emit(
             'pick',
             pid,
@@ -410,8 +411,10 @@ class _Loop:
             cog_offset_mm=[_r(v * 1000) for v in spec.cog_offset_m],
             dims_mm=[_r(v * 1000) for v in spec.dims_m],
             **{k: v for k, v in picked.details.items()},
-            # A gauge that weighed on the lift, without stopping, says so (core.gauge_lift).
-            **({'weighed': 'lift'} if getattr(self.gauge, 'last_weigh', '') == 'lift' else {}),
+            # A gauge that weighed on the lift says so (core.gauge_lift): without stopping
+            # ('lift'), or after a short hold that the lift's fit took to converge
+            # ('lift_hold', weigh_topped_up).
+            **({'weighed': weighed} if weighed in ('lift', 'lift_hold') else {}),
         )
         return self.place_held(spec, obs)
 

@@ -126,10 +126,13 @@ class SequencerExecutor:
 
     def ready(self, above: Observation | None = None) -> MotionOutcome:
         """The empty arm to wait above the source (over the carton `above`, seen there, when
-        given: layout.over_carton); a refusal leaves the arm where it is. A source without a
-        ready pose (the truck) leaves the arm put either way."""
-        if self.ready_pose is None:
+        given: layout.over_carton, at any source); a refusal leaves the arm where it is.
+        Without a carton, a source without a ready pose (the truck) leaves the arm put."""
+        if above is not None:
+            pose = over_carton(above, self.seq.motion.params)
+        elif self.ready_pose is not None:
+            pose = self.ready_pose
+        else:
             return MotionOutcome(True)
-        pose = self.ready_pose if above is None else over_carton(above, self.seq.motion.params)
         res = self.seq.hover(self.heightmap, pose)
         return MotionOutcome(True) if res.ok else motion_outcome(res)

@@ -240,13 +240,13 @@ class ExecutorGoals:
 
     def on_ready(self, req: MoveArm.Request, res: MoveArm.Response) -> MoveArm.Response:
         """Empty arm to wait above the source (ready_pose; over the request's carton, seen at
-        the station, with over_carton); a refusal carries code and cause. OK without moving
-        when this source has no ready pose."""
+        the station, with over_carton, at any source); a refusal carries code and cause. OK
+        without moving when this source has no ready pose and no carton is given."""
         pose = self.ready_pose
-        if pose is None:
-            return exec_result_to_msg(ExecResult(Outcome.OK), res)
         if req.over_carton:
             pose = over_carton(observation_from_msg(req.carton), self.seq.motion.params)
+        if pose is None:
+            return exec_result_to_msg(ExecResult(Outcome.OK), res)
         return self._service_move(res, 'ready', lambda: self.seq.hover(self._map.map, pose))
 
     def _service_move(

@@ -25,6 +25,7 @@ from palletizer.core.contracts import (
     Observation,
     PackageSpec,
 )
+from palletizer.core.gauge_lift import weigh_topped_up
 from palletizer.core.ports import EpisodeAborted
 from palletizer.nodes.calls import Calls
 from palletizer.nodes.convert import (
@@ -68,7 +69,7 @@ class RosGauge:
         self.hold_s = hold_s
         # Weigh on the lift first (configs/perception.yaml gauge.weigh_on_lift), as in-process.
         self.on_lift = on_lift
-        self.last_weigh = ''  # 'lift' | 'still' | '' (none)
+        self.last_weigh = ''  # 'lift' | 'lift_hold' | 'still' | '' (none)
         # Zero on the move back first (configs/perception.yaml gauge.zero_on_move), as in-process.
         self.on_move = on_move
         self.last_zero = ''  # 'move' | 'still' | '' (none)
@@ -170,12 +171,15 @@ class RosGauge:
     def weigh(self, observation: Observation) -> PackageSpec | None:
         assert self.cell is not None
         self.last_weigh = ''
+        held = 0.0
         if self.on_lift:
-            spec = self._weigh_on_lift(observation)
+            spec, held = weigh_topped_up(
+                lambda: self._weigh_on_lift(observation), self.cell.hold, self.hold_s
+            )
             if spec is not None:
-                self.last_weigh = 'lift'
+                self.last_weigh = 'lift' if held == 0 else 'lift_hold'
                 return spec
-        self.cell.hold(self.hold_s)
+        self.cell.hold(max(0.0, self.hold_s - held))
 
         def build(stamp: Time) -> Weigh.Request:
             return Weigh.Request(

@@ -20,7 +20,7 @@ from palletizer.core.gauge import (
     off_plumb,
     weigh_held,
 )
-from palletizer.core.gauge_lift import LiftHistory, MotionGauge, sim_stamp
+from palletizer.core.gauge_lift import LiftHistory, MotionGauge, sim_stamp, weigh_topped_up
 from palletizer.core.gauge_motion import MotionGaugeParams
 from palletizer.core.motion import UR10eKinematics
 from palletizer.sim.robot import ARM_JOINTS
@@ -47,8 +47,10 @@ class WristGauge:
     lift (core.gauge_lift): the last `history_s` of the streams as the node gets them, the
     wrench at every sample and the joint angles and rates at the bridge's joint-state rate
     (`joint_every` steps) and once more when asked, fitted with the tool's motion. A converged
-    fit is the reading and the arm does not stop; otherwise it holds still and weighs as above.
-    `last_weigh` says which: 'lift', 'still' or '' (none yet).
+    fit is the reading and the arm does not stop; otherwise it holds still a step at a time,
+    fitting again after each (core.gauge_lift.weigh_topped_up), and weighs as above once
+    hold_s is nearly held. `last_weigh` says which: 'lift', 'lift_hold' (the fit converged
+    after a hold), 'still' or '' (none yet).
 
     With `zero_on_move` set (configs/perception.yaml gauge.zero_on_move) a zero given the time
     its empty move began (`moved_since`) first takes the tare from that move's readings
@@ -129,8 +131,9 @@ class WristGauge:
         q, qd, _ = self.cell.joint_state()
         self._history.add_joints(sim_stamp(self.cell.time), q, qd)
 
-    def _read(self) -> np.ndarray | None:
-        self.cell.settle(self.hold_s)
+    def _read(self, held: float = 0.0) -> np.ndarray | None:
+        """The still reading after hold_s [s] still, `held` of it already held."""
+        self.cell.settle(max(0.0, self.hold_s - held))
         self._sample()  # the bridge publishes the state once more after each call
         m = self.cell.model
         dofs = [int(m.joint(j).dofadr[0]) for j in ARM_JOINTS]
@@ -181,12 +184,15 @@ class WristGauge:
                 'wrist gauge: weigh() before tare(); tare with the gripper empty'
             )
         self.last_weigh = ''
+        held = 0.0
         if self.lift_skip_s is not None:
-            on_lift = self._weigh_on_lift(observation)
+            on_lift, held = weigh_topped_up(
+                lambda: self._weigh_on_lift(observation), self.cell.settle, self.hold_s
+            )
             if on_lift is not None:
-                self.last_weigh = 'lift'
+                self.last_weigh = 'lift' if held == 0 else 'lift_hold'
                 return on_lift
-        loaded = self._read()
+        loaded = self._read(held)
         if loaded is None:
             return None
         try:
