@@ -216,13 +216,7 @@ def _on_grid(
         segments.append(PathSegment(grid, cap, accel))
         q_prev, leg_prev, yaw_prev = qg[-1], int(leg_g[-1]), float(pg[-1, 3])
         run_q, run_leg = [], []
-    return SampledPath(
-        np.concatenate(poses),
-        np.concatenate(leg_of),
-        np.concatenate(group_of),
-        legs,
-        tuple(segments),
-    )
+    return SampledPath.joined(poses, leg_of, group_of, legs, segments)
 
 
 def _caps(

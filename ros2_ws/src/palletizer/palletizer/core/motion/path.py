@@ -117,6 +117,24 @@ class SampledPath:
     legs: tuple[Leg, ...]
     segments: tuple[PathSegment, ...]
 
+    @classmethod
+    def joined(
+        cls,
+        poses: Sequence[np.ndarray],
+        leg: Sequence[np.ndarray],
+        group: Sequence[np.ndarray],
+        legs: Sequence[Leg],
+        segments: Sequence[PathSegment],
+    ) -> SampledPath:
+        """The path from its pieces in order: each of poses, leg and group concatenated."""
+        return cls(
+            np.concatenate(poses),
+            np.concatenate(leg),
+            np.concatenate(group),
+            tuple(legs),
+            tuple(segments),
+        )
+
 
 def wrap_pi(a: float) -> float:
     """Angle a [rad] wrapped to [-pi, pi)."""
@@ -278,13 +296,7 @@ def sample_path(
         leg_of.append(members[local])
         group_of.append(np.full(len(line), g))
         segments.append(segment)
-    return SampledPath(
-        np.concatenate(poses),
-        np.concatenate(leg_of),
-        np.concatenate(group_of),
-        legs,
-        tuple(segments),
-    )
+    return SampledPath.joined(poses, leg_of, group_of, legs, segments)
 
 
 def around_base(
