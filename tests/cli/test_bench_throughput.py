@@ -64,6 +64,20 @@ def test_figures_are_medians_over_the_cartons_cycles_and_means_add_up():
     assert out['planners']['beam']['success_pct'] == 0.0
 
 
+def test_placement_figures_are_the_referees_errors_and_the_smallest_margin():
+    a = _episode('heuristic', True, [_cycle(0.0, [(P.cross, 4.0)])], [])
+    b = _episode('beam', True, [_cycle(0.0, [(P.cross, 4.0)])], [])
+    a.place_err_mm, a.margin_mm = [0.1, 0.3, 2.0], [120.0, 80.0]
+    b.place_err_mm, b.margin_mm = [0.2], [-5.0]
+    out = summarise([a, b])['11']['placement']
+    assert out['placements'] == 4 and out['error_xy_mm_max'] == 2.0
+    assert out['error_xy_mm_p95'] == round(float(np.percentile([0.1, 0.3, 2.0, 0.2], 95)), 3)
+    assert out['stability_margin_mm_min'] == -5.0
+    assert (
+        summarise([_episode('beam', True, [], [])])['11']['placement']['error_xy_mm_max'] is None
+    )
+
+
 class _Plans:
     """A planner double: each plan's duration is fixed, its trajectory ends at q_end."""
 

@@ -8,7 +8,9 @@ docs/telemetry.md §8.4); the figures are taken from those, so each second is at
 Per level (both planners together, and per planner): `cycle_s_per_carton_median` (over the
 cartons' cycles), `cartons_per_hour` (3600 over that median), `phases_s_median` (per phase, the
 median over cartons of its seconds; medians do not add up to the cycle) and `phases_s_mean`
-(they do: the mean cycle), `success_pct` (episodes that placed their whole load), and `gauge`:
+(they do: the mean cycle), `success_pct` (episodes that placed their whole load), `placement`
+(the referee's placement error p95 and max over the cartons, and the smallest stability margin
+of the stack after any place), and `gauge`:
 every weighing of a carton of 2 kg and above scored against the catalogue as
 `scripts/bench perception` scores it, `mass_err_pct_p95` and `com_err_mm_p95` (planar), and the
 same over the cartons weighed on the lift (`on_lift_*`). `overall`, per way of weighing: the
@@ -210,6 +212,10 @@ class _Episode:
     # Cartons weighed on the lift after a short hold that the fit took to converge
     # (core.gauge_lift.weigh_topped_up).
     lift_hold: int = 0
+    # The referee's placement error of each carton [mm] and the stack's stability margin after
+    # each place [mm] (negative tips).
+    place_err_mm: list[float] = field(default_factory=list)
+    margin_mm: list[float] = field(default_factory=list)
 
 
 def _median(xs: Iterable[float]) -> float | None:
@@ -251,6 +257,14 @@ def _figures(episodes: Sequence[_Episode]) -> dict[str, Any]:
         'on_lift': len(lift),
         'on_lift_mass_err_pct_p95': _p95(w['mass_pct'] for w in lift),
         'on_lift_com_err_mm_p95': _p95(w['com_mm'] for w in lift),
+    }
+    errs = [x for e in episodes for x in e.place_err_mm]
+    margins = [x for e in episodes for x in e.margin_mm]
+    out['placement'] = {
+        'placements': len(errs),
+        'error_xy_mm_p95': _p95(errs),
+        'error_xy_mm_max': round(max(errs), 2) if errs else None,
+        'stability_margin_mm_min': round(min(margins), 1) if margins else None,
     }
     limits = [lim for e in episodes for lim in e.limits]
     if limits and median:
@@ -357,6 +371,8 @@ def _episode(
         on_move,
         rows['weighs'],
         lift_hold,
+        [1000.0 * p.error_xy_m for p in sink.placements],
+        [1000.0 * st.stability_margin_m for st in sink.states],
     )
 
 
