@@ -199,6 +199,62 @@ def test_table_level_11_carton_arrives_at_rest_on_the_table_centre():
     assert src.state().pending == 4
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize('level', [11, 21])
+def test_a_carton_that_rested_while_the_arm_was_away_is_presented_at_once(level):
+    # The line watches the station all along (RestWatch): after the arm takes a carton and
+    # is busy elsewhere long enough for the next to arrive and rest, present() steps nothing.
+    src, draws = _line(level)
+    world = _World(src)
+    first = src.present(world)
+    assert first is not None
+    world.take(src, first.index, 0)
+    src.release(first.package_id)
+    world.step(int(round(12.0 / 0.002)))  # 12 s elsewhere: the next arrives and rests
+    t = world.time
+    got = src.present(world)
+    assert got is not None and got.package_id == draws[1].package_id
+    assert world.time == t
+    h = src._handles[got.index]
+    assert h.lid_speed(world.model, world.data) < src.p.rest_speed
+    assert abs(h.position(world.data)[0] - src.p.station[0]) <= src.p.station_tol
+
+
+@pytest.mark.sim
+def test_a_carton_still_on_its_way_is_waited_for_until_it_rests():
+    # Asked for at once after the take, the next carton is still rolling in: present() steps
+    # until it has rested rest_time at the station, as before the line watched all along.
+    src, draws = _line(21)
+    world = _World(src)
+    first = src.present(world)
+    assert first is not None
+    world.take(src, first.index, 0)
+    src.release(first.package_id)
+    t = world.time
+    got = src.present(world)
+    assert got is not None and got.package_id == draws[1].package_id
+    assert world.time - t >= src.p.rest_time
+
+
+def test_rest_watch_needs_the_hold_and_restarts_on_motion():
+    from palletizer.sim.sources.base import RestWatch
+
+    w = RestWatch(0.015, 0.10, period=0.02)
+    times = [round(0.002 * k, 3) for k in range(0, 200)]
+    fed = [t for t in times if w.due(t)]
+    assert fed[:3] == [0.0, 0.02, 0.04]  # one sample every period, whatever the step
+    for t in fed[:5]:
+        w.update(t, 0.001)
+    assert not w.resting  # 0.08 s below the threshold: not yet the 0.10 s hold
+    w.update(fed[5], 0.001)
+    assert w.resting
+    w.update(fed[6], math.inf)  # moved (or left the station): start again
+    assert not w.resting
+    w.update(fed[7], 0.001)
+    w.clear()
+    assert not w.resting and not w.due(fed[7] + 0.01)  # clearing keeps the cadence
+
+
 # -- truck ---------------------------------------------------------------------------------------
 
 
@@ -226,6 +282,22 @@ def test_truck_always_presents_the_highest_carton(seed):
         world.take(src, got.index, slot)
         src.release(got.package_id)
     assert src.state().exhausted and src.present(world) is None
+
+
+@pytest.mark.sim
+def test_a_truck_load_at_rest_since_the_last_take_is_presented_at_once():
+    src = _truck(31, 1)
+    world = _World(src)
+    t = world.time
+    first = src.present(world)
+    assert first is not None and world.time - t >= src.p.rest_time  # the load settles first
+    world.take(src, first.index, 0)
+    src.release(first.package_id)
+    world.step(100)  # 0.2 s: the load has stood still longer than rest_time
+    t = world.time
+    got = src.present(world)
+    assert got is not None and world.time == t
+    assert got.package_id == src.forecast()[0]
 
 
 def test_truck_plan_respects_bay_ceiling_column_size_and_support():

@@ -32,8 +32,8 @@ class MotionParams:
     cartesian_speed: float = 1.50  # transit, box in the air (docs/cell.md §3.11, new generation)
     # Final descent to seal / release. It ends at rest (braking in its last 4 cm); 0.30
     # (docs/cell.md §3.11) -> 0.50 kept every level-11-15 and 21-23 seed-1 placement within
-    # 0.17 mm (configs/cell.yaml).
-    approach_speed: float = 0.50
+    # 0.17 mm; 0.80 level 11 seeds 1-10 within 0.29 mm (configs/cell.yaml).
+    approach_speed: float = 0.80
     angular_speed: float = 3.00  # tool yaw rate (docs/cell.md §3.11)
     # With a carton in the cups. The grip holds m (g + a) within its 1.5 safety factor up to
     # a = 0.5 g; 3.0 m/s^2 keeps the load factor at 1.31 (mujoco-notes tested 2.0: < 0.05 mm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -14,6 +15,7 @@ __all__ = [
     'JitterFn',
     'Presented',
     'RestMeter',
+    'RestWatch',
     'Source',
     'SourceError',
     'SourceState',
@@ -138,3 +140,39 @@ class RestMeter:
             self._since = time
         # A hair of slack so a hold of 0.10 s sampled every 20 ms is met on the sixth sample.
         return time - self._since >= self._hold - 1e-9
+
+
+class RestWatch:
+    """A RestMeter a source feeds from its before_step every `period` [s] of simulated time.
+
+    The line's sensors watch the station all along, as its PLC does, not only while the
+    palletizer waits: a carton that came to rest while the arm was away (crossing to the
+    pallet, placing) is reported at once by present() instead of being watched anew for
+    rest_time from the moment it is asked for. The samples fall at the same 50 Hz as the wait
+    in present() took them; physics is not touched.
+    """
+
+    def __init__(self, threshold: float, hold: float, period: float = 0.02) -> None:
+        """`threshold` [m/s] and `hold` [s] as RestMeter; `period` [s] between samples."""
+        self._meter = RestMeter(threshold, hold)
+        self._period = period
+        self._next = -math.inf
+        self.resting = False
+
+    def due(self, time: float) -> bool:
+        """True when a sample is due at `time` [s] (then the next is one period on)."""
+        if time + 1e-9 < self._next:
+            return False
+        self._next = time + self._period
+        return True
+
+    def update(self, time: float, speed: float) -> bool:
+        """Feed one sample; `resting` says whether the speed stayed below the threshold for
+        the hold. An infinite speed (nothing to watch, or not where it should rest) restarts it."""
+        self.resting = self._meter.update(time, speed)
+        return self.resting
+
+    def clear(self) -> None:
+        """Nothing to watch: forget the run of low samples, keep the sampling cadence."""
+        self._meter.reset()
+        self.resting = False

@@ -13,6 +13,7 @@ from palletizer.sim.sources.base import (
     JitterFn,
     Presented,
     RestMeter,
+    RestWatch,
     SourceError,
     SourceState,
     StepWorld,
@@ -98,6 +99,7 @@ class ConveyorSource:
         self._phase = _Lift.DOWN
         self._phase_t0 = 0.0
         self._load_rest = RestMeter(0.02, self.p.rest_time)
+        self._station_rest = RestWatch(self.p.rest_speed, self.p.rest_time)
 
     # -- layout and MJCF (conveyor_layout, conveyor_mjcf) ----------------------------------------
 
@@ -214,6 +216,19 @@ class ConveyorSource:
         self._drive(data, f'{k}_infeed_drive', 0.0, v_infeed)
         for deck, _, _ in p.sections:
             self._drive(data, f'{deck}_drive', 0.0, p.speed if deck in running else 0.0)
+        self._watch_station(model, data, t)
+
+    def _watch_station(self, model: mujoco.MjModel, data: mujoco.MjData, t: float) -> None:
+        """The station's rest sensor (RestWatch), fed while a carton is on its way or waits
+        there unpresented: at the station, upright, and its lid slower than rest_speed."""
+        if self._presented is not None or self._active is None:
+            self._station_rest.clear()
+            return
+        if not self._station_rest.due(t):
+            return
+        h = self._handles[self._active]
+        arrived = self._arrived(data, h)
+        self._station_rest.update(t, h.lid_speed(model, data) if arrived else math.inf)
 
     def _running_decks(self, data: mujoco.MjData) -> set[str]:
         """Decks downstream of the store that run this step (the raised elevator included).
@@ -321,26 +336,22 @@ class ConveyorSource:
         )
 
     def present(self, world: StepWorld) -> Presented | None:
-        """Step until the next carton rests at the station (lid slower than rest_speed for rest_time)."""
+        """Step until the next carton rests at the station (lid slower than rest_speed for
+        rest_time, watched all along by the line: at once if it came to rest meanwhile)."""
         if self._presented is not None:
             return self._presented
         if self._jammed or not self._pending():
             return None
         p = self.p
         tick = max(1, round(0.02 / float(world.model.opt.timestep)))  # 50 Hz measurement
-        rest = RestMeter(p.rest_speed, p.rest_time)
         t0 = world.time
-        while world.time - t0 < p.timeout_s:
+        while True:
+            if self._active is not None and self._station_rest.resting:
+                self._presented = Presented(self._ids[self._active], self._active)
+                return self._presented
+            if world.time - t0 >= p.timeout_s:
+                break
             world.step(tick)
-            if self._active is None:
-                continue
-            h = self._handles[self._active]
-            if self._arrived(world.data, h):
-                if rest.update(world.time, h.lid_speed(world.model, world.data)):
-                    self._presented = Presented(self._ids[self._active], self._active)
-                    return self._presented
-            else:
-                rest.reset()
         self._jammed = True
         return None
 

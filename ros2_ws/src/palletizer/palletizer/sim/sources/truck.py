@@ -18,7 +18,7 @@ import numpy as np
 
 from palletizer.core.config.cell import CellConfig
 from palletizer.sim.cartons import CartonHandle, CartonLike, carton_body_xml, yaw_quat
-from palletizer.sim.sources.base import Presented, RestMeter, SourceError, SourceState, StepWorld
+from palletizer.sim.sources.base import Presented, RestWatch, SourceError, SourceState, StepWorld
 
 __all__ = [
     'TruckParams',
@@ -471,6 +471,7 @@ class TruckSource:
         self._presented: Presented | None = None
         self._jammed = False
         self._settled = False
+        self._load_rest = RestWatch(self.p.rest_speed, self.p.rest_time)
 
     def scenery_xml(self) -> str:
         """Trailer deck, far wall and bulkhead (solid), and a rail along the open sides (visual)."""
@@ -511,7 +512,16 @@ class TruckSource:
         self._lid0 = {i: h.lid_position(data) for i, h in self._handles.items()}
 
     def before_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
-        """Nothing moves in a parked trailer."""
+        """Nothing is driven in a parked trailer; the load's rest is watched (RestWatch)
+        while no carton is presented: every pending lid slower than rest_speed."""
+        pending = self._pending_ids()
+        if self._presented is not None or not pending:
+            self._load_rest.clear()
+            return
+        t = float(data.time)
+        if self._load_rest.due(t):
+            speed = max(self._handles[i].lid_speed(model, data) for i in pending)
+            self._load_rest.update(t, speed)
 
     def _pending_ids(self) -> list[int]:
         return [i for i in sorted(self._draws) if i not in self._taken]
@@ -537,19 +547,17 @@ class TruckSource:
         return ranked
 
     def present(self, world: StepWorld) -> Presented | None:
-        """Wait until the load rests, then offer the highest pending carton."""
+        """Wait until the load rests (at once if it came to rest while the arm was away), then
+        offer the highest pending carton."""
         if self._presented is not None:
             return self._presented
         pending = self._pending_ids()
         if self._jammed or not pending:
             return None
         tick = max(1, round(0.02 / float(world.model.opt.timestep)))
-        meter = RestMeter(self.p.rest_speed, self.p.rest_time)
         t0 = world.time
-        while world.time - t0 < self.p.timeout_s:
-            world.step(tick)
-            speed = max(self._handles[i].lid_speed(world.model, world.data) for i in pending)
-            if meter.update(world.time, speed):
+        while True:
+            if self._load_rest.resting:
                 if not self._settled:
                     # Drift is counted from the load as it first came to rest: the staging
                     # drop (0.5 mm per tier) and contact penetration are not drift.
@@ -558,6 +566,9 @@ class TruckSource:
                 best = self._ranked(world.data)[0]
                 self._presented = Presented(self._draws[best].package_id, best)
                 return self._presented
+            if world.time - t0 >= self.p.timeout_s:
+                break
+            world.step(tick)
         self._jammed = True
         return None
 
