@@ -78,6 +78,21 @@ def test_placement_figures_are_the_referees_errors_and_the_smallest_margin():
     )
 
 
+def test_failed_episodes_are_counted_by_their_cause():
+    ok = _episode('heuristic', True, [_cycle(0.0, [(P.cross, 4.0)])])
+    hit = _episode('beam', False, [])
+    hit.failure = 'collision'
+    lost = _episode('beam', False, [])
+    lost.failure = 'wrong_placement'
+    again = _episode('heuristic', False, [])
+    again.failure = 'collision'
+    out = summarise([ok, hit, lost, again])['11']
+    assert out['failures'] == {'collision': 2, 'wrong_placement': 1}
+    assert out['planners']['beam']['failures'] == {'collision': 1, 'wrong_placement': 1}
+    assert out['planners']['heuristic']['failures'] == {'collision': 1}
+    assert summarise([ok])['11']['failures'] == {}
+
+
 class _Plans:
     """A planner double: each plan's duration is fixed, its trajectory ends at q_end."""
 

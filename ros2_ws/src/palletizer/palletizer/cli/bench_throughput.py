@@ -8,7 +8,8 @@ docs/telemetry.md §8.4); the figures are taken from those, so each second is at
 Per level (both planners together, and per planner): `cycle_s_per_carton_median` (over the
 cartons' cycles), `cartons_per_hour` (3600 over that median), `phases_s_median` (per phase, the
 median over cartons of its seconds; medians do not add up to the cycle) and `phases_s_mean`
-(they do: the mean cycle), `success_pct` (episodes that placed their whole load), `placement`
+(they do: the mean cycle), `success_pct` (episodes that placed their whole load), `failures`
+(the failed episodes by their result's failure cause), `placement`
 (the referee's placement error p95 and max over the cartons, and the smallest stability margin
 of the stack after any place), and `gauge`:
 every weighing of a carton of 2 kg and above scored against the catalogue as
@@ -51,6 +52,7 @@ import math
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,6 +218,8 @@ class _Episode:
     # each place [mm] (negative tips).
     place_err_mm: list[float] = field(default_factory=list)
     margin_mm: list[float] = field(default_factory=list)
+    # Why a failed episode ended (its result's failure cause: collision, wrong_placement, ...).
+    failure: str | None = None
 
 
 def _median(xs: Iterable[float]) -> float | None:
@@ -239,6 +243,9 @@ def _figures(episodes: Sequence[_Episode]) -> dict[str, Any]:
         'success_pct': round(100.0 * sum(e.success for e in episodes) / len(episodes), 1)
         if episodes
         else None,
+        'failures': dict(
+            sorted(Counter(e.failure or 'unknown' for e in episodes if not e.success).items())
+        ),
         'cartons': len(cycles),
         'cycle_s_per_carton_median': median,
         'cartons_per_hour': round(3600.0 / median, 1) if median else None,
@@ -373,6 +380,7 @@ def _episode(
         lift_hold,
         [1000.0 * p.error_xy_m for p in sink.placements],
         [1000.0 * st.stability_margin_m for st in sink.states],
+        None if result.success else str(result.failure),
     )
 
 
