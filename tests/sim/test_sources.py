@@ -199,17 +199,23 @@ def test_table_level_11_carton_arrives_at_rest_on_the_table_centre():
     assert src.state().pending == 4
 
 
+def _after_the_first_take(src) -> _World:
+    """A world whose source presented its first carton, which the arm then took."""
+    world = _World(src)
+    first = src.present(world)
+    assert first is not None
+    world.take(src, first.index, 0)
+    src.release(first.package_id)
+    return world
+
+
 @pytest.mark.sim
 @pytest.mark.parametrize('level', [11, 21])
 def test_a_carton_that_rested_while_the_arm_was_away_is_presented_at_once(level):
     # The line watches the station all along (RestWatch): after the arm takes a carton and
     # is busy elsewhere long enough for the next to arrive and rest, present() steps nothing.
     src, draws = _line(level)
-    world = _World(src)
-    first = src.present(world)
-    assert first is not None
-    world.take(src, first.index, 0)
-    src.release(first.package_id)
+    world = _after_the_first_take(src)
     world.step(int(round(12.0 / 0.002)))  # 12 s elsewhere: the next arrives and rests
     t = world.time
     got = src.present(world)
@@ -225,11 +231,7 @@ def test_a_carton_still_on_its_way_is_waited_for_until_it_rests():
     # Asked for at once after the take, the next carton is still rolling in: present() steps
     # until it has rested rest_time at the station, as before the line watched all along.
     src, draws = _line(21)
-    world = _World(src)
-    first = src.present(world)
-    assert first is not None
-    world.take(src, first.index, 0)
-    src.release(first.package_id)
+    world = _after_the_first_take(src)
     t = world.time
     got = src.present(world)
     assert got is not None and got.package_id == draws[1].package_id
