@@ -277,3 +277,30 @@ def test_a_weigher_for_a_grasp_reads_still_samples_as_weigh_held_does():
     np.testing.assert_allclose(
         moving.spec.cog_offset_m[:2], static.spec.cog_offset_m[:2], atol=1e-6
     )
+
+
+def test_the_reading_reports_the_vertical_at_the_centre_as_a_still_weigh_does():
+    # Whatever the fit puts on the vertical (here a CoM well off the centre along z, and a
+    # motion that excites it), the reported offset keeps the geometric centre's height, as
+    # core.gauge.weigh reports it; the sensor-frame CoM keeps the fit's.
+    kin = UR10eKinematics()
+    q0 = kin.ik_nearest(
+        tool_down(0.2, -0.6, 0.9, 0.3), np.array([-1.57, -1.57, 1.57, -1.57, -1.57, 0])
+    )
+    assert q0 is not None
+    amp = np.array([0.3, 0.2, -0.25, 0.2, 0.15, 0.4])
+    w = np.array([2.0, 2.5, 3.0, 1.5, 2.2, 3.5])
+    t = np.arange(400) * 0.002
+    q = q0 + amp * np.sin(np.outer(t, w))
+    qd = amp * w * np.cos(np.outer(t, w))
+    qdd = -amp * w**2 * np.sin(np.outer(t, w))
+    motion = sensor_motion(kin, t, q, qd, qdd)
+    truth = _load(4.2, (0.03, -0.01, 0.29))  # 80 mm above the 0.21 m centre
+    R = R_sensor_package(0.0, 0.0)
+    g = InMotionWeigher((0.0, 0.0, 0.21), DIMS, R, tool=None)
+    g.add(rigid_wrench(truth, motion), motion)
+    r = g.reading('std_m-03', 'std_m')
+    assert r.com_sensor[2] > 0.25  # the fit sees the high CoM ...
+    assert r.spec.cog_offset_m[2] == 0.0  # ... the reading keeps the centre's height
+    planar = (np.asarray(R).T @ np.subtract(truth.com, (0.0, 0.0, 0.21)))[:2]
+    np.testing.assert_allclose(r.spec.cog_offset_m[:2], planar, atol=1e-3)

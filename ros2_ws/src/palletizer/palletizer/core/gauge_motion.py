@@ -501,10 +501,18 @@ class InMotionWeigher:
 
     def reading(self, package_id: str, type_name: str) -> GaugeReading:
         """The estimate as core.gauge.weigh reports one: the PackageSpec (CoG offset in the
-        package frame, from the geometric centre) and the CoM in the sensor frame."""
+        package frame, from the geometric centre) and the CoM in the sensor frame.
+
+        The offset's vertical is the geometric centre's, as a still weigh reports it: a
+        tool-down lift hardly excites it, so the fit's vertical rests on the prior and on
+        whatever the model leaves out, and nothing scores it (gauge_errors is planar). Level
+        23 seed 9 (beam, weighing on the lift) read a 248 mm carton's CoG 187 mm above its
+        centre, outside the box, and the planners and the stability model stacked on that.
+        com_sensor keeps the fit's full estimate."""
         e = self.estimate()
         R = np.asarray(self.R_sensor_package, dtype=float)
         offset = R.T @ (np.asarray(e.com_sensor) - np.asarray(self.prior_com, dtype=float))
+        offset[2] = 0.0
         spec = PackageSpec(package_id, type_name, floats3(self.dims), e.mass, floats3(offset))
         return GaugeReading(spec, e.com_sensor, 'ok' if e.converged else 'unconverged')
 
