@@ -116,6 +116,48 @@ def test_a_physics_episode_runs_with_the_buffer_size_asked_for(monkeypatch):
     assert seen == [0, 3]
 
 
+def test_a_physics_episode_runs_the_way_asked_for(monkeypatch):
+    # --way labels every row; the episode itself must run with that way's gauge and levers.
+    import palletizer.wiring.inprocess as inprocess
+    from palletizer.cli.bench_generalise import _run
+
+    seen = []
+
+    def fake(level, seed, planner, *, config=None, **_kw):
+        g, cell = config.perception.gauge, config.cell
+        seen.append(
+            (g.weigh_on_lift, g.zero_on_move, cell.motion.transit, cell.episode.detect_early)
+        )
+        raise RuntimeError('stop here')
+
+    monkeypatch.setattr(inprocess, 'run_inprocess', fake)
+    for way in ('track+joint+early', 'still'):
+        assert _run(('heuristic', 1.0, 11, 1, 'oracle', 1, way))['failure'] == 'crash'
+    assert seen == [(True, True, 'joint', True), (False, False, 'cartesian', False)]
+
+
+def test_the_way_is_checked_at_parse_and_recorded_in_every_row(tmp_path, capsys):
+    assert parse_options(['--way', 'track+early+joint'])['way'] == 'track+early+joint'
+    assert parse_options([])['way'] is None  # the configs' way
+    with pytest.raises(SystemExit):
+        parse_options(['--way', 'track+fast'])
+    err = capsys.readouterr().err
+    assert "--way: way 'track+fast': 'fast'" in err and 'then any of joint, early' in err
+    bench_generalise(
+        seeds=[1], planners=['heuristic'], modes=['quasi_static'], levels=[11],
+        workers=1, out_dir=tmp_path, way='track+early+joint',
+    )  # fmt: skip
+    doc = json.loads((tmp_path / 'generalise.json').read_text())
+    assert doc['way'] == 'track+joint+early'
+    assert [e['way'] for e in doc['episodes']] == ['track+joint+early']
+    # A resumed run of another way runs its episodes again.
+    out = bench_generalise(
+        seeds=[1], planners=['heuristic'], modes=['quasi_static'], levels=[11],
+        workers=1, out_dir=tmp_path, resume=True,
+    )  # fmt: skip
+    assert out['episodes_run'] == 1
+
+
 def test_frozen_loads_give_the_generator_s_results_and_a_changed_table_changes_them(tmp_path):
     from palletizer.core.frozen_loads import freeze
 

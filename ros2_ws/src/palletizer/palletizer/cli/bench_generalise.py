@@ -12,6 +12,10 @@ Writes benchmarks/results/generalise.json: per planner, level group (main: 11-13
 hard: 14-17) and motion mode, the episodes, cartons and failure counts, and per level. Its last
 line is JSON with main_episodes_ok_pct and hard_episodes_ok_pct per planner.
 
+`--way` runs every physics episode the way a throughput run names it (cli/weighing.py: the
+gauge's weighing, then any throughput levers, e.g. track+joint+early) instead of the configs'
+way; every row and the summary say which way ran.
+
 Seeds above 100 are reserved for independent checks and refused unless --reserved is given.
 """
 
@@ -29,6 +33,8 @@ from palletizer.cli import pool
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
 from palletizer.cli.seeds import parse_seeds
+from palletizer.cli.weighing import check_way, config_way
+from palletizer.core.errors import InvalidValue
 from palletizer.core.vocab import MotionMode, PerceptionMode
 from palletizer.version import git_sha
 
@@ -39,13 +45,13 @@ MODES = {m.value: m.speed for m in MotionMode}
 RESERVED_ABOVE = 100
 
 
-def quasi_static_one(job: tuple[str, None, int, int, str, int]) -> dict:
+def quasi_static_one(job: tuple) -> dict:
     """One quasi-static episode (no physics, true specs, exact map) as a summary row."""
     from palletizer.cli.bench_planner import _episode
     from palletizer.core.loads import draw_load
     from palletizer.core.planning import build_planner
 
-    planner, _, level, seed, perception, slots = job
+    planner, _, level, seed, perception, slots = job[:6]
     t0 = time.perf_counter()
     specs = [d.spec for d in draw_load(level, seed)]
     e = _episode(build_planner(planner), specs, buffer=_buffer(slots))
@@ -107,13 +113,16 @@ def bench_generalise(
     resume: bool = False,
     buffer_slots: int | None = None,
     loads: str = str(DEFAULT_TABLE),
+    way: str | None = None,
 ) -> dict:
+    from palletizer.core.config import load_config
+
     sha = git_sha()
     loads_used = check_loads(loads, levels, seeds)
+    cfg = load_config()
     if buffer_slots is None:
-        from palletizer.core.config import load_config
-
-        buffer_slots = load_config().planner.buffer.slots
+        buffer_slots = cfg.planner.buffer.slots
+    way = check_way(way) if way is not None else config_way(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log = out / 'generalise.episodes.jsonl'
@@ -125,12 +134,13 @@ def bench_generalise(
             except ValueError:
                 continue  # a torn last line
             same = r.get('commit') == sha and r.get('buffer_slots') == buffer_slots
+            same = same and r.get('way', way) == way
             if same and r.get('loads', str(DEFAULT_TABLE)) == loads:
                 done[(r['planner'], r['speed'], r['level'], r['seed'])] = r
     elif log.exists():
         log.unlink()
     jobs = [
-        (p, MODES[m], lv, s, perception, buffer_slots)
+        (p, MODES[m], lv, s, perception, buffer_slots, way)
         for p in planners
         for m in modes
         for lv in levels
@@ -140,7 +150,7 @@ def bench_generalise(
     rows = [r for r in done.values() if r['planner'] in planners]
     print(
         f'[generalise] {len(jobs)} episodes to run ({len(rows)} already done at {sha}), '
-        f'{workers or os.cpu_count()} workers',
+        f'{workers or os.cpu_count()} workers, way {way}',
         file=sys.stderr,
         flush=True,
     )
@@ -152,7 +162,7 @@ def bench_generalise(
         )
         ok = 0
         for i, (_, result) in enumerate(finished, 1):
-            r = {'buffer_slots': buffer_slots, **result, 'commit': sha, 'loads': loads}
+            r = {'buffer_slots': buffer_slots, **result, 'commit': sha, 'loads': loads, 'way': way}
             f.write(json.dumps(r, sort_keys=True) + '\n')
             f.flush()
             rows.append(r)
@@ -200,6 +210,7 @@ def bench_generalise(
         'levels': {'main': list(MAIN_LEVELS), 'hard': list(HARD_LEVELS), 'run': list(levels)},
         'perception': perception if any(MODES[m] is not None for m in modes) else 'exact',
         'buffer_slots': buffer_slots,
+        'way': way,
         'loads': loads_used,
         'results': results,
         'episodes': sorted(
@@ -243,6 +254,12 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         '--resume', action='store_true', help='skip episodes already run at this commit'
     )
     p.add_argument(
+        '--way',
+        default=None,
+        help='the way every physics episode runs (scripts/bench throughput --weigh), e.g. '
+        "track+joint+early (default: the configs' way)",
+    )
+    p.add_argument(
         '--reserved', action='store_true', help='allow seeds above 100 (independent checks only)'
     )
     p.add_argument(
@@ -270,6 +287,11 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         p.error(f'--buffer {ns.buffer}; expected 0 to 8 places')
     if ns.workers is not None and ns.workers < 1:
         p.error(f'--workers {ns.workers}; expected >= 1')
+    if ns.way is not None:
+        try:
+            check_way(ns.way)
+        except InvalidValue as exc:
+            p.error(f'--way: {exc}')
     return {
         'seeds': seeds,
         'planners': ns.planners,
@@ -281,4 +303,5 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         'resume': ns.resume,
         'loads': ns.loads,
         'buffer_slots': ns.buffer,
+        'way': ns.way,
     }

@@ -44,8 +44,10 @@ REFERENCE = {
 def run_one(job: tuple) -> dict:
     """One episode in a worker process: returns a JSON-safe summary.
 
-    job: (planner, speed, level, seed, perception[, buffer slots]); the slots, when given and
-    not None, replace configs/planner.yaml buffer.slots for this episode.
+    job: (planner, speed, level, seed, perception[, buffer slots[, way]]); the slots, when
+    given and not None, replace configs/planner.yaml buffer.slots for this episode, and the way
+    (cli/weighing.py, e.g. track+joint+early), when given and not None, sets the gauge's
+    weighing and the throughput levers (with_way).
     """
     import dataclasses
 
@@ -55,7 +57,12 @@ def run_one(job: tuple) -> dict:
 
     planner, speed, level, seed, perception = job[:5]
     slots = job[5] if len(job) > 5 else None
+    way = job[6] if len(job) > 6 else None
     cfg = load_config()
+    if way is not None:
+        from palletizer.cli.weighing import with_way
+
+        cfg = with_way(cfg, way)
     if slots is not None:
         buffer = dataclasses.replace(cfg.planner.buffer, slots=int(slots))
         cfg = dataclasses.replace(cfg, planner=dataclasses.replace(cfg.planner, buffer=buffer))
