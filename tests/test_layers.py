@@ -62,6 +62,11 @@ RULES: dict[str, Rule] = {
 
 # Modules with a row of their own, and why.
 EXCEPTIONS: dict[str, Rule] = {
+    # The pallet spec's typed models and JSON Schema (pydantic, pinned for the Supabase client):
+    # one definition serves validation, the committed schema and the forms and tools built on it.
+    'palletizer.core.pallet_spec': Rule(
+        third_party=('numpy', 'numba', 'ruckig', 'ur_analytic_ik', 'yaml', 'cv2', 'pydantic')
+    ),
     # The cell bridge owns the MuJoCo cell (ARCHITECTURE §3, §6).
     'palletizer.nodes.cell_bridge': Rule(
         ('core', 'execution', 'telemetry', 'sim', 'bridge'), ros=True, messages=True, mujoco=True

@@ -69,6 +69,22 @@ def _broken(tmp_path: Path, name: str, edit) -> Path:
             r'catalogue.yaml: types.small.mass = -1; expected a number in',
         ),
         (
+            'catalogue.yaml',
+            lambda d: d['types']['small'].update(board='C23'),
+            r"catalogue.yaml: types.small.board = 'C23'; expected one of the boards: B32, C32, "
+            r'C44, E23 \(did you mean',
+        ),
+        (
+            'catalogue.yaml',
+            lambda d: d['types']['small'].update(label='top'),
+            r"catalogue.yaml: types.small.label = 'top'; expected one of \+x, -x, \+y, -y, none",
+        ),
+        (
+            'catalogue.yaml',
+            lambda d: d['random']['rules'].update(board='X9'),
+            r"catalogue.yaml: random.rules.board = 'X9'; expected one of the boards",
+        ),
+        (
             'cell.yaml',
             lambda d: d['gripper']['cups'].update(radius='big'),
             r"cell.yaml: gripper.cups.radius = 'big'; expected a number",

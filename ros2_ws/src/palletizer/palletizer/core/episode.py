@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from palletizer.core.config.cell import CellConfig
 from palletizer.core.contracts import (
@@ -49,6 +49,9 @@ from palletizer.core.ports import (
     SinkPort,
 )
 from palletizer.core.vocab import CyclePhase, EventKind
+
+if TYPE_CHECKING:
+    from palletizer.core.pallet_spec import PalletSpec
 
 __all__ = [
     'HALTING',
@@ -94,6 +97,10 @@ class EpisodeSettings:
     detect_retry_wait_s: float = 0.2  # [s sim] held between two detections
     buffer: BufferTable | None = None  # the set-aside buffer (None or 0 slots: none)
     detect_early: bool = False
+    # The pallet spec (core/pallet_spec.py) the referee measures the final stack against, with
+    # the catalogue its rules read (core.config Catalogue); None: no spec, nothing measured.
+    pallet_spec: PalletSpec | None = None
+    catalogue: Any = None
 
     @classmethod
     def from_config(
@@ -810,6 +817,17 @@ class _Loop:
         if aborted is not None:
             metrics['aborted'] = True
             metrics['abort_reason'] = aborted
+        if self.s.pallet_spec is not None:
+            from palletizer.core.compliance import measure_stack
+
+            masses = getattr(self.referee, 'masses', None)
+            if masses is not None and final:
+                true = masses([p.package_id for p in final])
+                final = [dataclasses.replace(p, mass_kg=true[p.package_id]) for p in final]
+            metrics['pallet_spec'] = self.s.pallet_spec.to_dict()
+            metrics['compliance'] = measure_stack(
+                self.s.pallet_spec, final, self.s.catalogue, self.s.pallet.size_xy
+            ).to_dict()
         success = aborted is None and failure is None and n_placed == self.n_objects
         return EpisodeResult(
             seed=self.seed,

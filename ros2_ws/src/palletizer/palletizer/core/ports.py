@@ -168,7 +168,9 @@ class RefereePort(Protocol):
     Optional: `cog_offsets(package_ids) -> Mapping[str, (3,)]`, their true CoG offsets [m] in
     the body frame whose yaw `poses` gives: the reported stability margin then uses them (the
     weighed offsets are in the frame the carton was observed in, which may be a half turn from
-    the body's); referees without it report with the weighed offsets."""
+    the body's); referees without it report with the weighed offsets. Optional:
+    `masses(package_ids) -> Mapping[str, float]`, their true masses [kg], which the measure
+    against a pallet spec uses (weighed masses where the referee has none)."""
 
     def poses(
         self, package_ids: Sequence[str]

@@ -242,3 +242,7 @@ class RosReferee:
     def cog_offsets(self, package_ids: Sequence[str]) -> Mapping[str, tuple[float, float, float]]:
         """True CoG offset [m] of each carton in its body frame (the frame of `poses`' yaw)."""
         return {pid: floats3(c.cog_offset_m) for pid, c in self._truth(package_ids).items()}
+
+    def masses(self, package_ids: Sequence[str]) -> Mapping[str, float]:
+        """True mass [kg] of each carton."""
+        return {pid: float(c.mass_kg) for pid, c in self._truth(package_ids).items()}

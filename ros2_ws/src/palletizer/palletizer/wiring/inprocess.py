@@ -7,6 +7,7 @@ the cell's arm (wiring.arm.CellArm) instead of the UR driver's interfaces.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,6 +215,7 @@ def run_inprocess(
     git_sha: str = '',
     on_start: Callable[[RunSetup], None] | None = None,
     on_sequencer: Callable[[PickPlaceSequencer], None] | None = None,
+    pallet_spec: Any = None,
 ) -> tuple[EpisodeResult, Any]:
     """One episode of (level, seed) on a fresh simulated cell; returns (result, sink).
 
@@ -223,6 +225,8 @@ def run_inprocess(
     and weighing ('weigh'), for benchmarks that score perception against the referee.
     on_sequencer(sequencer), when given, sees the executor's sequencer before the episode
     starts (scripts/bench throughput times its plans again at the physical limit).
+    pallet_spec (core.pallet_spec PalletSpec), when given: the referee measures the final stack
+    against it, into the episode line's metrics `pallet_spec` and `compliance`.
     """
     map_mode = check_mode('map', map_mode or perception)
     detector_mode = check_mode('detector', detector_mode or perception)
@@ -294,6 +298,10 @@ def run_inprocess(
         if on_start is not None:
             on_start(setup)
         settings = EpisodeSettings.from_config(cfg.cell, cfg.planner.buffer)
+        if pallet_spec is not None:
+            settings = dataclasses.replace(
+                settings, pallet_spec=pallet_spec, catalogue=cfg.catalogue
+            )
         sink = sink if sink is not None else MemorySink()
         # Photos only for sinks that store them; the park happens either way (the executor).
         port_sink = sink

@@ -43,6 +43,14 @@ class Referee:
                 raise _unknown('Referee.cog_offsets', pid, self.draws)
         return {pid: floats3(self.draws[pid].cog_offset) for pid in package_ids}
 
+    def masses(self, package_ids: Sequence[str]) -> dict[str, float]:
+        """True mass [kg] of each carton (from the load's draws); raises UnknownKey for a
+        carton the load does not have."""
+        for pid in package_ids:
+            if pid not in self.draws:
+                raise _unknown('Referee.masses', pid, self.draws)
+        return {pid: float(self.draws[pid].mass) for pid in package_ids}
+
     def poses(self, package_ids: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
         truth = self.cell.ground_truth().cartons
         for pid in package_ids:

@@ -3,8 +3,9 @@ schema-validated mappings (every key present and checked)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from palletizer.core.config._schema import _FRICTION, COG_MODES, DECORS, SOURCES
@@ -29,9 +30,33 @@ from palletizer.core.vocab import PlannerKind, SnapshotView, TelemetryMode
 # Typed records.
 
 
+LABEL_FACES = ('+x', '-x', '+y', '-y', 'none')
+
+
+@dataclass(frozen=True)
+class CartonRules:
+    """What a pallet spec's rules read from a carton type (configs/catalogue.yaml): its board
+    grade (a key of Catalogue.boards), label face (LABEL_FACES, package frame), fragility and
+    group key."""
+
+    board: str = 'C32'
+    label: str = 'none'
+    fragile: bool = False
+    group: str = 'general'
+
+
+@dataclass(frozen=True)
+class Board:
+    """A corrugated board grade: edge crush [N/m] and caliper [m]."""
+
+    ect_n_m: float
+    caliper_m: float
+
+
 @dataclass(frozen=True)
 class CartonType:
-    """A declared carton type: full dims [m], mass [kg], true CoG offset [m] from the centre."""
+    """A declared carton type: full dims [m], mass [kg], true CoG offset [m] from the centre,
+    and its pallet-spec attributes."""
 
     name: str
     dims: tuple[float, float, float]
@@ -39,6 +64,7 @@ class CartonType:
     cog_offset: tuple[float, float, float]
     rgba: tuple[float, float, float, float]
     friction: tuple[float, float, float]
+    rules: CartonRules = CartonRules()
 
 
 @dataclass(frozen=True)
@@ -58,11 +84,32 @@ class RandomSpec:
 
 @dataclass(frozen=True)
 class Catalogue:
-    """The carton types by name plus the random generator."""
+    """The carton types by name plus the random generator, and what the pallet spec's rules
+    read: board grades, the stacking safety factor, the label's size and the random cartons'
+    attributes."""
 
     types: Mapping[str, CartonType]
     random: RandomSpec
     friction: tuple[float, float, float]
+    boards: Mapping[str, Board] = field(default_factory=lambda: {'C32': Board(5604.0, 0.004)})
+    stack_safety_factor: float = 4.0
+    label_size_m: tuple[float, float] = (0.148, 0.105)
+    random_rules: CartonRules = CartonRules()
+
+    def rules(self, type_name: str) -> CartonRules:
+        """The pallet-spec attributes of a type (a random carton's for 'random' or any name
+        the catalogue does not declare)."""
+        t = self.types.get(type_name)
+        return t.rules if t is not None else self.random_rules
+
+    def crush_limit_kg(self, type_name: str, dims: Sequence[float]) -> float:
+        """The most mass [kg] that may rest on a carton of this type and full dims [m]: its
+        board's box compression by the simplified McKee formula, BCT = 5.87 ECT
+        sqrt(caliper x perimeter), over g x stack_safety_factor (configs/catalogue.yaml)."""
+        board = self.boards[self.rules(type_name).board]
+        perimeter = 2.0 * (float(dims[0]) + float(dims[1]))
+        bct = 5.87 * board.ect_n_m * math.sqrt(board.caliper_m * perimeter)
+        return bct / (9.81 * self.stack_safety_factor)
 
 
 @dataclass(frozen=True)
@@ -332,9 +379,21 @@ def _telemetry(d: Mapping[str, Any]) -> TelemetryConfig:
 
 
 def _read_catalogue(doc: Any, where: str) -> Catalogue:
+    carton_rules = {
+        'board': _Opt(_text, 'C32'),
+        'label': _Opt(_one_of(*LABEL_FACES), 'none'),
+        'fragile': _Opt(_bool, False),
+        'group': _Opt(_text, 'general'),
+    }
     rules = {
         'schema': _num(1, 1, integer=True),
         'friction': _FRICTION,
+        'stack_safety_factor': _Opt(_num(1.0, 20.0), 4.0),
+        'label_size_m': _Opt(_vec(2, 0.01, 1.0), (0.148, 0.105)),
+        'boards': _Opt(
+            _map_of(_record({'ect_n_m': _num(100.0, 1e5), 'caliper_m': _num(1e-4, 0.05)})),
+            {'C32': {'ect_n_m': 5604.0, 'caliper_m': 0.004}},
+        ),
         'types': _map_of(
             _record(
                 {
@@ -342,6 +401,7 @@ def _read_catalogue(doc: Any, where: str) -> Catalogue:
                     'mass': _num(0.01, 100.0),
                     'cog_offset': _vec(3, -1.0, 1.0),
                     'rgba': _vec(4, 0.0, 1.0),
+                    **carton_rules,
                 }
             )
         ),
@@ -355,9 +415,22 @@ def _read_catalogue(doc: Any, where: str) -> Catalogue:
             'mass': _vec(2, 0.0, 100.0),
             'max_attempts': _num(1, 10**7, integer=True),
             'adversarial_fraction': _num(0.0, 1.0),
+            'rules': _Opt(carton_rules, None),
         },
     }
     d = _record(rules)(doc, where)
+    boards = {k: Board(**b) for k, b in d['boards'].items()}
+
+    def carton_rules_of(r: Mapping[str, Any] | None, key: str) -> CartonRules:
+        if r is None:
+            r = {k: v.default for k, v in carton_rules.items()}
+        if r['board'] not in boards:
+            raise ConfigError(
+                f'{key}.board = {r["board"]!r}; expected one of the boards: {", ".join(boards)}'
+                f'{close_match(r["board"], boards)}'
+            )
+        return CartonRules(**r)
+
     friction = d['friction']
     types: dict[str, CartonType] = {}
     for name, t in d['types'].items():
@@ -370,13 +443,31 @@ def _read_catalogue(doc: Any, where: str) -> Catalogue:
                     f'types.{name}.cog_offset[{axis}] = {t["cog_offset"][axis]!r}; '
                     f'expected a value inside the box, |x| <= {half[axis]}'
                 )
-        types[name] = CartonType(name, t['dims'], t['mass'], t['cog_offset'], t['rgba'], friction)
-    r = d['random']
+        kw = {k: t[k] for k in carton_rules}
+        types[name] = CartonType(
+            name,
+            t['dims'],
+            t['mass'],
+            t['cog_offset'],
+            t['rgba'],
+            friction,
+            carton_rules_of(kw, f'types.{name}'),
+        )
+    r = dict(d['random'])
+    random_rules = carton_rules_of(r.pop('rules'), 'random.rules')
     for key in ('length', 'width', 'height', 'volume', 'density', 'mass'):
         lo, hi = r[key]
         if lo > hi:
             raise ConfigError(f'random.{key} = {list(r[key])!r}; expected [lo, hi] with lo <= hi')
-    return Catalogue(types=types, random=RandomSpec(**r), friction=friction)
+    return Catalogue(
+        types=types,
+        random=RandomSpec(**r),
+        friction=friction,
+        boards=boards,
+        stack_safety_factor=d['stack_safety_factor'],
+        label_size_m=d['label_size_m'],
+        random_rules=random_rules,
+    )
 
 
 def _read_levels(doc: Any, where: str, catalogue: Catalogue) -> tuple[dict[int, Level], int]:
