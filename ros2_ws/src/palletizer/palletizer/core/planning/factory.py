@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from palletizer.core.contracts import PalletGeometry
 from palletizer.core.errors import ConfigError
@@ -23,6 +23,7 @@ from palletizer.core.planning.beam import BeamPlanner
 from palletizer.core.planning.grid import GridPlanner
 from palletizer.core.planning.heuristic import ScorePlanner
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.spec_rules import SpecRules
 from palletizer.core.planning.tool import GripperGeometry
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def build_planner(
     reach: ReachOracle | None = None,
     pallet: PalletGeometry | None = None,
     weights_file: str | os.PathLike[str] | None = None,
+    pallet_spec: Any = None,
 ) -> Planner:
     """A fresh planner of `kind` ('heuristic', 'beam' or 'grid') as the cell runs it.
 
@@ -52,14 +54,24 @@ def build_planner(
     (core.planning.tool). The grid baseline has neither.
     `heuristic`, `beam`, `grid`, `reach` and `pallet` (cell.yaml `pallet`) replace what the
     config gives. `weights_file` (`planner_weights:=`, heuristic only; e.g. scripts/train's
-    best_weights.json) replaces the heuristic's 14 weights. Raises ConfigError naming the kind
-    and the allowed ones, or what is wrong with the weights file.
+    best_weights.json) replaces the heuristic's 14 weights. `pallet_spec` (core.pallet_spec
+    PalletSpec): the heuristic refuses every slot that breaks one of its hard rules, and keeps
+    box tops under its max_load_height_m; the other planners do not plan to a spec yet and
+    refuse one with a hard rule on. Raises ConfigError naming the kind and the allowed ones,
+    or what is wrong with the weights file or the spec.
     """
     k = PlannerKind.parse(kind)
     if weights_file and k is not PlannerKind.heuristic:
         raise ConfigError(
             f'planner weights {str(weights_file)!r} with planner {k.value}; a weights file holds '
             'the 14 heuristic weights: use it with the heuristic planner only'
+        )
+    hard = pallet_spec is not None and SpecRules(pallet_spec, None, (0.0, 0.0)).active
+    if hard and k is not PlannerKind.heuristic:
+        raise ConfigError(
+            f'a pallet spec with hard rules and planner {k.value}: only the heuristic plans to '
+            'a spec so far; use --planner heuristic, or a spec without height, mass, crush or '
+            'fragile rules'
         )
     if config is None:
         from palletizer.core.config import load_config  # config imports the planners' params
@@ -78,7 +90,13 @@ def build_planner(
         h = heuristic or config.planner.heuristic
         if weights_file:
             h = dataclasses.replace(h, weights=read_weights(weights_file))
-        return ScorePlanner(h, reach=reach, pallet=pallet, tool=tool)
+        rules = None
+        if hard:
+            rules = SpecRules(pallet_spec, config.catalogue, pallet.size_xy)
+            top = pallet_spec.max_load_height_m
+            if top is not None and top < h.max_stack_height:
+                h = dataclasses.replace(h, max_stack_height=top)
+        return ScorePlanner(h, reach=reach, pallet=pallet, tool=tool, rules=rules)
     b = beam or config.planner.beam
     above = config.cell.gripper.cup_gap + config.cell.motion.drop_clearance
     return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above, tool=tool)

@@ -41,11 +41,13 @@ from palletizer.core.planning.heuristic_candidates import (
 )
 from palletizer.core.planning.heuristic_rejects import (
     EXCLUDED,
+    PALLET_SPEC,
     REJECT_REASONS,
     UNSTABLE_STACK,
     RejectReason,
 )
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.spec_rules import SpecRules
 from palletizer.core.planning.stack import stack_from_placements
 from palletizer.core.planning.tool import GripperGeometry, tcp_shifts
 from palletizer.core.stability import StackBox, validate_stack
@@ -88,7 +90,8 @@ class ScorePlanner:
     a replan that only adds excluded slots walks further down the same ranking.
     `enumerations` counts full enumerations (for tests and benchmarks). With `tool`, a window
     where the gripper body would reach over a neighbour above the new lid is a collision
-    (core.planning.tool).
+    (core.planning.tool). With `rules` (core.planning.spec_rules), a candidate that breaks a
+    hard rule of the pallet spec is refused (counted as `pallet_spec`).
     """
 
     kind = PlannerKind.heuristic
@@ -101,10 +104,12 @@ class ScorePlanner:
         reach: ReachOracle | None = None,
         pallet: PalletGeometry | None = None,
         tool: GripperGeometry | None = None,
+        rules: SpecRules | None = None,
     ) -> None:
         self.params = params or HeuristicParams()
         self.reach = reach
         self.tool = tool
+        self.rules = rules
         self.pallet = pallet or PalletGeometry()
         self.book = LayerBook(self.pallet)
         self.enumerations = 0
@@ -174,6 +179,7 @@ class ScorePlanner:
         near = _near_excluded(excluded, self.params.exclude_radius)
         n_excluded = 0
         unstable = 0
+        broken = 0
         chunk = 32
         tries = self.params.reserve_tries if keep_room and not self._reserve_sized(spec) else 0
         room: _Rooms | None = None  # the reserve box's slots on the map now
@@ -208,6 +214,11 @@ class ScorePlanner:
             if self.params.stack_check and not self._stable(spec, cands, k, layer, zc):
                 unstable += 1
                 continue
+            if self.rules is not None and self.rules.breaks(
+                self.book.placements, self._placement(spec, cands, k, layer, zc)
+            ):
+                broken += 1
+                continue
             plan = PlacementPlan(
                 position=(float(cands.x[k]), float(cands.y[k]), zc),
                 yaw=float(cands.yaw[k]),
@@ -231,6 +242,8 @@ class ScorePlanner:
             summary[EXCLUDED] = n_excluded
         if unstable:
             summary[UNSTABLE_STACK] = unstable
+        if broken:
+            summary[PALLET_SPEC] = broken
         return PlanResult(None, summary)
 
     def _score(
@@ -292,10 +305,20 @@ class ScorePlanner:
         heights are the candidate filters' business)."""
         if not self.book.placements:
             return True
+        new = self._placement(spec, cands, k, layer, zc)
+        stack = stack_from_placements([*self.book.placements, new], self.book.specs)
+        stack = _seat(stack, self.params.support_tol + _CONTACT_TOL)
+        check = validate_stack(stack, min_support=0.0, min_margin=0.0, check_overlaps=False)
+        return check.ok or check.reason != 'margin'
+
+    def _placement(
+        self, spec: PackageSpec, cands: Candidates, k: int, layer: int, zc: float
+    ) -> Placement:
+        """The carton at candidate k as a placement on the believed stack (pallet frame)."""
         pose = world_to_pallet(
             (float(cands.x[k]), float(cands.y[k]), zc, float(cands.yaw[k])), self.pallet
         )
-        new = measure_placement(
+        return measure_placement(
             len(self.book.placements),
             spec,
             layer,
@@ -304,10 +327,6 @@ class ScorePlanner:
             self.book.placements,
             pallet=self.pallet,
         )
-        stack = stack_from_placements([*self.book.placements, new], self.book.specs)
-        stack = _seat(stack, self.params.support_tol + _CONTACT_TOL)
-        check = validate_stack(stack, min_support=0.0, min_margin=0.0, check_overlaps=False)
-        return check.ok or check.reason != 'margin'
 
     def _ask_reach(self, spec: PackageSpec, cands: Candidates, k: int, n: int) -> None:
         """Ask the oracle about up to n not-yet-asked candidates from rank k on."""

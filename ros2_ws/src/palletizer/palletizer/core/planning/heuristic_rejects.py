@@ -10,6 +10,7 @@ from enum import IntEnum
 __all__ = [
     'EXCLUDED',
     'NOT_REJECTED',
+    'PALLET_SPEC',
     'REJECT_REASONS',
     'UNSTABLE_STACK',
     'RejectReason',
@@ -55,6 +56,8 @@ REJECT_REASONS: tuple[str, ...] = tuple(reason.name for reason in RejectReason)
 
 # ScorePlanner.choose's own counts, added to the summary when it finds no slot: candidates
 # skipped as excluded slots (or near one), and those that would leave the believed stack
-# toppling (stack_check).
+# toppling (stack_check), and those that would break a hard rule of the pallet spec
+# (core.planning.spec_rules).
 EXCLUDED = 'excluded'
 UNSTABLE_STACK = 'unstable_stack'
+PALLET_SPEC = 'pallet_spec'

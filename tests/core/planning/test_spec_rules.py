@@ -1,0 +1,85 @@
+"""The heuristic plans to a pallet spec's hard rules: each rule, broken by the plan without the
+spec, is kept with it (quasi-static, exact map)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from palletizer.cli.bench_planner import stamp
+from palletizer.core.compliance import measure_stack
+from palletizer.core.config import load_config
+from palletizer.core.contracts import HeightMap, PalletGeometry
+from palletizer.core.errors import ConfigError
+from palletizer.core.loads import draw_load
+from palletizer.core.measure import measure_placement, world_to_pallet
+from palletizer.core.pallet_spec import load_spec
+from palletizer.core.planning import build_planner
+from palletizer.core.planning.heuristic_rejects import PALLET_SPEC
+
+CFG = load_config()
+PALLET = PalletGeometry.from_config(CFG.cell.pallet)
+
+
+def plan_all(specs, pallet_spec):
+    """Plan the load in order, each carton exactly where planned; the placements and the
+    reject summary of the first carton with no slot (None when all found one)."""
+    planner = build_planner('heuristic', CFG, pallet_spec=pallet_spec)
+    cells = np.zeros((80, 120))
+    placed = []
+    for spec in specs:
+        res = planner.choose(spec, HeightMap(cells), None)
+        if res.plan is None:
+            return placed, res.reject_summary
+        pose = world_to_pallet((*res.plan.position, res.plan.yaw))
+        p = measure_placement(len(placed), spec, res.plan.layer, pose, pose, placed)
+        placed.append(p)
+        planner.record(p)
+        stamp(cells, res.plan, spec)
+    return placed, None
+
+
+def measured(rules, placed):
+    return measure_stack(
+        load_spec(rules, CFG.catalogue.types), placed, CFG.catalogue, PALLET.size_xy
+    )
+
+
+SPECS = [d.spec for d in draw_load(16, 1, CFG)]  # 20 mixed cartons, stacked several high
+
+
+@pytest.mark.parametrize(
+    ('rules', 'broken'),
+    [
+        ({'max_load_height_m': 0.45}, 'max_load_height_m'),
+        ({'max_load_mass_kg': 40.0}, 'max_load_mass_kg'),
+        ({'crush': {'limits_kg': {t: 2.0 for t in CFG.catalogue.types}}}, 'crush'),
+        ({'fragile': {'types': sorted({s.type_name for s in SPECS})}}, 'fragile'),
+    ],
+)
+def test_each_hard_rule_broken_without_the_spec_is_kept_with_it(rules, broken):
+    free, _ = plan_all(SPECS, None)
+    assert broken in measured(rules, free).broken  # the plan without the spec breaks it
+    kept, summary = plan_all(SPECS, load_spec(rules, CFG.catalogue.types))
+    c = measured(rules, kept)
+    assert c.broken == [] and c.hard_violations == 0
+    # It placed what it could, then found no slot: the rule is what stopped it.
+    assert 0 < len(kept) < len(SPECS) or broken == 'max_load_mass_kg'
+    if summary is not None and broken != 'max_load_height_m':
+        assert summary.get(PALLET_SPEC, 0) > 0, summary
+
+
+def test_an_empty_or_soft_spec_plans_as_without_one():
+    free, _ = plan_all(SPECS[:8], None)
+    for rules in ({}, {'weight_order': {}, 'label_out': {}}):
+        same, _ = plan_all(SPECS[:8], load_spec(rules, CFG.catalogue.types))
+        assert [p.planned_pose for p in same] == [p.planned_pose for p in free]
+
+
+def test_the_other_planners_refuse_a_spec_with_hard_rules():
+    spec = load_spec({'fragile': {}}, CFG.catalogue.types)
+    for kind in ('beam', 'grid'):
+        with pytest.raises(
+            ConfigError, match=f'planner {kind}: only the heuristic plans to a spec'
+        ):
+            build_planner(kind, CFG, pallet_spec=spec)
+    build_planner('beam', CFG, pallet_spec=load_spec({'label_out': {}}))  # soft only: allowed
