@@ -119,6 +119,24 @@ def test_episodes_in_a_row_each_equal_the_in_process_loop(level, n, tmp_path):
         assert graph == in_process_line(level, graph['seed'], graph['git_sha'])
 
 
+@pytest.mark.slow  # a graph episode; tests/cli/test_pallet_spec_option.py covers the wiring
+def test_a_pallet_spec_reaches_the_graph_and_its_line_equals_the_in_process_one(tmp_path):
+    # --spec reaches the planner (it keeps the hard rules) and the director (the episode line
+    # measures the stack against the spec): the graph writes the in-process loop's line.
+    spec = tmp_path / 'spec.yaml'
+    spec.write_text('max_load_height_m: 0.40\nweight_order: {}\nlabel_out: {}\nfragile: {}\n')
+    proc = _palletize(
+        '--level', '13', '--seed', '1', '-n', '1', '--speed', '0', '--spec', str(spec),
+        cwd=tmp_path,
+    )  # fmt: skip
+    (graph,) = _lines(_run_dir(tmp_path) / 'episodes.jsonl')
+    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-2000:]
+    c = graph['metrics']['compliance']
+    assert graph['metrics']['pallet_spec']['max_load_height_m'] == 0.4
+    assert c['hard_violations'] == 0 and c['load_height_m'] <= 0.40
+    assert graph == in_process_line(13, 1, graph['git_sha'], spec=spec)
+
+
 @pytest.mark.slow  # 77 s in CI at e3b6f9d; docs/testing.md says what covers it
 def test_a_planner_that_finds_no_slot_ends_the_episode_asin_process_line(tmp_path):
     # Level 23 seed 47 with the set-aside buffer off and the stack held to 0.40 m: the seventh

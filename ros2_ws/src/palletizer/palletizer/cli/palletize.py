@@ -99,6 +99,14 @@ def _parser() -> argparse.ArgumentParser:
         'planner_weights:=FILE',
     )
     p.add_argument(
+        '--spec',
+        action=_Given,
+        dest='pallet_spec',
+        metavar='FILE',
+        help='pallet spec (docs/pallet-spec.md): the heuristic keeps its hard rules and each '
+        'episode line measures the stack against it; pallet_spec:=FILE',
+    )
+    p.add_argument(
         '--perception',
         action=_Given,
         metavar='{' + ','.join(PERCEPTION_MODES) + '}',

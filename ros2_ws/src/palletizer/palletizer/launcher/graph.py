@@ -82,6 +82,13 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
         "scripts/train's best_weights.json); empty = configs/planner.yaml; planner:=heuristic only",
     ),
     LaunchArgument(
+        'pallet_spec',
+        '',
+        'pallet spec file (YAML or JSON, docs/pallet-spec.md): the planner keeps its hard rules '
+        '(a spec with hard rules needs planner:=heuristic) and each episode line measures the '
+        'stack against it; empty = none',
+    ),
+    LaunchArgument(
         'perception',
         'cameras',
         'cameras = height map and pick detection from the cameras; oracle = from simulator '
@@ -138,6 +145,7 @@ class GraphOptions:
     episodes: int = 1
     planner: str = 'heuristic'
     planner_weights: str = ''  # heuristic weights file, absolute; '' = configs/planner.yaml
+    pallet_spec: str = ''  # pallet spec file, absolute; '' = none
     perception: str = 'cameras'
     speed: float = 0.0
     robot: str = 'sim'
@@ -247,6 +255,7 @@ def options_from_mapping(
     if PlannerKind(planner).uses_reach_table:
         _check_reach_table(cfg, planner)
     planner_weights = _check_planner_weights(v['planner_weights'].strip(), planner)
+    pallet_spec = _check_pallet_spec(v['pallet_spec'].strip(), planner, cfg)
     params_file = v['params_file'].strip()
     if params_file:
         _check_params_file(params_file)
@@ -283,6 +292,7 @@ def options_from_mapping(
         episodes=episodes,
         planner=planner,
         planner_weights=planner_weights,
+        pallet_spec=pallet_spec,
         perception=perception,
         speed=speed,
         robot=robot,
@@ -342,6 +352,27 @@ def _check_planner_weights(text: str, planner: str) -> str:
         read_weights(text)
     except PalletizerError as exc:
         raise GraphError(f'planner_weights:={text!r}: {exc}') from None
+    return str(Path(text).resolve())
+
+
+def _check_pallet_spec(text: str, planner: str, cfg: Config) -> str:
+    """pallet_spec:=FILE: a spec that validates against its schema and the catalogue's types;
+    one with hard rules only with the heuristic (the planner that keeps them). Returned
+    absolute (the nodes run in their own working directory)."""
+    if not text:
+        return ''
+    from palletizer.core.pallet_spec import read_spec
+    from palletizer.core.planning.spec_rules import SpecRules
+
+    try:
+        spec = read_spec(text, types=cfg.catalogue.types)
+    except PalletizerError as exc:
+        raise GraphError(f'pallet_spec:={text!r}: {exc}') from None
+    if planner != 'heuristic' and SpecRules(spec, None, (0.0, 0.0)).active:
+        raise GraphError(
+            f'pallet_spec:={text!r} with planner:={planner}; the spec has hard rules and only '
+            'the heuristic plans to them so far: use planner:=heuristic'
+        )
     return str(Path(text).resolve())
 
 
@@ -604,7 +635,12 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
         NodeSpec(
             name='planner',
             executable='planner',
-            parameters={**common, 'kind': opts.planner, 'weights_file': opts.planner_weights},
+            parameters={
+                **common,
+                'kind': opts.planner,
+                'weights_file': opts.planner_weights,
+                'pallet_spec': opts.pallet_spec,
+            },
             respawn=True,
         ),
         NodeSpec(
@@ -647,6 +683,7 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
                 'cell_interfaces': 'real' if real else 'sim',
                 'stability': opts.stability,
                 'telemetry': opts.telemetry,
+                'pallet_spec': opts.pallet_spec,
             },
             remappings=(
                 ('episode_events', '/palletizer/episode_events'),

@@ -66,6 +66,10 @@ class EpisodeDirectorNode(Node):
         self.params, cfg = declare_params(self)
         p = self.params
         self.settings = EpisodeSettings.from_config(cfg.cell, cfg.planner.buffer)
+        if p.pallet_spec is not None:
+            self.settings = dataclasses.replace(
+                self.settings, pallet_spec=p.pallet_spec, catalogue=cfg.catalogue
+            )
         self.task = cfg.level(p.level).source
         self.n_objects = cfg.level(p.level).n  # the cartons the cell presents
         self.abort = threading.Event()

@@ -11,8 +11,10 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
+from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
-from palletizer.core.planning import RecordedPlanner, build_planner
+from palletizer.core.pallet_spec import read_spec
+from palletizer.core.planning import Planner, RecordedPlanner, build_planner
 from palletizer.nodes.convert import (
     heightmap_from_msg,
     pallet_state_from_msg,
@@ -45,9 +47,22 @@ class PlannerNode(Node):
                 'best_weights.json); empty = configs/planner.yaml',
             )
         )
+        spec_file = str(
+            declare(
+                self,
+                'pallet_spec',
+                '',
+                'pallet spec file (pallet_spec:=); the heuristic keeps its hard rules',
+            )
+        )
         self.kind = kind
-        build_planner(kind, weights_file=weights or None)  # a bad weights file fails at start
-        self.record = RecordedPlanner(lambda: build_planner(kind, weights_file=weights or None))
+        spec = read_spec(spec_file, types=load_config().catalogue.types) if spec_file else None
+
+        def fresh() -> Planner:
+            return build_planner(kind, weights_file=weights or None, pallet_spec=spec)
+
+        fresh()  # a bad weights file or spec fails at start
+        self.record = RecordedPlanner(fresh)
         self.markers = PlanMarkers()
         self.markers_pub = self.create_publisher(MarkerArray, '/palletizer/plan_markers', MARKERS)
         self.create_service(PlanPlacement, '~/plan', self.on_plan)
@@ -60,7 +75,7 @@ class PlannerNode(Node):
 
     def on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         for p in params:
-            if p.name in ('kind', 'weights_file'):
+            if p.name in ('kind', 'weights_file', 'pallet_spec'):
                 return SetParametersResult(
                     successful=False,
                     reason=f'{p.name} is fixed at start; restart the node to change it',
