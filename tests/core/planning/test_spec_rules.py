@@ -68,11 +68,21 @@ def test_each_hard_rule_broken_without_the_spec_is_kept_with_it(rules, broken):
         assert summary.get(PALLET_SPEC, 0) > 0, summary
 
 
-def test_an_empty_or_soft_spec_plans_as_without_one():
+def test_an_empty_spec_or_an_unscored_rule_plans_as_without_one():
     free, _ = plan_all(SPECS[:8], None)
-    for rules in ({}, {'weight_order': {}, 'label_out': {}}):
+    for rules in ({}, {'label_out': {}, 'group_by': {'key': 'group'}}):
         same, _ = plan_all(SPECS[:8], load_spec(rules, CFG.catalogue.types))
         assert [p.planned_pose for p in same] == [p.planned_pose for p in free]
+
+
+def test_weight_order_is_scored_heavier_cartons_go_below_lighter_ones():
+    rules = {'weight_order': {'tolerance_kg': 0.5, 'weight': 1.0}}
+    free, _ = plan_all(SPECS, None)
+    scored, _ = plan_all(SPECS, load_spec(rules, CFG.catalogue.types))
+    before = measured(rules, free).weight_order_inversions
+    after = measured(rules, scored).weight_order_inversions
+    assert len(scored) == len(free) == len(SPECS)  # a soft rule costs no carton here
+    assert len(after) < len(before), (before, after)
 
 
 def test_the_other_planners_refuse_a_spec_with_hard_rules():

@@ -91,8 +91,9 @@ def build_planner(
         if weights_file:
             h = dataclasses.replace(h, weights=read_weights(weights_file))
         rules = None
-        if hard:
+        if pallet_spec is not None:
             rules = SpecRules(pallet_spec, config.catalogue, pallet.size_xy)
+        if hard:
             top = pallet_spec.max_load_height_m
             if top is not None and top < h.max_stack_height:
                 h = dataclasses.replace(h, max_stack_height=top)

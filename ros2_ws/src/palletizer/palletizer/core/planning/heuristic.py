@@ -254,7 +254,7 @@ class ScorePlanner:
         params: HeuristicParams | None = None,
     ) -> Candidates:
         mass, cog = (pallet.mass_kg, pallet.cog) if pallet is not None else self.book.state()
-        return score_candidates(
+        cands = score_candidates(
             spec,
             heightmap,
             params or self.params,
@@ -264,6 +264,21 @@ class ScorePlanner:
             reach=self.reach,
             tool=self.tool,
         )
+        if self.rules is None or not self.rules.scores or not len(cands.score):
+            return cands
+        # The spec's soft rules lower each candidate's score; the ranking follows (stable, so
+        # the tie-break stands among equals).
+        cx, cy = self.pallet.centre_xy
+        score = cands.score - self.rules.penalty(
+            self.book.placements, spec, cands.x - cx, cands.y - cy, cands.yaw, cands.z_base
+        )
+        order = np.argsort(-score, kind='stable')
+        arrays = {
+            f: getattr(cands, f)[order]
+            for f in ('z_base', 'x', 'y', 'yaw', 'i0', 'j0', 'support', 'terms')
+        }
+        state = None if cands.reach_state is None else cands.reach_state[order]
+        return dataclasses.replace(cands, score=score[order], reach_state=state, **arrays)
 
     def _reserve_sized(self, spec: PackageSpec) -> bool:
         """Whether the carton is itself nearly the reserve's size (each side of its footprint at
