@@ -1,5 +1,5 @@
-"""pallet_spec:=FILE / --spec FILE: a pallet spec reaches the planner and the episode director
-through the launch options and scripts/palletize; a bad spec, or hard rules with a planner that
+"""pallet_spec:=FILE / --spec FILE: a pallet spec reaches the planner through the launch options
+and scripts/palletize; a bad spec, or hard rules with a planner that
 does not plan to them, fails before anything starts."""
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ def spec_file(tmp_path):
     return f
 
 
-def test_the_launch_option_reaches_the_planner_and_the_director(spec_file, monkeypatch, tmp_path):
+def test_the_launch_option_reaches_the_planner(spec_file, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     o = options_from_mapping({'level': '11', 'pallet_spec': 'store.yaml'})
     assert o.pallet_spec == str(spec_file)  # made absolute for the nodes
     nodes = {n.name: n for n in describe(o)}
     assert nodes['planner'].parameters['pallet_spec'] == str(spec_file)
-    assert nodes['episode_director'].parameters['pallet_spec'] == str(spec_file)
+    # The director asks the planner for the spec each episode: one holder, no second copy.
+    assert 'pallet_spec' not in nodes['episode_director'].parameters
     plain = {n.name: n for n in describe(options_from_mapping({'level': '11'}))}
     assert plain['planner'].parameters['pallet_spec'] == ''
     cli = build_options(['--level', '11', '--spec', str(spec_file)])

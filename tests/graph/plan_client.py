@@ -8,8 +8,60 @@ import sys
 import numpy as np
 import rclpy
 from palletizer.core.contracts import HeightMap, PackageSpec
-from palletizer.nodes.convert import heightmap_to_msg, plan_from_msg, spec_to_msg
-from palletizer_msgs.srv import PlanPlacement
+from palletizer.core.measure import measure_placement, world_to_pallet
+from palletizer.nodes.convert import heightmap_to_msg, placement_to_msg, plan_from_msg, spec_to_msg
+from palletizer_msgs.srv import GetPalletSpec, PlanPlacement, SetPalletSpec
+from std_srvs.srv import Trigger
+
+
+def spec_questions(node, ask, std_m, empty, first_plan) -> dict:
+    """Set and read the pallet spec: bad JSON and a bad key refused with their problems; a
+    height limit in force at once on an empty record (no std_m fits under it), and one set
+    while a stack is recorded waiting for the reset."""
+
+    def call(srv, name, req):
+        c = node.create_client(srv, f'/planner/{name}')
+        assert c.wait_for_service(timeout_sec=30.0), name
+        fut = c.call_async(req)
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+        return fut.result()
+
+    def set_(text):
+        r = call(SetPalletSpec, 'set_pallet_spec', SetPalletSpec.Request(spec_json=text))
+        return {'code': r.error_code, 'keys': list(r.problem_keys), 'problems': list(r.problems),
+                'pending': r.pending, 'spec': r.spec_json, 'msg': r.error_msg}  # fmt: skip
+
+    def get():
+        r = call(GetPalletSpec, 'get_pallet_spec', GetPalletSpec.Request())
+        return {'spec': r.spec_json, 'pending': r.pending}
+
+    out = {
+        'start': get(),
+        'bad_json': set_('{max: 1'),
+        'bad_key': set_('{"max_load_hieght_m": 1}'),
+    }
+    out['height'] = set_('{"max_load_height_m": 0.1}')
+    out['after_height'] = get()
+    if out['height']['code'] != 0:
+        return out  # a planner that refuses hard rules: nothing more to ask
+    low = ask(std_m, empty)
+    out['plan_under_height'] = {'has_plan': low.has_plan, 'reasons': list(low.reject_reasons)}
+    out['cleared'] = set_('')
+    # A stack recorded (a plan request carrying a placement): a new spec waits for the reset.
+    pose = world_to_pallet((*first_plan.position, first_plan.yaw))
+    placed = measure_placement(0, std_m, first_plan.layer, pose, pose, [])
+    req = PlanPlacement.Request(
+        spec=spec_to_msg(std_m), heightmap=heightmap_to_msg(empty),
+        placements=[placement_to_msg(placed)], placed_specs=[spec_to_msg(std_m)],
+    )  # fmt: skip
+    c = node.create_client(PlanPlacement, '/planner/plan')
+    fut = c.call_async(req)
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+    out['during'] = set_('{"fragile": {}}')
+    out['during_get'] = get()
+    call(Trigger, 'reset', Trigger.Request())
+    out['after_reset'] = get()
+    return out
 
 
 def main() -> int:
@@ -67,6 +119,7 @@ def main() -> int:
     fut = cli.call_async(bad)
     rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
     out['bad'] = {'code': fut.result().error_code, 'msg': fut.result().error_msg}
+    out['spec'] = spec_questions(node, ask, std_m, empty, plan)
     print('PLAN ' + json.dumps(out), flush=True)
     node.destroy_node()
     rclpy.try_shutdown()

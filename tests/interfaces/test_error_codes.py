@@ -16,6 +16,8 @@ DOC = ROOT / 'docs' / 'interfaces.md'
 # The band of each server's interfaces (docs/interfaces.md §9.2).
 BANDS = {
     'PlanPlacement': 1,
+    'SetPalletSpec': 1,
+    'GetPalletSpec': 1,
     'ResetCell': 2,
     'PresentCarton': 2,
     'ReleaseCarton': 2,

@@ -683,7 +683,6 @@ def _nodes(opts: GraphOptions) -> tuple[NodeSpec, ...]:
                 'cell_interfaces': 'real' if real else 'sim',
                 'stability': opts.stability,
                 'telemetry': opts.telemetry,
-                'pallet_spec': opts.pallet_spec,
             },
             remappings=(
                 ('episode_events', '/palletizer/episode_events'),

@@ -8,7 +8,6 @@ loaded after the parameters that need none, as the wrist reading's hold defaults
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rclpy.node import Node
 
@@ -36,7 +35,6 @@ class DirectorParams:
     stability: bool  # the stability trials on the stack after each episode
     telemetry: str  # disk | postgres | supabase | off
     hold: float  # [s] arm held still before a wrist reading
-    pallet_spec: Any = None  # core.pallet_spec PalletSpec the stack is measured against, or None
 
     @property
     def real(self) -> bool:
@@ -94,19 +92,6 @@ def declare_params(node: Node) -> tuple[DirectorParams, Config]:
             'arm held still before a wrist reading [s]: settle + the samples at the wrench rate',
         )
     )
-    spec_file = str(
-        declare(
-            node,
-            'pallet_spec',
-            '',
-            'pallet spec file (pallet_spec:=); each episode line measures the stack against it',
-        )
-    )
-    pallet_spec = None
-    if spec_file:
-        from palletizer.core.pallet_spec import read_spec
-
-        pallet_spec = read_spec(spec_file, types=cfg.catalogue.types)
     params = DirectorParams(
         level=level,
         seed=seed,
@@ -121,6 +106,5 @@ def declare_params(node: Node) -> tuple[DirectorParams, Config]:
         stability=stability,
         telemetry=telemetry,
         hold=hold,
-        pallet_spec=pallet_spec,
     )
     return params, cfg

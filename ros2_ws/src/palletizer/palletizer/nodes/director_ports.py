@@ -10,11 +10,12 @@ the gauge and the perception in sensing_ports.py, a real cell's line in line_por
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from builtin_interfaces.msg import Time
 from palletizer_msgs.srv import (
+    GetPalletSpec,
     GroundTruth,
     PlanPlacement,
     PresentCarton,
@@ -36,6 +37,7 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.errors import UnknownKey
 from palletizer.core.fusion import yaw_of_quat
+from palletizer.core.pallet_spec import PalletSpec
 from palletizer.core.planning import PlannerKind
 from palletizer.core.ports import EpisodeAborted, Presented
 from palletizer.nodes.calls import Calls
@@ -48,6 +50,7 @@ from palletizer.nodes.convert import (
     spec_to_msg,
     stamp_s,
 )
+from palletizer.nodes.planner_spec import parse_spec_json
 from palletizer.nodes.sensing_ports import RosGauge
 
 __all__ = ['RosCell', 'RosPlanner', 'RosReferee']
@@ -145,6 +148,7 @@ class RosPlanner:
         self.kind = PlannerKind(kind)
         self.plan_c = node.create_client(PlanPlacement, f'{prefix}/plan')
         self.reset_c = node.create_client(Trigger, f'{prefix}/reset')
+        self.spec_c = node.create_client(GetPalletSpec, f'{prefix}/get_pallet_spec')
         # The episode's placements and the specs weighed for them: every plan request carries
         # them, so it can be asked again of a restarted planner.
         self.placements: list[Placement] = []
@@ -155,6 +159,17 @@ class RosPlanner:
         self.calls.service(
             self.reset_c, Trigger.Request(), 'planner reset', self.calls.t.quick_s, repeatable=True
         )
+
+    def pallet_spec(self, types: Iterable[str]) -> PalletSpec | None:
+        """The pallet spec the planner plans to now (after a reset: this episode's)."""
+        res = self.calls.service(
+            self.spec_c,
+            GetPalletSpec.Request(),
+            'planner pallet spec',
+            self.calls.t.quick_s,
+            repeatable=True,
+        )
+        return parse_spec_json(res.spec_json, types)
 
     def choose(
         self,

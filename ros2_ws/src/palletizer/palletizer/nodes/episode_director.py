@@ -66,10 +66,7 @@ class EpisodeDirectorNode(Node):
         self.params, cfg = declare_params(self)
         p = self.params
         self.settings = EpisodeSettings.from_config(cfg.cell, cfg.planner.buffer)
-        if p.pallet_spec is not None:
-            self.settings = dataclasses.replace(
-                self.settings, pallet_spec=p.pallet_spec, catalogue=cfg.catalogue
-            )
+        self.catalogue = cfg.catalogue
         self.task = cfg.level(p.level).source
         self.n_objects = cfg.level(p.level).n  # the cartons the cell presents
         self.abort = threading.Event()
@@ -168,6 +165,11 @@ class EpisodeDirectorNode(Node):
                 self.records.open(seed, oracle, sha)
                 self.sink.begin(seed)
                 self.planner.reset()
+                # The spec the planner plans this episode to: its line is measured against it.
+                spec = self.planner.pallet_spec(self.catalogue.types)
+                settings = dataclasses.replace(
+                    self.settings, pallet_spec=spec, catalogue=self.catalogue
+                )
                 perception.reset()
                 if isinstance(referee, PlacementCheck):
                     referee.reset()
@@ -183,7 +185,7 @@ class EpisodeDirectorNode(Node):
                     executor=self.motion,
                     referee=referee,
                     sink=self.sink,
-                    settings=self.settings,
+                    settings=settings,
                     oracle=oracle,
                     git_sha=sha,
                 )

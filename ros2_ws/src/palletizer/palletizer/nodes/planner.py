@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from palletizer_msgs.srv import PlanPlacement
+from palletizer_msgs.srv import GetPalletSpec, PlanPlacement, SetPalletSpec
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -13,7 +13,7 @@ from visualization_msgs.msg import MarkerArray
 
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
-from palletizer.core.pallet_spec import read_spec
+from palletizer.core.pallet_spec import SpecError, read_spec
 from palletizer.core.planning import Planner, RecordedPlanner, build_planner
 from palletizer.nodes.convert import (
     heightmap_from_msg,
@@ -25,6 +25,7 @@ from palletizer.nodes.convert import (
 )
 from palletizer.nodes.params import declare
 from palletizer.nodes.plan_markers import PlanMarkers
+from palletizer.nodes.planner_spec import PlannerSpec, parse_spec_json, spec_json
 from palletizer.nodes.qos import MARKERS
 from palletizer.nodes.spin import run_node
 
@@ -56,10 +57,12 @@ class PlannerNode(Node):
             )
         )
         self.kind = kind
-        spec = read_spec(spec_file, types=load_config().catalogue.types) if spec_file else None
+        self.weights = weights or None
+        self.types = load_config().catalogue.types
+        self.spec = PlannerSpec(read_spec(spec_file, types=self.types) if spec_file else None)
 
         def fresh() -> Planner:
-            return build_planner(kind, weights_file=weights or None, pallet_spec=spec)
+            return build_planner(kind, weights_file=self.weights, pallet_spec=self.spec.now)
 
         fresh()  # a bad weights file or spec fails at start
         self.record = RecordedPlanner(fresh)
@@ -67,6 +70,8 @@ class PlannerNode(Node):
         self.markers_pub = self.create_publisher(MarkerArray, '/palletizer/plan_markers', MARKERS)
         self.create_service(PlanPlacement, '~/plan', self.on_plan)
         self.create_service(Trigger, '~/reset', self.on_reset)
+        self.create_service(SetPalletSpec, '~/set_pallet_spec', self.on_set_spec)
+        self.create_service(GetPalletSpec, '~/get_pallet_spec', self.on_get_spec)
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self.get_logger().info(
             f'planner ready: {kind}{f" weights {weights}" if weights else ""} '
@@ -83,9 +88,48 @@ class PlannerNode(Node):
         return SetParametersResult(successful=True)
 
     def on_reset(self, req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
-        """Forget the recorded stack: a new episode starts on an empty pallet."""
+        """Forget the recorded stack: a new episode starts on an empty pallet (with the spec
+        set since the last episode began, if any)."""
+        self.spec.apply_pending()
         self.record.reset()
         res.success, res.message = True, f'{self.kind} planner reset'
+        return res
+
+    def on_set_spec(
+        self, req: SetPalletSpec.Request, res: SetPalletSpec.Response
+    ) -> SetPalletSpec.Response:
+        """A new spec: now when no stack is recorded, else from the next episode."""
+        R = SetPalletSpec.Response
+        try:
+            spec = parse_spec_json(req.spec_json, self.types)
+        except SpecError as exc:
+            res.error_code, res.error_msg = R.INVALID_SPEC, str(exc)
+            res.problem_keys = [p.key for p in exc.problems]
+            res.problems = [str(p) for p in exc.problems]
+            return res
+        try:
+            build_planner(self.kind, weights_file=self.weights, pallet_spec=spec)
+        except PalletizerError as exc:
+            res.error_code, res.error_msg = R.PLANNER_REFUSES, str(exc)
+            return res
+        res.pending = bool(self.record.recorded)
+        self.spec.set(spec, now=not res.pending)
+        if not res.pending:
+            self.record.reset()
+        res.spec_json = spec_json(spec)
+        res.error_code = R.OK
+        self.get_logger().info(
+            f'pallet spec set{" for the next episode" if res.pending else ""}: '
+            f'{res.spec_json or "none"}'
+        )
+        return res
+
+    def on_get_spec(
+        self, req: GetPalletSpec.Request, res: GetPalletSpec.Response
+    ) -> GetPalletSpec.Response:
+        res.spec_json = spec_json(self.spec.now)
+        res.pending = self.spec.has_pending
+        res.error_code = GetPalletSpec.Response.OK
         return res
 
     def on_plan(
