@@ -28,7 +28,11 @@ __all__ = [
     'StackItem',
     'check_compliance',
     'label_normal',
+    'load_above',
+    'load_shares',
     'measure_stack',
+    'pallet_deck',
+    'stack_items',
     'supports',
 ]
 
@@ -140,21 +144,30 @@ def label_normal(face: str, yaw: float) -> tuple[float, float] | None:
     return (c * local[0] - s * local[1], s * local[0] + c * local[1])
 
 
-def _load_above(
-    items: Sequence[StackItem], graph: Mapping[int, Mapping[int, float]], deck: Deck
-) -> list[float]:
+def load_shares(item: StackItem, items: Sequence[StackItem], deck: Deck) -> dict[int, float]:
+    """The share of `item`'s load (its mass and what rests on it) that each carton of `items`
+    (by index) carries: in proportion to the contact areas, the deck taking its own share where
+    the carton stands on it. Empty when it rests on nothing the graph sees."""
+    box = item.bounds()
+    areas = {}
+    for j, low in enumerate(items):
+        if low is item or abs(item.bottom - low.top) > SUPPORT_GAP_M:
+            continue
+        area = _overlap(box, low.bounds())
+        if area >= MIN_CONTACT_M2:
+            areas[j] = area
+    on_deck = abs(item.bottom - deck.top) <= SUPPORT_GAP_M
+    total = sum(areas.values()) + (_overlap(box, deck.bounds()) if on_deck else 0.0)
+    return {j: a / total for j, a in areas.items()} if total > 0.0 else {}
+
+
+def load_above(items: Sequence[StackItem], deck: Deck) -> list[float]:
     """The mass [kg] resting on each carton, propagated top-down through the support graph."""
     above = [0.0] * len(items)
     for i in sorted(range(len(items)), key=lambda k: -items[k].bottom):
-        share = dict(graph[i])
-        on_deck = abs(items[i].bottom - deck.top) <= SUPPORT_GAP_M
-        deck_area = _overlap(items[i].bounds(), deck.bounds()) if on_deck else 0.0
-        total = sum(share.values()) + deck_area
-        if total <= 0.0:
-            continue  # resting on nothing the graph sees: its load goes nowhere we check
         load = items[i].mass_kg + above[i]
-        for j, area in share.items():
-            above[j] += load * area / total
+        for j, share in load_shares(items[i], items, deck).items():
+            above[j] += load * share
     return above
 
 
@@ -164,7 +177,7 @@ def check_compliance(
     """Measure the stack `items` against `spec`. catalogue: core.config Catalogue (each type's
     rules and crush limit)."""
     graph = supports(items)
-    above = _load_above(items, graph, deck)
+    above = load_above(items, deck)
     rules = [catalogue.rules(it.type_name) for it in items]
     fragile_types = set(spec.fragile.types) if spec.fragile else set()
     limits = dict(spec.crush.limits_kg) if spec.crush else {}
@@ -285,13 +298,11 @@ def _together(
     return heights_meet and _gap(a.bounds(), b.bounds()) <= NEIGHBOUR_GAP_M
 
 
-def measure_stack(
-    spec: PalletSpec, placements: Sequence[Any], catalogue: Any, pallet_size: Sequence[float]
-) -> Compliance:
-    """check_compliance on the referee's measured placements (core.contracts Placement, PALLET
-    frame: the deck centred at the origin, its top at z 0): every carton whose measured centre
-    is above the deck, placed within tolerance or not (a carton off the pallet is not on it)."""
-    items = [
+def stack_items(placements: Sequence[Any]) -> list[StackItem]:
+    """The cartons of core.contracts Placements (PALLET frame: the deck centred at the origin,
+    its top at z 0) whose centre is above the deck: placed within tolerance or not (a carton
+    off the pallet is not on it)."""
+    return [
         StackItem(
             p.package_id,
             p.package_type,
@@ -303,5 +314,15 @@ def measure_stack(
         for p in placements
         if p.actual_pose[2] > 0.0
     ]
-    deck = Deck(centre=(0.0, 0.0), size=(float(pallet_size[0]), float(pallet_size[1])), top=0.0)
-    return check_compliance(spec, items, catalogue, deck)
+
+
+def pallet_deck(pallet_size: Sequence[float]) -> Deck:
+    """The deck in the PALLET frame: centred at the origin, its top at z 0."""
+    return Deck(centre=(0.0, 0.0), size=(float(pallet_size[0]), float(pallet_size[1])), top=0.0)
+
+
+def measure_stack(
+    spec: PalletSpec, placements: Sequence[Any], catalogue: Any, pallet_size: Sequence[float]
+) -> Compliance:
+    """check_compliance on the referee's measured placements (stack_items, pallet_deck)."""
+    return check_compliance(spec, stack_items(placements), catalogue, pallet_deck(pallet_size))

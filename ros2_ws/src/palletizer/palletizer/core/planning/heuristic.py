@@ -211,13 +211,21 @@ class ScorePlanner:
                     break
                 continue
             zc = self.pallet.deck_z + float(cands.z_base[k]) + spec.dims_m[2] / 2.0
-            if self.params.stack_check and not self._stable(spec, cands, k, layer, zc):
-                unstable += 1
-                continue
+            # The spec's rules before the stack check: they are the cheaper of the two.
             if self.rules is not None and self.rules.breaks(
-                self.book.placements, self._placement(spec, cands, k, layer, zc)
+                self.book.placements,
+                self.rules.item(
+                    spec,
+                    world_to_pallet(
+                        (float(cands.x[k]), float(cands.y[k]), zc, float(cands.yaw[k])),
+                        self.pallet,
+                    ),
+                ),
             ):
                 broken += 1
+                continue
+            if self.params.stack_check and not self._stable(spec, cands, k, layer, zc):
+                unstable += 1
                 continue
             plan = PlacementPlan(
                 position=(float(cands.x[k]), float(cands.y[k]), zc),

@@ -5,10 +5,10 @@ weight times the share of its footprint that would rest on cartons lighter than 
 the tolerance (1.0: a whole inversion costs as much as the best score can be).
 
 The planner believes a stack (its recorded placements, with the weighed masses and the types
-read from the cartons' labels). A candidate slot is refused when the stack with the carton there
-breaks a hard rule of the spec that the believed stack did not break already: the load height,
-the load mass, a crush limit (the mass propagated down the support graph, core/compliance.py)
-or a fragile carton under it. A carton's crush limit, fragility and label face are its type's
+read from the cartons' labels). A candidate slot is refused when the carton there would break a
+hard rule of the spec: its top over the load height, the load over its mass, a carton it loads
+over its crush limit (its mass propagated down the support graph, core/compliance.py), or a
+fragile carton under it. A carton's crush limit, fragility and label face are its type's
 catalogue attributes, looked up by the type its label names, as a warehouse system looks up a
 scanned SKU: no simulator truth.
 """
@@ -17,11 +17,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from palletizer.core.compliance import SUPPORT_GAP_M, measure_stack
+from palletizer.core.compliance import (
+    SUPPORT_GAP_M,
+    StackItem,
+    load_above,
+    load_shares,
+    pallet_deck,
+    stack_items,
+)
 from palletizer.core.contracts import PackageSpec, Placement
 
 if TYPE_CHECKING:
@@ -40,8 +48,8 @@ class SpecRules:
         self.spec = spec
         self.catalogue = catalogue
         self.pallet_size = (float(pallet_size[0]), float(pallet_size[1]))
-        self._base_key: tuple[str, ...] | None = None
-        self._base: dict[str, int] = {}
+        self.deck = pallet_deck(self.pallet_size)
+        self._cached: _Believed | None = None
 
     @property
     def active(self) -> bool:
@@ -53,6 +61,18 @@ class SpecRules:
         """Whether the spec has a soft rule the planner scores (weight_order, weight > 0)."""
         w = self.spec.weight_order
         return w is not None and w.weight > 0.0
+
+    @staticmethod
+    def item(spec: PackageSpec, pose: Sequence[float]) -> StackItem:
+        """The carton `spec` at `pose` (x, y, z of its centre, yaw; PALLET frame)."""
+        return StackItem(
+            spec.package_id,
+            spec.type_name,
+            (float(pose[0]), float(pose[1]), float(pose[2])),
+            spec.dims_m,
+            float(pose[3]),
+            spec.mass_kg,
+        )
 
     def penalty(
         self,
@@ -88,26 +108,68 @@ class SpecRules:
             inverted += np.where(np.abs(z_base - top) <= SUPPORT_GAP_M, area, 0.0)
         return w.weight * np.minimum(inverted / (4.0 * hx * hy), 1.0)
 
-    def _counts(self, placements: Sequence[Placement]) -> dict[str, int]:
-        c = measure_stack(self.spec, placements, self.catalogue, self.pallet_size)
-        return {
-            'max_load_height_m': int('max_load_height_m' in c.broken),
-            'max_load_mass_kg': int('max_load_mass_kg' in c.broken),
-            'crush': len(c.crush_violations) if self.spec.crush is not None else 0,
-            'fragile': len(c.fragile_violations) if self.spec.fragile is not None else 0,
-        }
+    def _stack(self, placements: Sequence[Placement]) -> _Believed:
+        """The believed stack's items, loads and limits (cached while it is the same)."""
+        key = tuple(p.package_id for p in placements)
+        if self._cached is None or self._cached.key != key:
+            items = stack_items(placements)
+            shares = [load_shares(it, items, self.deck) for it in items]
+            spec_types = set(self.spec.fragile.types) if self.spec.fragile else set()
+            limits = self.spec.crush.limits_kg if self.spec.crush else {}
+            self._cached = _Believed(
+                key=key,
+                items=items,
+                shares=shares,
+                above=load_above(items, self.deck),
+                limits=[
+                    limits.get(it.type_name, self.catalogue.crush_limit_kg(it.type_name, it.dims))
+                    for it in items
+                ],
+                fragile=[
+                    self.catalogue.rules(it.type_name).fragile or it.type_name in spec_types
+                    for it in items
+                ],
+                mass=sum(it.mass_kg for it in items),
+            )
+        return self._cached
 
-    def breaks(self, placements: Sequence[Placement], new: Placement) -> str | None:
-        """The first hard rule (HARD_RULES order) that the believed stack `placements` with
-        `new` added breaks more than the stack alone does, or None."""
+    def breaks(self, placements: Sequence[Placement], item: StackItem) -> str | None:
+        """The first hard rule (HARD_RULES order) the believed stack `placements` breaks with
+        the carton `item` (PALLET frame) added: its top over the height limit, the load over the mass limit, a carton that
+        it loads (through the support graph) over its crush limit, or a fragile carton under it.
+        None when it keeps them all."""
         if not self.active:
             return None
-        key = tuple(p.package_id for p in placements)
-        if key != self._base_key:
-            self._base = self._counts(placements)
-            self._base_key = key
-        after = self._counts([*placements, new])
-        for rule in HARD_RULES:
-            if after[rule] > self._base[rule]:
-                return rule
+        spec = self.spec
+        top = spec.max_load_height_m
+        if top is not None and item.top > top:
+            return 'max_load_height_m'
+        stack = self._stack(placements)
+        mass = spec.max_load_mass_kg
+        if mass is not None and stack.mass + item.mass_kg > mass:
+            return 'max_load_mass_kg'
+        shares = load_shares(item, stack.items, self.deck)
+        if spec.crush is not None:
+            added = [0.0] * len(stack.items)
+            todo = [(j, item.mass_kg * f) for j, f in shares.items()]
+            while todo:  # down the support graph, which has no cycles (each step goes lower)
+                j, load = todo.pop()
+                added[j] += load
+                todo.extend((k, load * f) for k, f in stack.shares[j].items())
+            for j, extra in enumerate(added):
+                if extra > 0.0 and stack.above[j] + extra > stack.limits[j]:
+                    return 'crush'
+        if spec.fragile is not None and any(stack.fragile[j] for j in shares):
+            return 'fragile'
         return None
+
+
+@dataclass(frozen=True)
+class _Believed:
+    key: tuple[str, ...]
+    items: list[StackItem]
+    shares: list[dict[int, float]]  # each carton's load shares onto the cartons below
+    above: list[float]  # [kg] resting on each
+    limits: list[float]  # [kg] crush limit of each
+    fragile: list[bool]
+    mass: float  # [kg] of the stack
