@@ -1,6 +1,6 @@
 """pallet_spec:=FILE / --spec FILE: a pallet spec reaches the planner through the launch options
 and scripts/palletize; a bad spec, or hard rules with a planner that
-does not plan to them, fails before anything starts."""
+does not plan to them (the grid), fails before anything starts."""
 
 from __future__ import annotations
 
@@ -34,12 +34,13 @@ def test_the_launch_option_reaches_the_planner(spec_file, monkeypatch, tmp_path)
 
 def test_a_bad_spec_or_planner_fails_before_anything_starts(spec_file, tmp_path):
     with pytest.raises(
-        GraphError, match=r'pallet_spec:=.* with planner:=beam; .*planner:=heuristic'
+        GraphError, match=r'pallet_spec:=.* with planner:=grid; .*planner:=heuristic or beam'
     ):
-        options_from_mapping({'level': '11', 'planner': 'beam', 'pallet_spec': str(spec_file)})
+        options_from_mapping({'level': '11', 'planner': 'grid', 'pallet_spec': str(spec_file)})
+    assert options_from_mapping({'level': '11', 'planner': 'beam', 'pallet_spec': str(spec_file)})
     soft = tmp_path / 'soft.yaml'
     soft.write_text('label_out: {}\nweight_order: {}\n')
-    assert options_from_mapping({'level': '11', 'planner': 'beam', 'pallet_spec': str(soft)})
+    assert options_from_mapping({'level': '11', 'planner': 'grid', 'pallet_spec': str(soft)})
     bad = tmp_path / 'bad.yaml'
     bad.write_text('max_load_height_m: 9\ncrush: {limits_kg: {std_x: 5}}\n')
     with pytest.raises(GraphError) as info:

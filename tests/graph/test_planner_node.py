@@ -37,21 +37,22 @@ def test_planner_node_plans_replans_and_explains_a_reject(kind):
     usual, forced = got['ridges']['usual'], got['ridges']['last_resort']
     assert (usual, forced) == (False, True) if kind == 'heuristic' else forced == usual
     assert f'planner ready: {kind}' in proc.stdout
-    # The pallet spec services: problems named, hard rules refused by beam and grid, a spec in
+    # The pallet spec services: problems named, hard rules refused by the grid, a spec in
     # force at once on an empty record and waiting for the reset once a stack is recorded.
     sp = got['spec']
     assert sp['start'] == {'spec': '', 'pending': False}
     assert sp['bad_json']['code'] == 103 and sp['bad_json']['keys'] == ['(spec)']
     assert sp['bad_key']['code'] == 103 and sp['bad_key']['keys'] == ['max_load_hieght_m']
     assert "did you mean 'max_load_height_m'?" in sp['bad_key']['problems'][0]
-    if kind != 'heuristic':
-        assert sp['height']['code'] == 104 and 'only the heuristic' in sp['height']['msg']
+    if kind == 'grid':
+        assert sp['height']['code'] == 104 and 'only the heuristic and beam' in sp['height']['msg']
         assert sp['after_height']['spec'] == ''
         return
     assert sp['height']['code'] == 0 and not sp['height']['pending']
     assert json.loads(sp['after_height']['spec'])['max_load_height_m'] == 0.1
     assert not sp['plan_under_height']['has_plan']
-    assert 'max_stack_height' in sp['plan_under_height']['reasons']
+    limit = {'heuristic': 'max_stack_height', 'beam': 'pallet_spec'}[kind]
+    assert limit in sp['plan_under_height']['reasons'], sp['plan_under_height']
     assert sp['cleared']['code'] == 0 and sp['cleared']['spec'] == ''
     assert sp['during']['code'] == 0 and sp['during']['pending']
     assert sp['during_get'] == {'spec': '', 'pending': True}

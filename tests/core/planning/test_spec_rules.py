@@ -20,10 +20,10 @@ CFG = load_config()
 PALLET = PalletGeometry.from_config(CFG.cell.pallet)
 
 
-def plan_all(specs, pallet_spec):
+def plan_all(specs, pallet_spec, kind='heuristic'):
     """Plan the load in order, each carton exactly where planned; the placements and the
     reject summary of the first carton with no slot (None when all found one)."""
-    planner = build_planner('heuristic', CFG, pallet_spec=pallet_spec)
+    planner = build_planner(kind, CFG, pallet_spec=pallet_spec)
     cells = np.zeros((80, 120))
     placed = []
     for spec in specs:
@@ -85,11 +85,24 @@ def test_weight_order_is_scored_heavier_cartons_go_below_lighter_ones():
     assert len(after) < len(before), (before, after)
 
 
-def test_the_other_planners_refuse_a_spec_with_hard_rules():
+@pytest.mark.parametrize(
+    ('rules', 'broken'),
+    [
+        ({'max_load_height_m': 0.45}, 'max_load_height_m'),
+        ({'fragile': {'types': sorted({s.type_name for s in SPECS})}}, 'fragile'),
+    ],
+)
+def test_beam_search_keeps_the_hard_rules_for_the_carton_it_places(rules, broken):
+    free, _ = plan_all(SPECS[:10], None, 'beam')
+    assert broken in measured(rules, free).broken
+    kept, summary = plan_all(SPECS[:10], load_spec(rules, CFG.catalogue.types), 'beam')
+    c = measured(rules, kept)
+    assert c.broken == [] and c.hard_violations == 0 and 0 < len(kept) < 10
+    assert summary is not None and summary.get(PALLET_SPEC, 0) > 0, summary
+
+
+def test_the_grid_refuses_a_spec_with_hard_rules():
     spec = load_spec({'fragile': {}}, CFG.catalogue.types)
-    for kind in ('beam', 'grid'):
-        with pytest.raises(
-            ConfigError, match=f'planner {kind}: only the heuristic plans to a spec'
-        ):
-            build_planner(kind, CFG, pallet_spec=spec)
-    build_planner('beam', CFG, pallet_spec=load_spec({'label_out': {}}))  # soft only: allowed
+    with pytest.raises(ConfigError, match='planner grid: only the heuristic and beam search'):
+        build_planner('grid', CFG, pallet_spec=spec)
+    build_planner('grid', CFG, pallet_spec=load_spec({'label_out': {}}))  # soft only: allowed

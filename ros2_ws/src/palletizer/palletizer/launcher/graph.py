@@ -85,7 +85,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
         'pallet_spec',
         '',
         'pallet spec file (YAML or JSON, docs/pallet-spec.md): the planner keeps its hard rules '
-        '(a spec with hard rules needs planner:=heuristic) and each episode line measures the '
+        '(a spec with hard rules needs planner:=heuristic or beam) and each episode line '
+        'measures the '
         'stack against it; empty = none',
     ),
     LaunchArgument(
@@ -368,10 +369,10 @@ def _check_pallet_spec(text: str, planner: str, cfg: Config) -> str:
         spec = read_spec(text, types=cfg.catalogue.types)
     except PalletizerError as exc:
         raise GraphError(f'pallet_spec:={text!r}: {exc}') from None
-    if planner != 'heuristic' and SpecRules(spec, None, (0.0, 0.0)).active:
+    if planner == 'grid' and SpecRules(spec, None, (0.0, 0.0)).active:
         raise GraphError(
             f'pallet_spec:={text!r} with planner:={planner}; the spec has hard rules and only '
-            'the heuristic plans to them so far: use planner:=heuristic'
+            'the heuristic and beam search plan to them: use planner:=heuristic or beam'
         )
     return str(Path(text).resolve())
 

@@ -22,7 +22,9 @@ from palletizer.core.contracts import (
 )
 from palletizer.core.params.planning import BEAM_TERMS, BeamParams
 from palletizer.core.planning.base import LayerBook, PlannerKind
+from palletizer.core.planning.heuristic_rejects import PALLET_SPEC
 from palletizer.core.planning.reach import ReachOracle
+from palletizer.core.planning.spec_rules import SpecRules
 from palletizer.core.planning.stack import map_max_under, stack_from_placements
 from palletizer.core.planning.tool import GripperGeometry, tcp_shifts, tool_half_extents
 from palletizer.core.stability import StackBox, StackModel
@@ -376,9 +378,14 @@ class BeamPlanner:
         reach: ReachOracle | None = None,
         tcp_above_lid: float = 0.0035,
         tool: GripperGeometry | None = None,
+        rules: SpecRules | None = None,
     ):
         self.params = params or BeamParams()
         self.tool = tool
+        # A pallet spec's hard rules (core.planning.spec_rules): a first move that breaks one
+        # is refused (counted as pallet_spec). The lookahead does not apply them to the
+        # forecast cartons.
+        self.rules = rules if rules is not None and rules.active else None
         self.pallet = pallet or PalletGeometry()
         # With a reach oracle, first moves whose release pose the arm cannot take (the tool
         # down at the lid, either way round: the grasp may hold the carton turned by pi) are
@@ -481,15 +488,30 @@ class BeamPlanner:
         """Up to n valid first moves of `spec` on `base`, best first, those the arm cannot
         reach removed (counted as out_of_reach)."""
         rej = rejects if rejects is not None else {}
+        # With a spec's rules, more candidates are asked for: some will break a rule.
+        ask = n if self.rules is None else 4 * n
         moves = expand(
             base,
             spec,
-            replace(self.params, candidates_per_node=n),
+            replace(self.params, candidates_per_node=ask),
             self.pallet,
             heightmap,
             rej,
             tool=self.tool,
         )
+        if self.rules is not None and moves:
+            rules = self.rules
+            kept = [
+                m
+                for m in moves
+                if not rules.breaks(
+                    self.book.placements,
+                    rules.item(spec, (m.box.x, m.box.y, m.box.z + m.box.h / 2.0, m.yaw)),
+                )
+            ]
+            if len(kept) < len(moves):
+                rej[PALLET_SPEC] = rej.get(PALLET_SPEC, 0) + len(moves) - len(kept)
+            moves = kept[:n]
         if self.reach is None or not moves:
             return moves
         ok = self._reachable(moves)

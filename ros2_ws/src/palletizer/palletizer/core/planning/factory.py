@@ -55,9 +55,9 @@ def build_planner(
     `heuristic`, `beam`, `grid`, `reach` and `pallet` (cell.yaml `pallet`) replace what the
     config gives. `weights_file` (`planner_weights:=`, heuristic only; e.g. scripts/train's
     best_weights.json) replaces the heuristic's 14 weights. `pallet_spec` (core.pallet_spec
-    PalletSpec): the heuristic refuses every slot that breaks one of its hard rules, and keeps
-    box tops under its max_load_height_m; the other planners do not plan to a spec yet and
-    refuse one with a hard rule on. Raises ConfigError naming the kind and the allowed ones,
+    PalletSpec): the heuristic refuses every slot that breaks one of its hard rules, keeps box
+    tops under its max_load_height_m and scores its weight order; beam search refuses every
+    first move that breaks a hard rule; the grid baseline refuses a spec with a hard rule on. Raises ConfigError naming the kind and the allowed ones,
     or what is wrong with the weights file or the spec.
     """
     k = PlannerKind.parse(kind)
@@ -67,11 +67,11 @@ def build_planner(
             'the 14 heuristic weights: use it with the heuristic planner only'
         )
     hard = pallet_spec is not None and SpecRules(pallet_spec, None, (0.0, 0.0)).active
-    if hard and k is not PlannerKind.heuristic:
+    if hard and k is PlannerKind.grid:
         raise ConfigError(
-            f'a pallet spec with hard rules and planner {k.value}: only the heuristic plans to '
-            'a spec so far; use --planner heuristic, or a spec without height, mass, crush or '
-            'fragile rules'
+            f'a pallet spec with hard rules and planner {k.value}: only the heuristic and beam '
+            'search plan to a spec; use --planner heuristic or beam, or a spec without height, '
+            'mass, crush or fragile rules'
         )
     if config is None:
         from palletizer.core.config import load_config  # config imports the planners' params
@@ -100,4 +100,5 @@ def build_planner(
         return ScorePlanner(h, reach=reach, pallet=pallet, tool=tool, rules=rules)
     b = beam or config.planner.beam
     above = config.cell.gripper.cup_gap + config.cell.motion.drop_clearance
-    return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above, tool=tool)
+    rules = SpecRules(pallet_spec, config.catalogue, pallet.size_xy) if hard else None
+    return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above, tool=tool, rules=rules)
