@@ -87,7 +87,7 @@ def panel(tmp_path_factory):
         'PYTHONUNBUFFERED': '1',
     }
     argv = [sys.executable, '-m', 'palletizer.panel.server', '--port', str(port)]
-    argv += ['--token', token, '--runs', str(work / 'runs')]
+    argv += [f'--token={token}', '--runs', str(work / 'runs')]  # a token may start with '-'
     log = (work / 'server.log').open('w')
     proc = popen_isolated(argv, env, cwd=work, stdout=log, stderr=subprocess.STDOUT)
     # chromium joins the server's namespace: the page's 127.0.0.1 is the server's.
@@ -167,6 +167,34 @@ def test_level_cards_match_levels_yaml(page):
         group = page.locator(f'#levels [data-source="{lv["source"]}"]')
         expect(group.locator(f'.level-card[data-level="{lv["id"]}"]')).to_have_count(1)
         expect(group.locator(f'.level-card[data-level="{lv["id"]}"]')).to_contain_text(lv['name'])
+
+
+def test_the_spec_editor_is_built_from_the_schema_and_checked_by_the_server(page, shots):
+    page.locator('#spec-editor summary').click()
+    height = page.locator('#spec-form [data-spec="max_load_height_m"]')
+    expect(height).to_be_visible()
+    # A field per rule of the schema, each rule's own fields under its checkbox.
+    rules = page.locator('#spec-form [data-rule]')
+    got = sorted(rules.evaluate_all('rs => rs.map(r => r.dataset.rule)'))
+    assert got == ['crush', 'fragile', 'group_by', 'label_out', 'weight_order']
+    height.fill('3')
+    height.dispatch_event('change')
+    problems = page.locator('#spec-problems li')
+    expect(problems.first).to_contain_text('max_load_height_m = 3; expected less than or equal')
+    expect(page.locator('#spec-state')).to_have_text('invalid')
+    height.fill('1.2')
+    height.dispatch_event('change')
+    expect(page.locator('#spec-state')).to_have_text('max_load_height_m')
+    expect(page.locator('#spec-problems')).to_be_hidden()  # the page settles before a click
+    page.locator('#spec-form [data-rule="fragile"]').check()
+    expect(page.locator('#spec-state')).to_have_text('max_load_height_m, fragile')
+    page.screenshot(path=str(shots / 'spec-editor.png'))
+    # Back to no spec, as the other tests of the page expect.
+    height.fill('')
+    height.dispatch_event('change')
+    expect(page.locator('#spec-state')).to_have_text('fragile')
+    page.locator('#spec-form [data-rule="fragile"]').uncheck()
+    expect(page.locator('#spec-state')).to_have_text('none')
 
 
 def test_level_11_from_the_page_places_4_of_4(page, shots):

@@ -259,3 +259,41 @@ def test_a_run_started_from_the_panel_writes_to_the_panels_runs_folder(tmp_path,
     # What the launcher makes of it: telemetry's runs_dir is the panel's folder.
     opts = build_options([*runner.request_from({'level': 11, 'seed': 1}).flags(), *params])
     assert params_file_value(opts.params_file, 'telemetry', 'runs_dir') == str(runs.absolute())
+
+
+def test_the_spec_editor_gets_the_schema_and_a_spec_is_checked_server_side(client):
+    got = client.get('/api/spec').json()
+    assert got['schema']['title'] == 'palletizer pallet spec'
+    assert 'max_load_height_m' in got['schema']['properties'] and 'std_m' in got['types']
+    ok = client.post('/api/spec/check', json={'max_load_height_m': 1.2, 'fragile': {}})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()['spec']['fragile'] == {'types': []}
+    empty = client.post('/api/spec/check', json={})
+    assert empty.status_code == 200 and empty.json() == {'spec': None, 'json': ''}
+    bad = client.post(
+        '/api/spec/check', json={'max_load_height_m': 3, 'crush': {'limits_kg': {'x': 1}}}
+    )
+    assert bad.status_code == 422
+    problems = bad.json()['problems']
+    assert [p['key'] for p in problems] == ['max_load_height_m', 'crush.limits_kg.x']
+    assert problems[0]['value'] == 3 and 'less than or equal to 1.65' in problems[0]['expected']
+
+
+def test_a_run_with_a_spec_hands_it_to_the_launcher_and_a_bad_one_is_refused(client, monkeypatch):
+    seen = []
+    real = runner.panel_argv
+
+    def fake(req):
+        seen.append(real(req))
+        return ['sh', '-c', 'exit 0']
+
+    monkeypatch.setattr(runner, 'panel_argv', fake)
+    r = client.post('/api/runs', json={'level': 11, 'pallet_spec': {'max_load_height_m': 1.1}})
+    assert r.status_code == 201, r.text
+    argv = seen[0]
+    spec_path = Path(argv[argv.index('--spec') + 1])
+    assert yaml.safe_load(spec_path.read_text())['max_load_height_m'] == 1.1
+    assert r.json()['options']['pallet_spec'] == spec_path.read_text()  # the status says which
+    _wait(client, 'crashed')  # the stand-in printed nothing
+    bad = client.post('/api/runs', json={'level': 11, 'pallet_spec': {'this_side_up': False}})
+    assert bad.status_code == 400 and 'this_side_up = False' in bad.json()['detail']

@@ -9,6 +9,7 @@ does not exit is sent SIGTERM and then SIGKILL, to its whole process group.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -58,6 +59,7 @@ class RunRequest:
     perception: str = 'cameras'
     telemetry: str = 'disk'
     stability: bool = False
+    pallet_spec: str = ''  # the normalised pallet spec as JSON ('' = none): --spec with its file
 
     def flags(self) -> list[str]:
         return [
@@ -69,7 +71,33 @@ class RunRequest:
             '--perception', self.perception,
             '--telemetry', self.telemetry,
             *(['--stability'] if self.stability else []),
+            *(['--spec', str(spec_file(self.pallet_spec))] if self.pallet_spec else []),
         ]  # fmt: skip
+
+
+def spec_file(text: str) -> Path:
+    """The file a run's pallet spec (normalised JSON) is handed over in: one per spec, named by
+    its hash, in the temporary folder (the run's episode lines record the spec itself)."""
+    folder = Path(tempfile.gettempdir()) / 'palletizer-panel-specs'
+    folder.mkdir(exist_ok=True)
+    path = folder / f'{hashlib.sha256(text.encode()).hexdigest()[:16]}.json'
+    if not path.is_file():
+        path.write_text(text)
+    return path
+
+
+def check_spec(doc: Any) -> tuple[str, dict[str, Any] | None]:
+    """A spec from the page: the normalised spec as JSON and as data ('' and None for none or
+    one with no rule on); SpecError naming each bad key."""
+    from palletizer.core.pallet_spec import load_spec
+
+    if doc is None:
+        return '', None
+    spec = load_spec(doc, load_config().catalogue.types, where='pallet_spec')
+    if spec.empty:
+        return '', None
+    data = spec.to_dict()
+    return json.dumps(data, sort_keys=True), data
 
 
 def panel_argv(req: RunRequest) -> list[str]:
@@ -363,4 +391,5 @@ def request_from(body: Mapping[str, Any]) -> RunRequest:
         perception=str(body.get('perception', 'cameras')),
         telemetry=str(body.get('telemetry', 'disk')),
         stability=flag('stability'),
+        pallet_spec=check_spec(body.get('pallet_spec'))[0],
     )

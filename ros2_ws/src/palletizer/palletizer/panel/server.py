@@ -32,7 +32,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.launcher.graph import PERCEPTION_MODES, PLANNERS, SEED_MAX, TELEMETRY_MODES
 from palletizer.panel.replica import PREFIX as REPLICA_PREFIX
 from palletizer.panel.replica import ReplicaHistory, replica_dsn
-from palletizer.panel.runner import PanelError, RunManager, request_from
+from palletizer.panel.runner import PanelError, RunManager, check_spec, request_from
 from palletizer.panel.scene import list_runs, read_run
 
 __all__ = ['PanelConfig', 'create_app', 'main']
@@ -165,6 +165,33 @@ def create_app(cfg: PanelConfig, manager: RunManager | None = None, live: Any = 
     @app.get('/api/options')
     async def get_options() -> dict[str, Any]:
         return options()
+
+    @app.get('/api/spec')
+    async def get_spec() -> dict[str, Any]:
+        """The pallet spec's JSON Schema (the page builds its form from it) and the catalogue's
+        types, which crush and fragile name."""
+        from palletizer.core.pallet_spec import spec_schema
+
+        return {'schema': spec_schema(), 'types': sorted(load_config().catalogue.types)}
+
+    @app.post('/api/spec/check')
+    async def check_pallet_spec(request: Request) -> Any:
+        """Validate a spec: the normalised spec, or 422 with each problem's key, value and what
+        is allowed."""
+        from palletizer.core.pallet_spec import SpecError
+
+        try:
+            body = await request.json()
+        except ValueError:
+            raise PanelError('the request body must be a JSON object: the pallet spec') from None
+        try:
+            text, data = check_spec(body)
+        except SpecError as exc:
+            problems = [
+                {'key': p.key, 'value': p.value, 'expected': p.expected} for p in exc.problems
+            ]
+            return JSONResponse({'detail': str(exc), 'problems': problems}, status_code=422)
+        return {'spec': data, 'json': text}
 
     @app.post('/api/runs', status_code=201)
     async def start_run(request: Request) -> dict[str, Any]:

@@ -170,8 +170,136 @@ function updateBadge() {
   badge.classList.toggle('debug', debug);
 }
 
+// ---------------------------------------------------------------- pallet spec editor
+// A form built from the spec's JSON Schema (GET /api/spec): a field per number, a checkbox per
+// rule with the rule's own fields, checked by the server on every change (POST /api/spec/check).
+// Keys the form never shows: the format version and this_side_up (always true).
+const SPEC_FIXED = new Set(['schema', 'this_side_up']);
+
+function specRef(prop) {
+  const ref = (prop.anyOf || []).find((a) => a.$ref)?.$ref;
+  return ref ? ref.split('/').pop() : null;
+}
+
+function specNumber(prop) {
+  return prop.type === 'number' ? prop : (prop.anyOf || []).find((a) => a.type === 'number');
+}
+
+function specInput(path, prop, value) {
+  const num = specNumber(prop);
+  if (prop.enum) {
+    const s = el('select', { 'data-spec': path });
+    for (const v of prop.enum) s.append(el('option', { value: v, text: v }));
+    return s;
+  }
+  if (num) {
+    const i = el('input', { type: 'number', step: 'any', 'data-spec': path, 'data-kind': 'number' });
+    if (value != null) i.value = value;
+    if (num.maximum != null) i.max = num.maximum;
+    return i;
+  }
+  // A mapping of type -> kg, or a list of types: typed as text, `std_m=40, book_s=20` or
+  // `pouch_xs, mini_s`.
+  const kind = prop.type === 'object' ? 'map' : prop.type === 'array' ? 'list' : 'text';
+  return el('input', { type: 'text', 'data-spec': path, 'data-kind': kind, placeholder: prop.description || '' });
+}
+
+function renderSpecForm(spec) {
+  const form = $('#spec-form');
+  form.replaceChildren();
+  const { schema } = spec;
+  for (const [key, prop] of Object.entries(schema.properties)) {
+    if (SPEC_FIXED.has(key)) continue;
+    const ref = specRef(prop);
+    if (!ref) {
+      form.append(el('label', { class: 'spec-field', title: prop.description || '' },
+        el('span', { text: key }), specInput(key, prop, null)));
+      continue;
+    }
+    const def = schema.$defs[ref];
+    const on = el('input', { type: 'checkbox', 'data-rule': key });
+    const fields = el('div', { class: 'spec-rule-fields' });
+    for (const [sub, sp] of Object.entries(def.properties)) {
+      fields.append(el('label', { title: sp.description || '' },
+        el('span', { text: sub }), specInput(`${key}.${sub}`, sp, sp.default)));
+    }
+    form.append(el('fieldset', { class: 'spec-rule', title: def.description || '' },
+      el('legend', {}, on, el('span', { text: ` ${key}` })), fields));
+  }
+  form.addEventListener('change', checkSpec);
+}
+
+// The spec the form says: rules ticked with their fields, numbers given; null when empty.
+function specFromForm() {
+  const doc = {};
+  const parse = (inp) => {
+    const v = inp.value.trim();
+    if (inp.dataset.kind === 'number') return v === '' ? undefined : Number(v);
+    if (inp.dataset.kind === 'list') return v ? v.split(',').map((t) => t.trim()).filter(Boolean) : [];
+    if (inp.dataset.kind === 'map') {
+      const out = {};
+      for (const part of v.split(',').map((t) => t.trim()).filter(Boolean)) {
+        const [k, kg] = part.split('=').map((t) => t.trim());
+        out[k] = kg === undefined || kg === '' ? kg : Number(kg);
+      }
+      return out;
+    }
+    return v === '' ? undefined : v;
+  };
+  for (const inp of document.querySelectorAll('#spec-form [data-spec]')) {
+    const [key, sub] = inp.dataset.spec.split('.');
+    if (sub === undefined) {
+      const v = parse(inp);
+      if (v !== undefined) doc[key] = v;
+      continue;
+    }
+    if (!document.querySelector(`#spec-form [data-rule="${key}"]`).checked) continue;
+    doc[key] = doc[key] || {};
+    const v = parse(inp);
+    if (v !== undefined) doc[key][sub] = v;
+  }
+  return Object.keys(doc).length ? doc : null;
+}
+
+async function checkSpec() {
+  const doc = specFromForm();
+  state.spec = doc;
+  const list = $('#spec-problems');
+  list.replaceChildren();
+  list.hidden = true;
+  if (doc === null) {
+    $('#spec-state').textContent = 'none';
+    return true;
+  }
+  const res = await fetch('/api/spec/check', {
+    method: 'POST', credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+    body: JSON.stringify(doc),
+  });
+  const body = await res.json();
+  if (res.ok) {
+    $('#spec-state').textContent = body.spec ? Object.keys(body.spec)
+      .filter((k) => !SPEC_FIXED.has(k) && k !== 'name').join(', ') : 'none';
+    return true;
+  }
+  for (const p of body.problems || []) {
+    list.append(el('li', { text: `${p.key} = ${JSON.stringify(p.value)}; expected ${p.expected}` }));
+  }
+  if (!body.problems) list.append(el('li', { text: detailText(body.detail) }));
+  list.hidden = false;
+  $('#spec-state').textContent = 'invalid';
+  return false;
+}
+
+async function loadSpecEditor() {
+  try {
+    renderSpecForm(await api('/api/spec'));
+  } catch { /* shown in #error */ }
+}
+
 function formBody() {
   return {
+    pallet_spec: state.spec ?? null,
     level: state.level,
     planner: $('#opt-planner').value,
     seed: Number.parseInt($('#opt-seed').value, 10),
@@ -185,6 +313,10 @@ function formBody() {
 
 async function startRun() {
   try {
+    if (!(await checkSpec())) {
+      showError('the pallet spec has problems: see the list under "pallet spec"');
+      return;
+    }
     const run = await api('/api/runs', { method: 'POST', body: formBody() });
     if (run) applyStatus(run);
   } catch { /* shown in #error */ }
@@ -753,7 +885,7 @@ function init() {
 
   // Sequential so a failure in one does not hide the error of another.
   (async () => {
-    for (const job of [loadOptions, () => api('/api/run').then(applyStatus), loadHistory]) {
+    for (const job of [loadOptions, loadSpecEditor, () => api('/api/run').then(applyStatus), loadHistory]) {
       try { await job(); } catch { /* shown in #error */ }
     }
   })();
