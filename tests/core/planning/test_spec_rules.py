@@ -70,7 +70,7 @@ def test_each_hard_rule_broken_without_the_spec_is_kept_with_it(rules, broken):
 
 def test_an_empty_spec_or_an_unscored_rule_plans_as_without_one():
     free, _ = plan_all(SPECS[:8], None)
-    for rules in ({}, {'label_out': {}, 'group_by': {'key': 'group'}}):
+    for rules in ({}, {'label_out': {}}, {'group_by': {'key': 'group', 'weight': 0.0}}):
         same, _ = plan_all(SPECS[:8], load_spec(rules, CFG.catalogue.types))
         assert [p.planned_pose for p in same] == [p.planned_pose for p in free]
 
@@ -106,3 +106,14 @@ def test_the_grid_refuses_a_spec_with_hard_rules():
     with pytest.raises(ConfigError, match='planner grid: only the heuristic and beam search'):
         build_planner('grid', CFG, pallet_spec=spec)
     build_planner('grid', CFG, pallet_spec=load_spec({'label_out': {}}))  # soft only: allowed
+
+
+def test_group_by_is_scored_groups_are_split_less():
+    # Level 17 seed 1: 30 cartons of many aisles (catalogue groups).
+    rules = {'group_by': {'key': 'group', 'weight': 1.0}}
+    specs = [d.spec for d in draw_load(17, 1, CFG)]
+    free, _ = plan_all(specs, None)
+    scored, _ = plan_all(specs, load_spec(rules, CFG.catalogue.types))
+    before, after = measured(rules, free).group_splits, measured(rules, scored).group_splits
+    assert len(scored) == len(free) == len(specs)
+    assert after < before, (before, after)

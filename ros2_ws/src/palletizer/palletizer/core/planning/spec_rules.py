@@ -1,8 +1,10 @@
 """A pallet spec's hard rules as a planner's filter (docs/pallet-spec.md "Planning to a spec").
 
-The soft rules the planner scores so far: weight_order. A candidate's score loses the rule's
-weight times the share of its footprint that would rest on cartons lighter than it by more than
-the tolerance (1.0: a whole inversion costs as much as the best score can be).
+The soft rules the planner scores so far: weight_order and group_by. A candidate's score loses
+weight_order's weight times the share of its footprint that would rest on cartons lighter than
+it by more than the tolerance (1.0: a whole inversion costs as much as the best score can be),
+and group_by's weight where cartons of its group are on the pallet and it would stand with none
+of them (the referee's "together", core/compliance.py).
 
 The planner believes a stack (its recorded placements, with the weighed masses and the types
 read from the cartons' labels). A candidate slot is refused when the carton there would break a
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from palletizer.core.compliance import (
+    NEIGHBOUR_GAP_M,
     SUPPORT_GAP_M,
     StackItem,
     load_above,
@@ -58,9 +61,19 @@ class SpecRules:
 
     @property
     def scores(self) -> bool:
-        """Whether the spec has a soft rule the planner scores (weight_order, weight > 0)."""
-        w = self.spec.weight_order
-        return w is not None and w.weight > 0.0
+        """Whether the spec has a soft rule the planner scores (weight_order or group_by, with
+        a weight > 0)."""
+        return any(
+            r is not None and r.weight > 0.0 for r in (self.spec.weight_order, self.spec.group_by)
+        )
+
+    def _group(self, type_name: str) -> str:
+        g = self.spec.group_by
+        return (
+            type_name
+            if g is not None and g.key == 'type'
+            else self.catalogue.rules(type_name).group
+        )
 
     @staticmethod
     def item(spec: PackageSpec, pose: Sequence[float]) -> StackItem:
@@ -85,15 +98,45 @@ class SpecRules:
     ) -> np.ndarray:
         """(K,) score penalty of each candidate (pallet frame x, y [m], yaw [rad], base z above
         the deck [m]): weight_order's weight times the share of the footprint resting on
-        placements lighter than `spec` by more than the tolerance."""
+        placements lighter than `spec` by more than the tolerance, plus group_by's weight where
+        the carton's group is on the pallet and the candidate is not with it."""
+        out = self._weight_order(placements, spec, x, y, yaw, z_base)
+        g = self.spec.group_by
+        if g is None or g.weight <= 0.0 or not len(x):
+            return out
+        mine = self._group(spec.type_name)
+        members = [p for p in placements if self._group(p.package_type) == mine]
+        if not members:
+            return out
+        hx, hy = _half_extents(spec, yaw)
+        together = np.zeros(len(x), dtype=bool)
+        for p in members:
+            px, py, pz, pyaw = p.actual_pose
+            q = round(pyaw / (math.pi / 2)) % 2
+            ex, ey = (p.dims_m[1], p.dims_m[0]) if q else (p.dims_m[0], p.dims_m[1])
+            bottom, top = pz - p.dims_m[2] / 2.0, pz + p.dims_m[2] / 2.0
+            gx = np.maximum(np.abs(x - px) - hx - ex / 2.0, 0.0)
+            gy = np.maximum(np.abs(y - py) - hy - ey / 2.0, 0.0)
+            near = np.hypot(gx, gy) <= NEIGHBOUR_GAP_M
+            beside = (np.minimum(z_base + spec.dims_m[2], top) - np.maximum(z_base, bottom)) > 0.0
+            on = (np.abs(z_base - top) <= SUPPORT_GAP_M) & (gx <= 0.0) & (gy <= 0.0)
+            together |= (near & beside) | on
+        return np.asarray(out + g.weight * (~together), dtype=float)
+
+    def _weight_order(
+        self,
+        placements: Sequence[Placement],
+        spec: PackageSpec,
+        x: np.ndarray,
+        y: np.ndarray,
+        yaw: np.ndarray,
+        z_base: np.ndarray,
+    ) -> np.ndarray:
         out = np.zeros(len(x))
         w = self.spec.weight_order
         if w is None or w.weight <= 0.0 or not len(x):
             return out
-        quarter = np.rint(np.asarray(yaw) / (math.pi / 2)).astype(int) % 2
-        L, W, _ = spec.dims_m
-        hx = np.where(quarter == 1, W, L) / 2.0
-        hy = np.where(quarter == 1, L, W) / 2.0
+        hx, hy = _half_extents(spec, yaw)
         inverted = np.zeros(len(x))
         for p in placements:
             if not p.mass_kg < spec.mass_kg - w.tolerance_kg:
@@ -106,7 +149,7 @@ class SpecRules:
             dy = np.minimum(y + hy, py + ey / 2) - np.maximum(y - hy, py - ey / 2)
             area = np.clip(dx, 0.0, None) * np.clip(dy, 0.0, None)
             inverted += np.where(np.abs(z_base - top) <= SUPPORT_GAP_M, area, 0.0)
-        return w.weight * np.minimum(inverted / (4.0 * hx * hy), 1.0)
+        return np.asarray(w.weight * np.minimum(inverted / (4.0 * hx * hy), 1.0), dtype=float)
 
     def _stack(self, placements: Sequence[Placement]) -> _Believed:
         """The believed stack's items, loads and limits (cached while it is the same)."""
@@ -173,3 +216,10 @@ class _Believed:
     limits: list[float]  # [kg] crush limit of each
     fragile: list[bool]
     mass: float  # [kg] of the stack
+
+
+def _half_extents(spec: PackageSpec, yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Half the footprint along x and y [m] of `spec` at each yaw (rounded to a quarter turn)."""
+    quarter = np.rint(np.asarray(yaw) / (math.pi / 2)).astype(int) % 2
+    L, W, _ = spec.dims_m
+    return np.where(quarter == 1, W, L) / 2.0, np.where(quarter == 1, L, W) / 2.0
