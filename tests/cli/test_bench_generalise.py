@@ -27,7 +27,7 @@ def test_reserved_seeds_are_refused_without_the_flag(capsys):
     assert parse_options(['--seeds', '101', '--reserved'])['seeds'] == [101]
     assert parse_options([])['seeds'] == list(range(1, 51))
     with pytest.raises(SystemExit):
-        parse_options(['--levels', '18'])
+        parse_options(['--levels', '19'])
 
 
 def test_a_quasi_static_run_writes_every_episode_and_the_summary(tmp_path):

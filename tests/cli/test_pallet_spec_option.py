@@ -50,3 +50,19 @@ def test_a_bad_spec_or_planner_fails_before_anything_starts(spec_file, tmp_path)
     assert "crush.limits_kg.std_x = 'std_x'; expected a catalogue type" in text
     with pytest.raises(GraphError, match='a readable file'):
         options_from_mapping({'level': '11', 'pallet_spec': str(tmp_path / 'missing.yaml')})
+
+
+def test_a_rule_level_runs_to_its_own_spec_unless_told_otherwise(spec_file):
+    from pathlib import Path
+
+    own = options_from_mapping({'level': '18'}).pallet_spec
+    assert Path(own).name == 'store.yaml' and Path(own).parent.name == 'specs'
+    assert options_from_mapping({'level': '24', 'pallet_spec': 'none'}).pallet_spec == ''
+    assert options_from_mapping({'level': '35', 'pallet_spec': str(spec_file)}).pallet_spec == (
+        str(spec_file)
+    )
+    assert options_from_mapping({'level': '12'}).pallet_spec == ''
+    # The level's spec has hard rules: the grid needs pallet_spec:=none there.
+    with pytest.raises(GraphError, match=r'with planner:=grid'):
+        options_from_mapping({'level': '18', 'planner': 'grid'})
+    assert options_from_mapping({'level': '18', 'planner': 'grid', 'pallet_spec': 'none'})

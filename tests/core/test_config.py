@@ -13,9 +13,31 @@ from palletizer.core.errors import ConfigError
 CONFIGS = Path(__file__).resolve().parents[2] / 'configs'
 
 
-def test_shipped_configs_load_with_fourteen_levels_and_fifteen_types():
+def test_shipped_configs_load_with_fourteen_levels_three_rule_levels_and_fifteen_types():
     cfg = load_config(CONFIGS)
-    assert sorted(cfg.levels) == [11, 12, 13, 14, 15, 16, 17, 21, 22, 23, 31, 32, 33, 34]
+    assert sorted(cfg.levels) == [
+        11,
+        12,
+        13,
+        14,
+        15,
+        16,
+        17,
+        18,
+        21,
+        22,
+        23,
+        24,
+        31,
+        32,
+        33,
+        34,
+        35,
+    ]
+    rules = sorted(i for i, lv in cfg.levels.items() if lv.spec)
+    assert rules == [18, 24, 35]
+    assert all(cfg.levels[i].labels and cfg.levels[i].spec == 'store' for i in rules)
+    assert not any(lv.labels for i, lv in cfg.levels.items() if i not in rules)
     assert len(cfg.catalogue.types) == 15
     assert cfg.levels[34].load_level == 33 and cfg.levels[34].decor == 'plant'
     assert all(
@@ -62,6 +84,28 @@ def _broken(tmp_path: Path, name: str, edit) -> Path:
             'levels.yaml',
             lambda d: d['levels'][0].update(cog='centered'),
             r"levels\[0\].cog = 'centered'; expected one of centred, catalogue, adversarial",
+        ),
+        (
+            'levels.yaml',
+            lambda d: d['levels'][0].update(spec='stor'),
+            r"levels.yaml: levels\[id=11\].spec = 'stor'; expected a spec in .*specs: store "
+            r"\(did you mean 'store'\?\)",
+        ),
+        (
+            'levels.yaml',
+            lambda d: d['levels'][0].update(spec='../store'),
+            r"levels\[0\].spec = '../store'; expected the name of a file in configs/specs",
+        ),
+        (
+            'levels.yaml',
+            lambda d: d['levels'][0].update(labels='yes'),
+            r"levels\[0\].labels = 'yes'; expected",
+        ),
+        (
+            'perception.yaml',
+            lambda d: d['detector'].update(label_cameras=['label_c']),
+            r"perception.yaml: detector.label_cameras\[0\] = 'label_c'; expected a camera of "
+            r'cell.yaml',
         ),
         (
             'catalogue.yaml',

@@ -136,6 +136,10 @@ def test_package_spec_properties_and_validation():
         PackageSpec('a', 'x', (0.3, 0.0, 0.1), 1.0)
     with pytest.raises(PalletizerError, match='Observation.confidence'):
         Observation('a', (0, 0, 0), 0.0, (0.3, 0.2, 0.1), 1.5)
+    labelled = dataclasses.replace(spec, label_face='-y')
+    assert PackageSpec.from_dict(labelled.to_dict()) == labelled and spec.label_face == ''
+    with pytest.raises(PalletizerError, match=r"label_face = 'top'; expected one of '', '\+x'"):
+        PackageSpec('a', 'std_s', (0.38, 0.28, 0.16), 3.5, label_face='top')
 
 
 def test_placement_carries_the_reference_support_figure_when_measured():

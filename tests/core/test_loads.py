@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -62,3 +63,24 @@ def test_staging_jitter_stays_within_the_level_bounds():
         assert abs(dx) <= lv.pos_jitter_m and abs(dy) <= lv.pos_jitter_m
         assert abs(dyaw) <= math.radians(lv.yaw_jitter_deg)
     assert staging_jitter(11, 1, 0, config=CFG) == (0.0, 0.0, 0.0)
+
+
+def test_a_rule_level_labels_its_cartons_and_turns_some_half_round():
+    lv = CFG.levels[18]
+    draws = draw_load(18, 1, CFG)
+    for d in draws:
+        face = CFG.catalogue.rules(d.type_name).label
+        assert d.label == face  # every type of the store order carries one
+        across = d.dims[1] if face[1] == 'x' else d.dims[0]
+        assert 0 < d.label_size[0] <= min(0.148, 0.9 * across)
+        assert 0 < d.label_size[1] <= min(0.105, 0.9 * d.dims[2])
+    turns = [
+        round((staging_jitter(18, s, i, 0, CFG)[2]) / math.pi)
+        for s in range(1, 6)
+        for i in range(lv.n)
+    ]
+    assert set(turns) == {0, 1}  # either way round
+    # A level without labels: no label, and its staging never turned half round.
+    assert all(d.label == '' and d.label_size == (0.0, 0.0) for d in draw_load(12, 1, CFG))
+    j = math.radians(CFG.levels[12].yaw_jitter_deg)
+    assert all(abs(staging_jitter(12, s, i, 0, CFG)[2]) <= j for s in (1, 2) for i in range(6))

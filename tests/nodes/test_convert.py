@@ -60,6 +60,13 @@ def test_heightmap_with_wrong_cell_count_is_refused():
             convert.spec_from_msg,
         ),
         (
+            PackageSpec(
+                'std_m-00', 'std_m', (0.42, 0.3, 0.18), 4.2, (0.05, 0, 0), label_face='-x'
+            ),
+            convert.spec_to_msg,
+            convert.spec_from_msg,
+        ),
+        (
             PlacementPlan(
                 (0.31, -0.23, 0.234),
                 1.5707963267948966,

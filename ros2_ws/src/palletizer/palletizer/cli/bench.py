@@ -1,7 +1,7 @@
 """`scripts/bench <name>`: run one benchmark, print progress to stderr and one JSON line last.
 
 A run that writes its benchmark's current result file, `benchmarks/results/<name>.json`,
-appends that file's line to `benchmarks/history.jsonl` (cli/history.py): bpp, generalise and
+appends that file's line to `benchmarks/history.jsonl` (cli/history.py): bpp, generalise, spec and
 reference write theirs by default; the others print only, and write theirs with `--save`.
 """
 
@@ -93,6 +93,12 @@ BENCHMARKS = {
         'bench_throughput',
         'seconds per carton by phase, cartons per hour and the physical limit, interpolated, '
         'cameras, both planners',
+    ),
+    'spec': (
+        'palletizer.cli.bench_spec',
+        'bench_spec',
+        'the rule levels built to their pallet spec: compliance, label-out share and success, '
+        'interpolated, cameras, both planners',
     ),
     'graph': (
         'palletizer.cli.bench_graph',

@@ -103,8 +103,9 @@ def _parser() -> argparse.ArgumentParser:
         action=_Given,
         dest='pallet_spec',
         metavar='FILE',
-        help='pallet spec (docs/pallet-spec.md): the heuristic keeps its hard rules and each '
-        'episode line measures the stack against it; pallet_spec:=FILE',
+        help='pallet spec (docs/pallet-spec.md): the planner keeps its hard rules and each '
+        "episode line measures the stack against it (default: the level's own, on rule levels "
+        '18, 24 and 35; none: no spec); pallet_spec:=FILE',
     )
     p.add_argument(
         '--perception',

@@ -197,12 +197,18 @@ class Observation:
         return cls(**d)
 
 
+# A held carton's label face as read (package frame), '' for none read.
+LABEL_FACES = ('', '+x', '-x', '+y', '-y')
+
+
 @dataclass(frozen=True)
 class PackageSpec:
     """What the planner knows about the carton in hand.
 
     dims_m: full L, W, H [m] with L along the package x axis; mass_kg [kg];
-    cog_offset_m: (3,) centre of mass minus geometric centre, package frame [m].
+    cog_offset_m: (3,) centre of mass minus geometric centre, package frame [m];
+    label_face: the side its label was seen on, package frame (+x, -x, +y, -y), or '' where no
+    label was read.
     """
 
     package_id: str
@@ -210,11 +216,17 @@ class PackageSpec:
     dims_m: tuple[float, float, float]
     mass_kg: float
     cog_offset_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    label_face: str = ''
 
     def __post_init__(self) -> None:
         dims = _vec(self.dims_m, 3, 'PackageSpec.dims_m')
         if min(dims) <= 0.0:
             raise PalletizerError(f'PackageSpec.dims_m = {dims}; expected three sizes > 0')
+        if self.label_face not in LABEL_FACES:
+            raise PalletizerError(
+                f'PackageSpec.label_face = {self.label_face!r}; expected one of '
+                f'{", ".join(repr(f) for f in LABEL_FACES)}'
+            )
         _set(self, 'dims_m', dims)
         _set(self, 'mass_kg', _finite(self.mass_kg, 'PackageSpec.mass_kg', 0.0))
         _set(self, 'cog_offset_m', _vec(self.cog_offset_m, 3, 'PackageSpec.cog_offset_m'))

@@ -410,6 +410,9 @@ class _Loop:
             )
             return FailureCause.grasp_slip
         weighed = getattr(self.gauge, 'last_weigh', '')
+        label = getattr(self.perception, 'held_label', None)
+        if label is not None and label.face:
+            spec = dataclasses.replace(spec, label_face=label.face)
         self.emit(
             'pick',
             pid,
@@ -422,6 +425,13 @@ class _Loop:
             # ('lift'), or after a short hold that the lift's fit took to converge
             # ('lift_hold', weigh_topped_up).
             **({'weighed': weighed} if weighed in ('lift', 'lift_hold') else {}),
+            # The label as the cameras read it: its face (package frame) and how it was told,
+            # or why not ('' face).
+            **(
+                {'label': label.face, 'label_how': label.how or label.reason}
+                if label is not None
+                else {}
+            ),
         )
         return self.place_held(spec, obs)
 
@@ -825,9 +835,16 @@ class _Loop:
                 true = masses([p.package_id for p in final])
                 final = [dataclasses.replace(p, mass_kg=true[p.package_id]) for p in final]
             metrics['pallet_spec'] = self.s.pallet_spec.to_dict()
-            metrics['compliance'] = measure_stack(
+            comp = measure_stack(
                 self.s.pallet_spec, final, self.s.catalogue, self.s.pallet.size_xy
-            ).to_dict()
+            )
+            metrics['compliance'] = comp.to_dict()
+            # Placed carton volume over the deck area times the load height.
+            deck = self.s.pallet.size_xy[0] * self.s.pallet.size_xy[1]
+            volume = sum(math.prod(p.dims_m) for p in final if p.placed)
+            metrics['density'] = (
+                round(volume / (deck * comp.load_height_m), 4) if comp.load_height_m > 0 else 0.0
+            )
         success = aborted is None and failure is None and n_placed == self.n_objects
         return EpisodeResult(
             seed=self.seed,

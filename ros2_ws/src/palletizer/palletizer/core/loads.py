@@ -80,6 +80,11 @@ class CartonDraw:
     cog_offset: tuple[float, float, float]
     rgba: tuple[float, float, float, float]
     friction: tuple[float, float, float]
+    # On a level with labels (configs/levels.yaml `labels`): the face its label is stuck on
+    # (+x/-x/+y/-y, package frame) and the label's width and height on that face [m]; '' and
+    # (0, 0) where the carton shows none.
+    label: str = ''
+    label_size: tuple[float, float] = (0.0, 0.0)
 
     @property
     def spec(self) -> PackageSpec:
@@ -159,6 +164,7 @@ def draw_carton(
         f = cat.random.adversarial_fraction
         sx, sy = rng.choice((-1.0, 1.0), size=2)
         cog = (sx * f * dims[0] / 2, sy * f * dims[1] / 2, -f * dims[2] / 2)
+    label, label_size = _label(cat, level, type_name, dims)
     return CartonDraw(
         index=index,
         package_id=f'{type_name}-{index:02d}',
@@ -168,7 +174,29 @@ def draw_carton(
         cog_offset=floats3(cog),
         rgba=(float(rgba[0]), float(rgba[1]), float(rgba[2]), float(rgba[3])),
         friction=cat.friction,
+        label=label,
+        label_size=label_size,
     )
+
+
+# The most of a face a label may cover, each way: a label larger than 90 % of its face is
+# printed smaller (an A6 label on a 100 mm high book carton).
+LABEL_FILL = 0.9
+
+
+def _label(
+    cat: Catalogue, level: Level, type_name: str, dims: Sequence[float]
+) -> tuple[str, tuple[float, float]]:
+    """The label face and the label's (width, height) on it [m], fitted to the face; ('', (0, 0))
+    on a level without labels or for a type without one."""
+    face = cat.rules(type_name).label
+    if not level.labels or face == 'none':
+        return '', (0.0, 0.0)
+    across = dims[1] if face[1] == 'x' else dims[0]  # an end face spans W, a side face L
+    w, h = cat.label_size_m
+    w = min(w, LABEL_FILL * across)
+    h = min(h, LABEL_FILL * dims[2])
+    return face, (round(w, 4), round(h, 4))
 
 
 def draw_load(level_id: int, seed: int, config: Config | None = None) -> list[CartonDraw]:
@@ -196,4 +224,7 @@ def staging_jitter(
     dx, dy = rng.uniform(-j, j, size=2) if j > 0 else (0.0, 0.0)
     yj = math.radians(level.yaw_jitter_deg)
     dyaw = rng.uniform(-yj, yj) if yj > 0 else 0.0
+    if level.labels:
+        # A labelled carton arrives either way round: its label may face any side.
+        dyaw += math.pi * float(rng.integers(0, 2))
     return float(dx), float(dy), float(dyaw)

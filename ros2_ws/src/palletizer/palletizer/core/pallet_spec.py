@@ -32,6 +32,8 @@ __all__ = [
     'SpecError',
     'SpecProblem',
     'WeightOrder',
+    'level_spec',
+    'level_spec_path',
     'load_spec',
     'read_spec',
     'spec_schema',
@@ -266,6 +268,20 @@ def read_spec(path: str | Path, types: Iterable[str] | None = None) -> PalletSpe
         first = str(exc).splitlines()[0]
         raise SpecError(str(p), [SpecProblem('(file)', first, 'YAML or JSON')]) from None
     return load_spec(doc, types, where=str(p))
+
+
+def level_spec_path(cfg: Any, level: int) -> Path | None:
+    """configs/specs/<spec>.yaml of rule level `level` (configs/levels.yaml `spec`), None for a
+    level without one."""
+    name = cfg.level(level).spec
+    return Path(cfg.root) / 'specs' / f'{name}.yaml' if name else None
+
+
+def level_spec(cfg: Any, level: int) -> PalletSpec | None:
+    """The pallet spec rule level `level` is built to (configs/levels.yaml `spec`, read and
+    checked against the catalogue's types), None for a level without one."""
+    path = level_spec_path(cfg, level)
+    return None if path is None else read_spec(path, cfg.catalogue.types)
 
 
 def spec_schema() -> dict[str, Any]:

@@ -86,8 +86,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
         '',
         'pallet spec file (YAML or JSON, docs/pallet-spec.md): the planner keeps its hard rules '
         '(a spec with hard rules needs planner:=heuristic or beam) and each episode line '
-        'measures the '
-        'stack against it; empty = none',
+        "measures the stack against it; empty = the level's own (rule levels 18, 24, 35), "
+        'none = no spec',
     ),
     LaunchArgument(
         'perception',
@@ -256,7 +256,7 @@ def options_from_mapping(
     if PlannerKind(planner).uses_reach_table:
         _check_reach_table(cfg, planner)
     planner_weights = _check_planner_weights(v['planner_weights'].strip(), planner)
-    pallet_spec = _check_pallet_spec(v['pallet_spec'].strip(), planner, cfg)
+    pallet_spec = _check_pallet_spec(v['pallet_spec'].strip(), planner, cfg, level)
     params_file = v['params_file'].strip()
     if params_file:
         _check_params_file(params_file)
@@ -356,13 +356,20 @@ def _check_planner_weights(text: str, planner: str) -> str:
     return str(Path(text).resolve())
 
 
-def _check_pallet_spec(text: str, planner: str, cfg: Config) -> str:
+def _check_pallet_spec(text: str, planner: str, cfg: Config, level: int) -> str:
     """pallet_spec:=FILE: a spec that validates against its schema and the catalogue's types;
-    one with hard rules only with the heuristic (the planner that keeps them). Returned
-    absolute (the nodes run in their own working directory)."""
-    if not text:
+    one with hard rules only with the planners that keep them. Empty: the level's own spec
+    (configs/levels.yaml `spec`), if it has one; 'none': no spec. Returned absolute (the nodes
+    run in their own working directory)."""
+    from palletizer.core.pallet_spec import level_spec_path, read_spec
+
+    if text == 'none':
         return ''
-    from palletizer.core.pallet_spec import read_spec
+    if not text:
+        own = level_spec_path(cfg, level)
+        if own is None:
+            return ''
+        text = str(own)
     from palletizer.core.planning.spec_rules import SpecRules
 
     try:

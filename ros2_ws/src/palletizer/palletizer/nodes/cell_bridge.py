@@ -47,7 +47,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.core.loads import draw_load
 from palletizer.nodes.cell_control import CellControl
 from palletizer.nodes.cell_hardware import CameraPublisher, HardwareWorld
-from palletizer.nodes.cell_params import declare_params
+from palletizer.nodes.cell_params import declare_params, label_only_cameras
 from palletizer.nodes.cell_services import LockstepServices, refusal
 from palletizer.nodes.cell_streams import BURST, CellStreams, stamp
 from palletizer.nodes.spin import (
@@ -90,7 +90,9 @@ class CellBridgeNode(Node):
         cams = cell_cfg.cameras
         # 'photo' cameras (the side view) render only on request, for the per-layer snapshots.
         roles = ('pallet', 'pick', 'photo')
-        self.cameras = {n: c for n, c in cams.items() if c.role in roles}
+        # A camera only the label reading uses runs on a level with labels only.
+        skip = () if self.cfg.level(level).labels else label_only_cameras(self.cfg)
+        self.cameras = {n: c for n, c in cams.items() if c.role in roles and n not in skip}
         self.pallet_cams = [n for n, c in self.cameras.items() if c.role == 'pallet']
         self.options = CellOptions.from_config(cell_cfg)
 

@@ -18,7 +18,7 @@ from palletizer.core.errors import PalletizerError
 from palletizer.nodes.cell_hardware import PROFILES
 from palletizer.nodes.params import declare
 
-__all__ = ['BridgeParams', 'declare_params']
+__all__ = ['BridgeParams', 'declare_params', 'label_only_cameras']
 
 
 @dataclass(frozen=True)
@@ -135,3 +135,11 @@ def declare_params(node: Node, cfg: Config) -> BridgeParams:
         speed_scaling=slider,
         faults=faults,
     )
+
+
+def label_only_cameras(cfg: Config) -> tuple[str, ...]:
+    """The cameras only the held carton's label reading uses (perception.yaml detector
+    label_cameras less every other camera perception reads)."""
+    det, fused = cfg.perception.detector, cfg.perception.heightmap.fusion.cameras
+    used = {det.camera, *det.truck_cameras, *det.held_cameras, *det.lid_cameras, *fused}
+    return tuple(n for n in det.label_cameras if n not in used)

@@ -86,6 +86,7 @@ def spec_to_msg(s: PackageSpec) -> PackageSpecMsg:
         dims_m=[float(x) for x in s.dims_m],
         mass_kg=float(s.mass_kg),
         cog_offset_m=[float(x) for x in s.cog_offset_m],
+        label_face=s.label_face,
     )
 
 
@@ -96,6 +97,7 @@ def spec_from_msg(m: PackageSpecMsg) -> PackageSpec:
         floats3(m.dims_m),
         m.mass_kg,
         floats3(m.cog_offset_m),
+        m.label_face,
     )
 
 

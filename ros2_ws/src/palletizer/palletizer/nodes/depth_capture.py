@@ -98,10 +98,11 @@ class FrameCapture:
         names: Sequence[str],
         min_stamp: Time,
         res: MeasureHeld.Response | MeasureLid.Response,
+        rgb: bool = False,
     ) -> tuple[list[CameraView], np.ndarray, float] | None:
-        """(views, q, stamp) of a fresh depth capture of `names` and the arm's joints at it, or
-        None with res's STALE_FRAMES and the why set."""
-        got = self.views(names, False, stamp_s(min_stamp))
+        """(views, q, stamp) of a fresh depth capture of `names` (and colour, with rgb) and the
+        arm's joints at it, or None with res's STALE_FRAMES and the why set."""
+        got = self.views(names, rgb, stamp_s(min_stamp))
         if isinstance(got, str):
             res.error_code, res.error_msg = res.STALE_FRAMES, got
             return None

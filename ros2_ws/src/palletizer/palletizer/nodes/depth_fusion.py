@@ -38,7 +38,9 @@ from palletizer.core.detection import (
     measure_lid,
     remeasured,
 )
+from palletizer.core.detection.label import read_held_label
 from palletizer.core.fusion import stamp_heightmap, yaw_of_quat
+from palletizer.core.gauge import type_from_label
 from palletizer.core.heightmap_fusion import (
     MapMemory,
     RobotBody,
@@ -76,7 +78,9 @@ class DepthFusionNode(Node):
         self.params = p = declare_params(self)
         self.map_mode, self.detector_mode = p.map_mode, p.detector_mode  # what it runs
         cfg = load_config()
-        self.source = cfg.level(p.level or cfg.default_level).source
+        level = cfg.level(p.level or cfg.default_level)
+        self.source, self.labels = level.source, level.labels
+        self.catalogue = cfg.catalogue
         hm = cfg.perception.heightmap
         self.fusion = hm.fusion
         self.pallet_cams = self.fusion.cameras
@@ -87,6 +91,8 @@ class DepthFusionNode(Node):
             tuple(self.det.truck_cameras) if self.source == 'truck' else (self.det.camera,)
         )
         held_cams = tuple(self.det.held_cameras) if self.source == 'truck' else ()
+        if self.labels:
+            held_cams += tuple(self.det.label_cameras)
         if self.source == 'table':
             t = cfg.cell.tables.pick
             self.station, self.surface_z = t.centre, t.top
@@ -214,13 +220,42 @@ class DepthFusionNode(Node):
     ) -> MeasureHeld.Response:
         obs = observation_from_msg(req.observation)
         res.observation, res.confidence = req.observation, 1.0
-        if self.detector_mode == 'oracle' or self.source != 'truck':
-            # The oracle's sizes are true; a station detection measured the height already.
-            res.error_code = res.OK
+        # The oracle's sizes are true; a station detection measured the height already.
+        measure = self.detector_mode != 'oracle' and self.source == 'truck'
+        held = self._held_height(req, res, obs) if measure else obs
+        if held is None:
             return res
+        if self.labels and self.detector_mode != 'oracle':
+            taken = self.frames.views_and_joints(
+                self.det.label_cameras, req.min_stamp, res, rgb=True
+            )
+            if taken is None:
+                return res
+            views, q, _ = taken
+            seen = read_held_label(
+                views,
+                held,
+                self.held_body,
+                q,
+                self.cup_gap,
+                self.catalogue,
+                type_from_label(held.package_id),
+                self.det,
+            )
+            res.label_read, res.label_face = True, seen.face
+            res.label_how = seen.how or seen.reason
+        self.held = held
+        res.observation = observation_to_msg(held)
+        res.error_code = res.OK
+        return res
+
+    def _held_height(
+        self, req: MeasureHeld.Request, res: MeasureHeld.Response, obs: Observation
+    ) -> Observation | None:
+        """The truck carton's height from the in-hand cameras; None with res's error set."""
         taken = self.frames.views_and_joints(self.det.held_cameras, req.min_stamp, res)
         if taken is None:
-            return res
+            return None
         views, q, stamp = taken
         got = held_height(
             views,
@@ -240,13 +275,9 @@ class DepthFusionNode(Node):
                 f'in-hand measurement of {obs.package_id}: {got.reason}; '
                 f'q {np.round(q, 3).tolist()} at {stamp:.3f} s'
             )
-            return res
+            return None
         L, W, _ = obs.dims_guess
-        held = dataclasses.replace(obs, dims_guess=(L, W, got.height))
-        self.held = held
-        res.observation = observation_to_msg(held)
-        res.error_code = res.OK
-        return res
+        return dataclasses.replace(obs, dims_guess=(L, W, got.height))
 
     def on_measure_lid(
         self, req: MeasureLid.Request, res: MeasureLid.Response

@@ -25,6 +25,7 @@ from palletizer.core.contracts import (
     Observation,
     PackageSpec,
 )
+from palletizer.core.detection.label import LabelSeen
 from palletizer.core.gauge_lift import weigh_topped_up
 from palletizer.core.ports import EpisodeAborted
 from palletizer.nodes.calls import Calls
@@ -228,6 +229,7 @@ class RosPerception:
         self.say: Callable[[str], None] = getattr(node, 'say', print)
         self.last: HeightMap | None = None  # the newest fused map
         self.held_reason = ''  # why the last in-hand measurement failed
+        self.held_label: LabelSeen | None = None  # the last held carton's label, where read
         self.on_heightmap: Callable[[HeightMap], None] | None = None
         self.forget = True  # the next fusion starts the map afresh (an episode's first)
 
@@ -259,6 +261,18 @@ class RosPerception:
         )
         return got
 
+    def _read_label(self, res: Any) -> None:
+        """held_label from a MeasureHeld response (None where the label was not read)."""
+        self.held_label = (
+            LabelSeen(
+                res.label_face,
+                how=res.label_how if res.label_face else '',
+                reason='' if res.label_face else res.label_how,
+            )
+            if res.label_read
+            else None
+        )
+
     def measure_lid(self, observation: Observation) -> Observation | None:
         got, self.lid_reason = self._measure(
             self.lid_c, MeasureLid, observation, 'set-aside lid measurement'
@@ -277,6 +291,8 @@ class RosPerception:
             repeatable=True,
             retry_s=10.0,
         )
+        if kind is MeasureHeld:
+            self._read_label(res)
         if res.error_code != kind.Response.OK:
             self.say(f'  {what} of {observation.package_id}: {res.error_msg}')
             return None, res.error_msg

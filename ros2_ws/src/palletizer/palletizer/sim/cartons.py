@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -132,7 +132,36 @@ def carton_body_xml(
         f'density="0" contype="{_CARTON_BITS}" conaffinity="{_CARTON_BITS}" '
         f'group="{_CARTON_GROUP}" rgba="{_fmt(draw.rgba)}" friction="{_fmt(draw.friction)}"/>'
         f'<site name="{names.lid}" pos="0 0 {half[2]:.6g}" size="0.005" group="{_SITE_GROUP}"/>'
+        f'{label_xml(draw, half)}'
         '</body>'
+    )
+
+
+# [m] Half the thickness a label patch stands proud of its face (a paper label is ~0.1 mm;
+# thicker keeps it clear of the face in the depth buffer at the cameras' range).
+_LABEL_HALF_T = 0.0004
+LABEL_RGBA = (0.95, 0.95, 0.92, 1.0)
+
+
+def label_xml(draw: CartonLike, half: Sequence[float]) -> str:
+    """The visual-only patch of the carton's label on its label face (CartonDraw.label), or ''.
+
+    It has no contact and no mass: the carton's inertial is explicit, so the patch changes only
+    what the cameras see."""
+    face = getattr(draw, 'label', '')
+    if not face:
+        return ''
+    w, h = getattr(draw, 'label_size', (0.0, 0.0))
+    sign = 1.0 if face[0] == '+' else -1.0
+    t = _LABEL_HALF_T
+    if face[1] == 'x':
+        pos, size = (sign * (half[0] + t), 0.0, 0.0), (t, w / 2, h / 2)
+    else:
+        pos, size = (0.0, sign * (half[1] + t), 0.0), (w / 2, t, h / 2)
+    return (
+        f'<geom name="{carton_names(draw.index).geom}_label" type="box" pos="{_fmt(pos)}" '
+        f'size="{_fmt(size)}" contype="0" conaffinity="0" density="0" '
+        f'group="{_CARTON_GROUP}" rgba="{_fmt(LABEL_RGBA)}"/>'
     )
 
 

@@ -236,7 +236,7 @@ def run_inprocess(
     cell = Cell(lv, seed, options=CellOptions.from_config(cfg.cell))
     try:
         draws = draw_load(level, seed, cfg)
-        hmap, detector = build_perception(cell, cfg, lv.source, map_mode, detector_mode)
+        hmap, detector = build_perception(cell, cfg, lv.source, map_mode, detector_mode, lv.labels)
         oracle_gauge = OracleGauge(d.spec for d in draws)
         g = cfg.perception.gauge
         weigher = (

@@ -20,6 +20,8 @@ from palletizer.core.detection import (
     measure_lid,
     remeasured,
 )
+from palletizer.core.detection.label import LabelSeen, read_held_label
+from palletizer.core.gauge import type_from_label
 from palletizer.core.heightmap_fusion import (
     FusionResult,
     MapMemory,
@@ -115,10 +117,13 @@ class CameraDetector:
 
     oracle = False
 
-    def __init__(self, cell: Cell, cfg: Config, source: str) -> None:
+    def __init__(self, cell: Cell, cfg: Config, source: str, labels: bool = False) -> None:
         self.cell = cell
         self.cfg = cfg
         self.source = source
+        self.labels = labels  # read each held carton's label (a level with labels)
+        self.last_label: LabelSeen | None = None
+        self.last_held_observation: Observation | None = None  # the one last_label was read on
         self.params = cfg.perception.detector
         self.cameras = cfg.cell.cameras
         self.last: DetectResult | None = None
@@ -152,9 +157,30 @@ class CameraDetector:
 
     def measure_held(self, observation: Observation) -> Observation | None:
         """The truck carton's height, measured in hand from the side cameras (the camera above
-        the load sees lids only); other sources' detections already measured it."""
-        if self.source != 'truck':
-            return observation
+        the load sees lids only); other sources' detections already measured it. On a level
+        with labels, then the label's face (last_label)."""
+        self.last_label = None
+        held = self._held_height(observation) if self.source == 'truck' else observation
+        if held is not None and self.labels:
+            self.last_label = self.read_label(held)
+            self.last_held_observation = held
+        return held
+
+    def read_label(self, observation: Observation) -> LabelSeen:
+        """The held carton's label face, from the label cameras (core.detection.label)."""
+        views = camera_views(self.cell, self.cameras, self.params.label_cameras, rgb=True)
+        return read_held_label(
+            views,
+            observation,
+            self.body,
+            self.cell.q.copy(),
+            self.cup_gap,
+            self.cfg.catalogue,
+            type_from_label(observation.package_id),
+            self.params,
+        )
+
+    def _held_height(self, observation: Observation) -> Observation | None:
         views = camera_views(self.cell, self.cameras, self.params.held_cameras, rgb=False)
         got = held_height(
             views,
@@ -202,6 +228,7 @@ class Perception:
     def __post_init__(self) -> None:
         self.oracle = oracle_flag(self.hmap, self.detector)
         self._held: Observation | None = None
+        self.held_label: LabelSeen | None = None  # the last held carton's label, where read
 
     def detect(self, package_id: str) -> Observation | None:
         obs = self.detector.detect(package_id)
@@ -215,6 +242,7 @@ class Perception:
         got = getattr(self.detector, 'measure_held', None)
         held = observation if got is None else got(observation)
         self.held_reason = '' if held is not None else getattr(self.detector, 'held_reason', '')
+        self.held_label = getattr(self.detector, 'last_label', None)
         if held is not None:
             self._held = held
         if self.probe is not None:
@@ -246,10 +274,10 @@ class Perception:
 
 
 def build_perception(
-    cell: Cell, cfg: Config, source: str, map_mode: str, detector_mode: str
+    cell: Cell, cfg: Config, source: str, map_mode: str, detector_mode: str, labels: bool = False
 ) -> tuple[Any, Any]:
     """(height map, detector) for the modes: CameraHeightMap or OracleHeightMap, CameraDetector or
-    OracleDetector."""
+    OracleDetector; labels: the camera detector reads each held carton's label."""
     pallet = PalletGeometry.from_config(cfg.cell.pallet)
     hmap = (
         CameraHeightMap(cell, cfg, pallet)
@@ -257,5 +285,5 @@ def build_perception(
         else OracleHeightMap(cell, pallet)
     )
     cameras = check_mode('detector', detector_mode) is PerceptionMode.cameras
-    det = CameraDetector(cell, cfg, source) if cameras else OracleDetector(cell)
+    det = CameraDetector(cell, cfg, source, labels) if cameras else OracleDetector(cell)
     return hmap, det

@@ -274,6 +274,11 @@ _PERCEPTION = {
         'truck_cameras': _Opt(_list_of(_text, 1)),
         'held_cameras': _Opt(_list_of(_text, 1)),
         'lid_cameras': _Opt(_list_of(_text, 1)),
+        'label_cameras': _Opt(_list_of(_text, 1)),
+        'label_share': _Opt(_num(0.0, 1.0)),
+        'label_clear': _Opt(_num(0.0, 1.0)),
+        'label_max_saturation': _Opt(_num(0.0, 1.0)),
+        'label_min_points': _Opt(_num(1, 10000, integer=True)),
         'min_confidence': _num(0.0, 1.0),
         'held_sparse': _Opt(_num(0.0, 1.0)),
         **{

@@ -277,13 +277,20 @@ def load_config(root: str | os.PathLike[str] | None = None) -> Config:
         for i, c in enumerate(parsed['perception.yaml']['heightmap']['cameras'])
     ]
     named.append(('detector.camera', det['camera']))
-    for key in ('truck_cameras', 'held_cameras', 'lid_cameras'):
+    for key in ('truck_cameras', 'held_cameras', 'lid_cameras', 'label_cameras'):
         named += [(f'detector.{key}[{i}]', c) for i, c in enumerate(det[key] or ())]
     for where, cam in named:
         if cam not in cams:
             raise ConfigError(
                 f'perception.yaml: {where} = {cam!r}; expected a camera of '
                 f'cell.yaml: {", ".join(cams)}{close_match(cam, cams)}'
+            )
+    specs = sorted(p.stem for p in (base / 'specs').glob('*.yaml'))
+    for lv in levels.values():
+        if lv.spec and lv.spec not in specs:
+            raise ConfigError(
+                f'levels.yaml: levels[id={lv.id}].spec = {lv.spec!r}; expected a spec in '
+                f'{base / "specs"}: {", ".join(specs) or "(none)"}{close_match(lv.spec, specs)}'
             )
     return Config(
         root=base,

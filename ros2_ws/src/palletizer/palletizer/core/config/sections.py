@@ -4,6 +4,7 @@ schema-validated mappings (every key present and checked)."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,6 +128,10 @@ class Level:
     loader_jitter: bool
     decor: str
     same_load_as: int | None
+    # A rule level's pallet spec (configs/specs/<spec>.yaml; '' = none) and whether its cartons
+    # carry their catalogue label as a visible patch on the label face (docs/pallet-spec.md).
+    spec: str = ''
+    labels: bool = False
 
     @property
     def load_level(self) -> int:
@@ -470,6 +475,17 @@ def _read_catalogue(doc: Any, where: str) -> Catalogue:
     )
 
 
+def _spec_name(v: Any, where: str) -> str:
+    """A spec file's name under configs/specs, without the .yaml: letters, digits, _ and -."""
+    name = _text(v, where)
+    if not re.fullmatch(r'[A-Za-z0-9_-]+', name):
+        raise ConfigError(
+            f'{where} = {name!r}; expected the name of a file in configs/specs without its '
+            f'.yaml (letters, digits, _ and -)'
+        )
+    return name
+
+
 def _read_levels(doc: Any, where: str, catalogue: Catalogue) -> tuple[dict[int, Level], int]:
     rules = {
         'schema': _num(1, 1, integer=True),
@@ -491,6 +507,8 @@ def _read_levels(doc: Any, where: str, catalogue: Catalogue) -> tuple[dict[int, 
             'loader_jitter': _Opt(_bool, False),
             'decor': _Opt(_one_of(*DECORS), 'cell'),
             'same_load_as': _Opt(_num(10, 99, integer=True)),
+            'spec': _Opt(_spec_name, ''),
+            'labels': _Opt(_bool, False),
         }
     )
     levels: dict[int, Level] = {}

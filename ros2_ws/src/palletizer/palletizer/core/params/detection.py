@@ -55,6 +55,15 @@ class DetectorParams:
     lid_margin: float = 0.02  # [m] footprint shrunk by this on each side
     lid_band: float = 0.05  # [m] points up to this above the believed lid count
     lid_min_points: float = 50.0  # fewer lid points: not measured
+    # The held carton's label (core/detection/label.py): the cameras that look at its sides,
+    # the share of a face's label region that must read as label for the label to be there,
+    # the share below which a seen face shows none, the saturation below which a pixel reads
+    # as label (white paper against brown board) and the fewest region pixels a face needs.
+    label_cameras: tuple[str, ...] = ('truck_side', 'label_a')
+    label_share: float = 0.5
+    label_clear: float = 0.15
+    label_max_saturation: float = 0.25
+    label_min_points: float = 12.0
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> DetectorParams:
@@ -69,7 +78,7 @@ class DetectorParams:
                 )
             if value is None:  # an optional key left out of the file: the default
                 continue
-            if key in ('truck_cameras', 'held_cameras', 'lid_cameras'):
+            if key in ('truck_cameras', 'held_cameras', 'lid_cameras', 'label_cameras'):
                 kw[key] = tuple(str(v) for v in value)
             elif key == 'envelope':
                 kw[key] = (float(value[0]), float(value[1]))

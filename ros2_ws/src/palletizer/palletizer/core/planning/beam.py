@@ -234,8 +234,8 @@ def expand(
     btop = np.array([b.top for b in stack])
     off = spec.cog_offset_m
     yaws = [0.0, 90.0]
-    if math.hypot(off[0], off[1]) > 1e-9:
-        yaws += [180.0, 270.0]
+    if math.hypot(off[0], off[1]) > 1e-9 or spec.label_face:
+        yaws += [180.0, 270.0]  # the half turn moves the weight, or turns the label round
     # The valid candidates of every yaw, as columns: quick score, base z, centre x and y, CoG
     # x and y, footprint ex and ey, yaw [rad]; a StackBox is made only for those examined.
     cols: list[np.ndarray] = []
@@ -383,9 +383,11 @@ class BeamPlanner:
         self.params = params or BeamParams()
         self.tool = tool
         # A pallet spec's hard rules (core.planning.spec_rules): a first move that breaks one
-        # is refused (counted as pallet_spec). The lookahead does not apply them to the
-        # forecast cartons.
+        # is refused (counted as pallet_spec). The lookahead applies neither them nor the soft
+        # rules to the forecast cartons.
         self.rules = rules if rules is not None and rules.active else None
+        # Its soft rules lower each first move's score (SpecRules.penalty), as the heuristic's.
+        self.soft = rules if rules is not None and rules.scores else None
         self.pallet = pallet or PalletGeometry()
         # With a reach oracle, first moves whose release pose the arm cannot take (the tool
         # down at the lid, either way round: the grasp may hold the carton turned by pi) are
@@ -512,6 +514,19 @@ class BeamPlanner:
             if len(kept) < len(moves):
                 rej[PALLET_SPEC] = rej.get(PALLET_SPEC, 0) + len(moves) - len(kept)
             moves = kept[:n]
+        if self.soft is not None and moves:
+            pen = self.soft.penalty(
+                self.book.placements,
+                spec,
+                np.array([m.box.x for m in moves]),
+                np.array([m.box.y for m in moves]),
+                np.array([m.yaw for m in moves]),
+                np.array([m.box.z for m in moves]),
+            )
+            scored = [
+                replace(m, score=m.score - float(q)) for m, q in zip(moves, pen, strict=True)
+            ]
+            moves = sorted(scored, key=lambda m: -m.score)
         if self.reach is None or not moves:
             return moves
         ok = self._reachable(moves)

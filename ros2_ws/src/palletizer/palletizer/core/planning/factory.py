@@ -100,5 +100,9 @@ def build_planner(
         return ScorePlanner(h, reach=reach, pallet=pallet, tool=tool, rules=rules)
     b = beam or config.planner.beam
     above = config.cell.gripper.cup_gap + config.cell.motion.drop_clearance
-    rules = SpecRules(pallet_spec, config.catalogue, pallet.size_xy) if hard else None
+    rules = (
+        SpecRules(pallet_spec, config.catalogue, pallet.size_xy)
+        if pallet_spec is not None
+        else None
+    )
     return BeamPlanner(b, pallet=pallet, reach=reach, tcp_above_lid=above, tool=tool, rules=rules)

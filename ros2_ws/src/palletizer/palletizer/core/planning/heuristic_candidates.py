@@ -90,8 +90,9 @@ def score_candidates(
     L, W, H = spec.dims_m
     off = np.asarray(spec.cog_offset_m[:2])
     yaws = list(params.yaws)
-    if np.hypot(*off) > 1e-9:
-        # An off-centre CoG makes the half turn a different placement: the weight moves sides.
+    if np.hypot(*off) > 1e-9 or spec.label_face:
+        # An off-centre CoG makes the half turn a different placement: the weight moves sides;
+        # so does a label read on one side: it faces the other way.
         yaws = sorted({*yaws, *((y + 180.0) % 360.0 for y in yaws)})
     weights = np.array([params.weights[t] for t in TERMS])
     wsum = float(np.abs(weights).sum())

@@ -1,10 +1,12 @@
 """A pallet spec's hard rules as a planner's filter (docs/pallet-spec.md "Planning to a spec").
 
-The soft rules the planner scores so far: weight_order and group_by. A candidate's score loses
+The soft rules the planner scores: weight_order, group_by and label_out. A candidate's score loses
 weight_order's weight times the share of its footprint that would rest on cartons lighter than
 it by more than the tolerance (1.0: a whole inversion costs as much as the best score can be),
 and group_by's weight where cartons of its group are on the pallet and it would stand with none
-of them (the referee's "together", core/compliance.py).
+of them (the referee's "together", core/compliance.py), and label_out's weight where it would
+stand on the perimeter with its label, as the cameras read it (PackageSpec.label_face), facing
+inwards.
 
 The planner believes a stack (its recorded placements, with the weighed masses and the types
 read from the cartons' labels). A candidate slot is refused when the carton there would break a
@@ -64,7 +66,8 @@ class SpecRules:
         """Whether the spec has a soft rule the planner scores (weight_order or group_by, with
         a weight > 0)."""
         return any(
-            r is not None and r.weight > 0.0 for r in (self.spec.weight_order, self.spec.group_by)
+            r is not None and r.weight > 0.0
+            for r in (self.spec.weight_order, self.spec.group_by, self.spec.label_out)
         )
 
     def _group(self, type_name: str) -> str:
@@ -101,6 +104,7 @@ class SpecRules:
         placements lighter than `spec` by more than the tolerance, plus group_by's weight where
         the carton's group is on the pallet and the candidate is not with it."""
         out = self._weight_order(placements, spec, x, y, yaw, z_base)
+        out = np.asarray(out + self._label_out(spec, x, y, yaw), dtype=float)
         g = self.spec.group_by
         if g is None or g.weight <= 0.0 or not len(x):
             return out
@@ -122,6 +126,36 @@ class SpecRules:
             on = (np.abs(z_base - top) <= SUPPORT_GAP_M) & (gx <= 0.0) & (gy <= 0.0)
             together |= (near & beside) | on
         return np.asarray(out + g.weight * (~together), dtype=float)
+
+    def _label_out(
+        self, spec: PackageSpec, x: np.ndarray, y: np.ndarray, yaw: np.ndarray
+    ) -> np.ndarray:
+        """label_out's weight where the candidate stands on the perimeter (a side within the
+        rule's band of the deck's edge) and its label, as read (spec.label_face), faces none of
+        the edges it stands at (the referee's rule, core/compliance.py)."""
+        rule = self.spec.label_out
+        if rule is None or rule.weight <= 0.0 or not spec.label_face or not len(x):
+            return np.zeros(len(x))
+        hx, hy = _half_extents(spec, yaw)
+        dx0, dx1, dy0, dy1 = self.deck.bounds()
+        band = rule.perimeter_band_m
+        local = {'+x': (1.0, 0.0), '-x': (-1.0, 0.0), '+y': (0.0, 1.0), '-y': (0.0, -1.0)}
+        lx, ly = local[spec.label_face]
+        c, s = np.cos(yaw), np.sin(yaw)
+        nx, ny = c * lx - s * ly, s * lx + c * ly
+        cos45 = math.sqrt(0.5)
+        edge = np.zeros(len(x), dtype=bool)
+        out = np.zeros(len(x), dtype=bool)
+        for (ex, ey), gap in (
+            ((-1.0, 0.0), (x - hx) - dx0),
+            ((1.0, 0.0), dx1 - (x + hx)),
+            ((0.0, -1.0), (y - hy) - dy0),
+            ((0.0, 1.0), dy1 - (y + hy)),
+        ):
+            at = gap <= band
+            edge |= at
+            out |= at & (nx * ex + ny * ey >= cos45)
+        return np.asarray(rule.weight * (edge & ~out), dtype=float)
 
     def _weight_order(
         self,
