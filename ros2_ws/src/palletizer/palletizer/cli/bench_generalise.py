@@ -32,7 +32,7 @@ from pathlib import Path
 from palletizer.cli import pool
 from palletizer.cli.bench_reference import HARD_LEVELS, MAIN_LEVELS, _summarise, run_one
 from palletizer.cli.loads import DEFAULT_TABLE, GENERATOR, check_loads, use_loads
-from palletizer.cli.seeds import parse_seeds
+from palletizer.cli.seeds import dev_seeds
 from palletizer.cli.weighing import check_way, config_way
 from palletizer.core.errors import InvalidValue
 from palletizer.core.vocab import MotionMode, PerceptionMode
@@ -42,7 +42,6 @@ __all__ = ['bench_generalise', 'parse_options']
 
 PLANNERS = ('heuristic', 'beam')
 MODES = {m.value: m.speed for m in MotionMode}
-RESERVED_ABOVE = 100
 
 
 def quasi_static_one(job: tuple) -> dict:
@@ -268,15 +267,7 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench generalise') -
         help=f'frozen load table (default {DEFAULT_TABLE}), or {GENERATOR} to draw them now',
     )
     ns = p.parse_args(list(argv))
-    try:
-        seeds = parse_seeds(ns.seeds)
-    except ValueError as exc:
-        p.error(str(exc))
-    if seeds and max(seeds) > RESERVED_ABOVE and not ns.reserved:
-        p.error(
-            f'--seeds {ns.seeds}: seeds above {RESERVED_ABOVE} are reserved for independent '
-            'checks; develop on 1-50 (pass --reserved only for such a check)'
-        )
+    seeds = dev_seeds(p, ns.seeds, ns.reserved)
     from palletizer.core.config import load_config
 
     known = sorted(load_config().levels)

@@ -29,13 +29,12 @@ from typing import Any
 from palletizer.cli import pool
 from palletizer.cli.bench_reference import failure_reason
 from palletizer.cli.loads import GENERATOR, use_loads
-from palletizer.cli.seeds import parse_seeds
+from palletizer.cli.seeds import dev_seeds
 from palletizer.version import git_sha
 
 __all__ = ['RULE_LEVELS', 'bench_spec', 'parse_options', 'spec_one', 'summarise']
 
 PLANNERS = ('heuristic', 'beam')
-RESERVED_ABOVE = 100
 
 
 def rule_levels() -> tuple[int, ...]:
@@ -307,15 +306,7 @@ def parse_options(argv: Sequence[str], prog: str = 'scripts/bench spec') -> dict
         '--reserved', action='store_true', help='allow seeds above 100 (independent checks only)'
     )
     ns = p.parse_args(list(argv))
-    try:
-        seeds = parse_seeds(ns.seeds)
-    except ValueError as exc:
-        p.error(str(exc))
-    if seeds and max(seeds) > RESERVED_ABOVE and not ns.reserved:
-        p.error(
-            f'--seeds {ns.seeds}: seeds above {RESERVED_ABOVE} are reserved for independent '
-            'checks; develop on 1-50 (pass --reserved only for such a check)'
-        )
+    seeds = dev_seeds(p, ns.seeds, ns.reserved)
     from palletizer.core.config import load_config
 
     cfg = load_config()

@@ -7,7 +7,11 @@ from collections.abc import Iterable, Sequence
 
 from palletizer.core.errors import InvalidValue
 
-__all__ = ['check_levels_and_first_seeds', 'parse_seeds']
+__all__ = ['RESERVED_ABOVE', 'check_levels_and_first_seeds', 'dev_seeds', 'parse_seeds']
+
+# Seeds above this are reserved for independent checks: never run, tuned or reported on in
+# development.
+RESERVED_ABOVE = 100
 
 
 def check_levels_and_first_seeds(
@@ -43,3 +47,22 @@ def parse_seeds(text: str) -> list[int]:
             raise InvalidValue(f'seeds {text!r}: {part!r}; expected 0 <= A <= B')
         seeds.update(range(lo, hi + 1))
     return sorted(seeds)
+
+
+def dev_seeds(
+    parser: argparse.ArgumentParser, text: str, reserved: bool, hint: str = 'develop on 1-50'
+) -> list[int]:
+    """A command's `--seeds TEXT` (parse_seeds), refusing an empty set and, without `reserved`
+    (the command's --reserved), any seed above RESERVED_ABOVE; parser.error naming why."""
+    try:
+        seeds = parse_seeds(text)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not seeds:
+        parser.error(f'--seeds {text}: no seeds')
+    if max(seeds) > RESERVED_ABOVE and not reserved:
+        parser.error(
+            f'--seeds {text}: seeds above {RESERVED_ABOVE} are reserved for independent checks; '
+            f'{hint} (pass --reserved only for such a check)'
+        )
+    return seeds

@@ -52,7 +52,6 @@ from palletizer.version import git_dirty, git_sha
 
 __all__ = ['compare', 'evaluate', 'evaluator', 'main', 'parse_options', 'train']
 
-RESERVED_ABOVE = 100  # seeds above are for independent checks (scripts/bench generalise)
 OBJECTIVE = (
     'minimise the sum over (level, seed) of n_missing x (n_trials + 1) + fallen boxes; '
     'n_trials = 5 jolt levels x 2 lateral axes = 10, so a missing box costs 11; rank by '
@@ -549,20 +548,9 @@ def compare(
 
 
 def _seeds(p: argparse.ArgumentParser, text: str, reserved: bool) -> list[int]:
-    from palletizer.cli.seeds import parse_seeds
+    from palletizer.cli.seeds import dev_seeds
 
-    try:
-        seeds = parse_seeds(text)
-    except ValueError as exc:
-        p.error(str(exc))
-    if not seeds:
-        p.error(f'--seeds {text}: no seeds')
-    if max(seeds) > RESERVED_ABOVE and not reserved:
-        p.error(
-            f'--seeds {text}: seeds above {RESERVED_ABOVE} are reserved for independent checks; '
-            'train on 1-50'
-        )
-    return seeds
+    return dev_seeds(p, text, reserved, hint='train on 1-50')
 
 
 def _levels(p: argparse.ArgumentParser, levels: Sequence[int]) -> list[int]:
