@@ -43,11 +43,11 @@ from palletizer.cli.mcp_preview import DIM_MAX_M
 from palletizer.core.config import load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.core.vocab import PerceptionMode, PlannerKind
+from palletizer.panel.listen import LOOPBACK, listen_problem
 
 __all__ = ['DEFAULT_PORT', 'ToolRefused', 'bearer_app', 'build_server', 'main']
 
 DEFAULT_PORT = 8771  # beside the panel (8770)
-LOOPBACK = ('127.0.0.1', 'localhost', '::1')
 POLL_S = 0.2  # how often run_episode reads the run's console for news
 _log = logging.getLogger('palletizer.mcp')
 
@@ -270,15 +270,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.host not in LOOPBACK and not args.allow_remote:
-        print(
-            f'mcp: error: --host {args.host} is not loopback; add --allow-remote to listen there '
-            '(anyone who can reach it and has the token can run episodes)',
-            file=sys.stderr,
-        )
-        return 2
-    if not 1 <= args.port <= 65535:
-        print(f'mcp: error: --port {args.port}; expected 1-65535', file=sys.stderr)
+    problem = listen_problem('mcp', args.host, args.port, args.allow_remote, 'run episodes')
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format='[mcp] %(message)s')
     runs_dir = Path(os.path.expanduser(args.runs or load_config().telemetry.runs_dir))

@@ -30,6 +30,7 @@ from fastapi.staticfiles import StaticFiles
 from palletizer.core.config import SOURCES, load_config
 from palletizer.core.errors import PalletizerError
 from palletizer.launcher.graph import PERCEPTION_MODES, PLANNERS, SEED_MAX, TELEMETRY_MODES
+from palletizer.panel.listen import LOOPBACK, listen_problem
 from palletizer.panel.replica import PREFIX as REPLICA_PREFIX
 from palletizer.panel.replica import ReplicaHistory, replica_dsn
 from palletizer.panel.runner import PanelError, RunManager, check_spec, request_from
@@ -41,7 +42,6 @@ WEB = Path(__file__).resolve().parent / 'web'
 THREE = WEB / 'node_modules' / 'three'
 COOKIE = 'palletizer_panel_token'
 DEFAULT_PORT = 8770  # beside the Foxglove bridge (8765) and Jupyter (8888)
-LOOPBACK = ('127.0.0.1', 'localhost', '::1')
 # Speed presets: 0 is fast-forward (the arm jumps; sim time still runs), the rest scale the real
 # UR10e's speed (the launcher's speed:= argument, any number > 0).
 SPEED_PRESETS = (
@@ -342,15 +342,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.host not in LOOPBACK and not args.allow_remote:
-        print(
-            f'panel: error: --host {args.host} is not loopback; add --allow-remote to listen '
-            'there (anyone who can reach it and has the token can start runs)',
-            file=sys.stderr,
-        )
-        return 2
-    if not 1 <= args.port <= 65535:
-        print(f'panel: error: --port {args.port}; expected 1-65535', file=sys.stderr)
+    problem = listen_problem('panel', args.host, args.port, args.allow_remote, 'start runs')
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     root = Path.cwd()  # runs start here, as from a shell: telemetry's relative runs_dir holds
     runs_dir = Path(os.path.expanduser(args.runs or load_config().telemetry.runs_dir))
