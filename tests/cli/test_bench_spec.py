@@ -61,3 +61,14 @@ def test_the_summary_pools_the_perimeter_labels_and_counts_each_violation():
     assert s['label_detection'] == {'checked': 9, 'right': 8, 'accuracy_pct': 88.9}
     assert s['failures'] == ['collision'] and s['density'] == 0.4
     assert summarise([])['label_out_pct'] is None
+
+
+def test_a_resumed_run_keeps_the_rows_of_its_own_run_and_skips_a_torn_line(tmp_path):
+    from palletizer.cli.pool import earlier_rows
+
+    log = tmp_path / 'spec.episodes.jsonl'
+    log.write_text('{"commit": "a", "seed": 1}\n{"commit": "b", "seed": 2}\n{"commit": "a", "se')
+    assert earlier_rows(log, True, lambda r: r['commit'] == 'a') == [{'commit': 'a', 'seed': 1}]
+    assert log.exists()
+    assert earlier_rows(log, False, lambda r: True) == [] and not log.exists()
+    assert earlier_rows(log, True, lambda r: True) == []

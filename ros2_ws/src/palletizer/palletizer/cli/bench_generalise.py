@@ -125,19 +125,15 @@ def bench_generalise(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log = out / 'generalise.episodes.jsonl'
-    done: dict[tuple, dict] = {}
-    if resume and log.exists():
-        for line in log.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue  # a torn last line
-            same = r.get('commit') == sha and r.get('buffer_slots') == buffer_slots
-            same = same and r.get('way', way) == way
-            if same and r.get('loads', str(DEFAULT_TABLE)) == loads:
-                done[(r['planner'], r['speed'], r['level'], r['seed'])] = r
-    elif log.exists():
-        log.unlink()
+
+    def same(r: dict) -> bool:
+        run = r.get('commit') == sha and r.get('buffer_slots') == buffer_slots
+        return run and r.get('way', way) == way and r.get('loads', str(DEFAULT_TABLE)) == loads
+
+    done = {
+        (r['planner'], r['speed'], r['level'], r['seed']): r
+        for r in pool.earlier_rows(log, resume, same)
+    }
     jobs = [
         (p, MODES[m], lv, s, perception, buffer_slots, way)
         for p in planners

@@ -200,17 +200,12 @@ def bench_spec(
     out.mkdir(parents=True, exist_ok=True)
     log = out / 'spec.episodes.jsonl'
     spec_key = str(Path(spec_file).resolve()) if spec_file else None
-    done: dict[tuple, dict] = {}
-    if resume and log.exists():
-        for line in log.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue  # a torn last line
-            if r.get('commit') == sha and r.get('spec_file') == spec_key:
-                done[(r['planner'], r['level'], r['seed'])] = r
-    elif log.exists():
-        log.unlink()
+    done = {
+        (r['planner'], r['level'], r['seed']): r
+        for r in pool.earlier_rows(
+            log, resume, lambda r: r.get('commit') == sha and r.get('spec_file') == spec_key
+        )
+    }
     jobs = [
         (p, lv, s, perception, spec_key)
         for p in planners

@@ -15,13 +15,14 @@ finish in, and however many workers run them, the caller can put them back in jo
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ['RETRIES', 'as_completed', 'ray_session', 'run_all', 'worker_count']
+__all__ = ['RETRIES', 'as_completed', 'earlier_rows', 'ray_session', 'run_all', 'worker_count']
 
 # A task whose worker died is resubmitted this many times before the run fails.
 RETRIES = 3
@@ -144,3 +145,23 @@ def run_all(
 def absolute(path: str | os.PathLike[str]) -> str:
     """A path a worker on another node (same checkout, any working directory) can open."""
     return str(Path(path).resolve())
+
+
+def earlier_rows(log: Path, resume: bool, keep: Callable[[dict[str, Any]], bool]) -> list[dict]:
+    """A benchmark's episode log (one JSON row a line, appended as episodes finish): with
+    `resume`, the rows `keep` accepts (a torn last line is skipped); without, none, and the
+    log is removed so that the run starts it anew."""
+    if not resume:
+        log.unlink(missing_ok=True)
+        return []
+    if not log.exists():
+        return []
+    rows = []
+    for line in log.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue  # a torn last line
+        if keep(r):
+            rows.append(r)
+    return rows
