@@ -1,6 +1,7 @@
 """End to end over stdio: `scripts/mcp`'s server in a child process (in its own network
 namespace where the machine allows one), an MCP client session from the SDK, one real
-fast-forward episode of level 11 seed 1 through the full node graph, read back from disk."""
+fast-forward episode of level 11 seed 1 through the full node graph, read back from disk and
+through get_run."""
 
 from __future__ import annotations
 
@@ -56,9 +57,13 @@ def test_level_11_seed_1_runs_with_progress_and_its_line_is_the_one_on_disk(tmp_
                 'preview_placement', {'dims_m': [0.42, 0.30, 0.18], 'mass_kg': 4.2}
             )
             state = await client.call_tool('get_cell_state', {})
-            return tools, spec, empty, run, after, state
+            run_id = Path((run.structured_content or {})['run']['run_dir'] or '.').name
+            got = await client.call_tool('get_run', {'run_id': run_id})
+            listed = await client.call_tool('list_runs', {'limit': 1})
+            stab = await client.call_tool('check_stability', {})
+            return tools, spec, empty, run, after, state, got, listed, stab
 
-    tools, spec, empty, run, after, state = anyio.run(go)
+    tools, spec, empty, run, after, state, got, listed, stab = anyio.run(go)
     assert 'run_episode' in tools
     assert not spec.is_error and not empty.is_error
     assert empty.structured_content['stack'] == 'empty'  # nothing has run yet
@@ -80,3 +85,23 @@ def test_level_11_seed_1_runs_with_progress_and_its_line_is_the_one_on_disk(tmp_
     assert p['stack'] == f'{run_dir.name} seed 1' and p['stack_cartons'] == 4
     assert state.structured_content['last_result'] == lines[-1]
     assert state.structured_content['last_failure'] is None
+    # get_run reads the run back from disk: its episode line is the one on disk and the one
+    # run_episode returned; list_runs names it newest, with the planner from the call log.
+    assert not got.is_error, got.content
+    assert got.structured_content['episodes'] == lines
+    assert got.structured_content['episodes'][-1] == out['episode']
+    assert got.structured_content['run']['seeds'] == [1]
+    assert got.structured_content['run']['outcome'] == 'success'
+    newest = listed.structured_content['runs'][0]
+    assert newest['id'] == run_dir.name and newest['planner'] == 'heuristic'
+    calls = [
+        json.loads(ln) for ln in (tmp_path / 'runs' / 'mcp-calls.jsonl').read_text().splitlines()
+    ]
+    ran = [c for c in calls if c['tool'] == 'run_episode']
+    assert [c['outcome'] for c in ran] == ['ok', 'ok']
+    assert ran[-1]['run_dir'] == str(run_dir)
+    # The trials run on the stack the episode left, rebuilt in the simulated cell.
+    assert not stab.is_error, stab.content
+    assert stab.structured_content['stack'] == f'{run_dir.name} seed 1'
+    assert stab.structured_content['cartons'] == 4
+    assert len(stab.structured_content['trials']) > 15

@@ -22,6 +22,9 @@ TOOLS = {
     'run_episode': (False, True, False),
     'stop': (False, False, True),
     'get_cell_state': (True, False, True),
+    'list_runs': (True, False, True),
+    'get_run': (True, False, True),
+    'check_stability': (True, False, True),
 }
 
 

@@ -9,7 +9,6 @@ the arm outside an episode.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,12 @@ from palletizer.cli.mcp_models import (
     LevelInfo,
     LevelList,
     PreviewResult,
+    Robot,
     RunInfo,
     RunLimits,
     SpecResult,
     StopResult,
+    carton_row,
 )
 from palletizer.cli.mcp_preview import jsonl_rows, preview, read_stack
 from palletizer.core.config import load_config
@@ -35,18 +36,12 @@ from palletizer.core.pallet_spec import PalletSpec, load_spec
 from palletizer.core.vocab import PerceptionMode, PlannerKind
 from palletizer.panel.runner import PanelError, RunManager, RunRequest, check_spec
 
-__all__ = ['SPEED_CAP', 'SPEED_CAP_MAX', 'Cell', 'CellRefusal']
+__all__ = ['ROBOTS', 'SIM_ONLY', 'SPEED_CAP_MAX', 'Cell', 'CellRefusal']
 
-SPEED_CAP = 1.0  # default cap: the real UR10e's speed (0, fast-forward, is always allowed)
 SPEED_CAP_MAX = 2.0  # the highest cap a server may be started with (the panel's fastest preset)
+ROBOTS: tuple[Robot, ...] = ('sim', 'ur')  # as scripts/palletize robot:=
+SIM_ONLY = ('run_episode', 'check_stability')  # the tools that drive the simulated cell
 _DONE = ('finished', 'aborted', 'crashed')
-
-# The director's line per attempted carton (nodes/director_sink.py, DirectorSink.pallet_state).
-_CARTON = re.compile(
-    r'^\[episode_director\] {3}(?P<id>\S+)\s+(?P<type>\S+)\s+L(?P<layer>\d+)\s+'
-    r'error\s+(?P<err>-?[\d.]+) mm\s+support\s+(?P<sup>[\d.]+) %\s+'
-    r'margin\s+(?P<margin>[+-]?[\d.]+) mm\s+(?P<ok>ok|NOT PLACED)\s*$'
-)
 
 
 class CellRefusal(PalletizerError):
@@ -66,18 +61,26 @@ class _Episode:
 
 class Cell:
     """The server's state. `root`: where runs start (as from a shell); `runs_dir`: where their
-    telemetry writes; `speed_cap`: the highest speed a run may ask for."""
+    telemetry writes; `speed_cap`: the highest speed a run may ask for (default: telemetry.yaml
+    mcp.speed_cap); `robot`: 'sim', or 'ur' where the server stands beside a real cell, which
+    turns the simulation-only tools (SIM_ONLY) off."""
 
     def __init__(
         self,
         root: Path,
         runs_dir: Path,
-        speed_cap: float = SPEED_CAP,
+        speed_cap: float | None = None,
         manager: RunManager | None = None,
+        robot: Robot = 'sim',
     ) -> None:
+        if speed_cap is None:
+            speed_cap = load_config().telemetry.mcp.speed_cap
         if not 0.0 < speed_cap <= SPEED_CAP_MAX:
             raise InvalidValue(f'speed cap {speed_cap}; expected > 0 and <= {SPEED_CAP_MAX}')
+        if robot not in ROBOTS:
+            raise UnknownKey(f'robot {robot!r}; expected one of {", ".join(ROBOTS)}')
         self.speed_cap = speed_cap
+        self.robot = robot
         self.runs_dir = Path(runs_dir).absolute()
         self.manager = manager or RunManager(root, runs_dir=self.runs_dir)
         self.spec: PalletSpec | None = None
@@ -115,8 +118,21 @@ class Cell:
         return self.spec_result()
 
     # -- limits ----------------------------------------------------------------------------------
+    def sim_only(self, tool: str) -> None:
+        """CellRefusal for a simulation-only tool when the server drives a real cell."""
+        if self.robot != 'sim':
+            raise CellRefusal(
+                f'{tool} is a simulation-only tool and this server was started with --robot '
+                f'{self.robot} (a real UR10e cell): it is off here. Allowed: list_levels, '
+                'get/set_pallet_spec, preview_placement, get_cell_state, stop, list_runs, '
+                'get_run; episodes on the real cell are started at the cell (scripts/palletize '
+                'robot:=ur)'
+            )
+
     def limits(self) -> RunLimits:
         return RunLimits(
+            robot=self.robot,
+            sim_only_off=list(SIM_ONLY) if self.robot != 'sim' else [],
             seed_min=SEED_MIN,
             seed_max=SEED_MAX,
             speed_max=self.speed_cap,
@@ -128,6 +144,7 @@ class Cell:
         self, level: int, seed: int, planner: PlannerKind, speed: float, perception: PerceptionMode
     ) -> RunRequest:
         """The run's options, each checked against the server's limits (CellRefusal)."""
+        self.sim_only('run_episode')
         cfg = load_config()
         if level not in cfg.levels:
             ids = ', '.join(str(i) for i in sorted(cfg.levels))
@@ -138,8 +155,8 @@ class Cell:
             )
         if not 0.0 <= speed <= self.speed_cap:
             raise CellRefusal(
-                f"speed {speed}: allowed 0 (fast-forward) to {self.speed_cap} (this server's cap, "
-                f'--max-speed; 1 = real UR10e speed)'
+                f"speed {speed}: allowed 0 (fast-forward) to {self.speed_cap} (this server's cap: "
+                f'telemetry.yaml mcp.speed_cap, or --max-speed; 1 = real UR10e speed)'
             )
         return RunRequest(
             level=level,
@@ -168,7 +185,7 @@ class Cell:
         if ep is None:
             return []
         lines, ep.log_index = self.manager.log_since(ep.log_index)
-        new = [_row(m) for ln in lines if (m := _CARTON.match(ln))]
+        new = [row for ln in lines if (row := carton_row(ln)) is not None]
         ep.cartons += new
         return new
 
@@ -293,15 +310,3 @@ class Cell:
     def close(self) -> None:
         """Stop a running episode and wait for it (the server is shutting down)."""
         self.manager.close()
-
-
-def _row(m: re.Match[str]) -> CartonRow:
-    return CartonRow(
-        package_id=m['id'],
-        type=m['type'],
-        layer=int(m['layer']),
-        error_mm=float(m['err']),
-        support_pct=float(m['sup']),
-        margin_mm=float(m['margin']),
-        placed=m['ok'] == 'ok',
-    )

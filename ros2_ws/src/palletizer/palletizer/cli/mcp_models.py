@@ -6,6 +6,7 @@ the server checks. Lengths are metres, masses kilograms, angles radians (the cor
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
@@ -22,12 +23,17 @@ __all__ = [
     'LevelInfo',
     'LevelList',
     'PreviewResult',
+    'RunDetail',
     'RunInfo',
     'RunLimits',
+    'RunList',
+    'RunSummary',
+    'Robot',
     'Seed',
     'SpecDoc',
     'SpecResult',
     'StopResult',
+    'carton_row',
 ]
 
 # The seeds an assistant may run: 1-100. Seeds above 100 are reserved (held-out loads), so the
@@ -156,6 +162,12 @@ class RunLimits(_Result):
     planners: list[str]
     perception: list[str]
     runs_at_a_time: int = 1
+    robot: Robot = Field(
+        default='sim', description="the cell the server stands beside: 'sim' or a real 'ur'"
+    )
+    sim_only_off: list[str] = Field(
+        default_factory=list, description='the simulation-only tools that are off (robot ur)'
+    )
 
 
 class CartonRow(_Result):
@@ -168,6 +180,7 @@ class CartonRow(_Result):
     placed: bool = Field(description='within the placement tolerances')
 
 
+Robot = Literal['sim', 'ur']  # as scripts/palletize robot:=
 RunState = Literal['idle', 'starting', 'running', 'finished', 'aborted', 'crashed']
 
 
@@ -181,6 +194,30 @@ class RunInfo(_Result):
     pid: int | None = None
     run_dir: str | None = None
     exit_code: int | None = None
+
+
+# The director's line per attempted carton (nodes/director_sink.py, DirectorSink.pallet_state).
+_CARTON = re.compile(
+    r'^\[episode_director\] {3}(?P<id>\S+)\s+(?P<type>\S+)\s+L(?P<layer>\d+)\s+'
+    r'error\s+(?P<err>-?[\d.]+) mm\s+support\s+(?P<sup>[\d.]+) %\s+'
+    r'margin\s+(?P<margin>[+-]?[\d.]+) mm\s+(?P<ok>ok|NOT PLACED)\s*$'
+)
+
+
+def carton_row(line: str) -> CartonRow | None:
+    """The row of one director console line, None for any other line."""
+    m = _CARTON.match(line)
+    if m is None:
+        return None
+    return CartonRow(
+        package_id=m['id'],
+        type=m['type'],
+        layer=int(m['layer']),
+        error_mm=float(m['err']),
+        support_pct=float(m['sup']),
+        margin_mm=float(m['margin']),
+        placed=m['ok'] == 'ok',
+    )
 
 
 class EpisodeOutcome(_Result):
@@ -211,3 +248,38 @@ class CellState(_Result):
     last_failure: str | None = Field(description='the last failure or crash, if any')
     pallet_spec: dict[str, Any] | None
     limits: RunLimits
+
+
+class RunSummary(_Result):
+    id: str = Field(description="the run's folder name in the runs folder (get_run's run_id)")
+    level: int | None
+    task: str | None = Field(description='table, conveyor or truck')
+    seeds: list[int] = Field(description='the seeds of its episode lines, in order')
+    planner: str | None = Field(
+        description='the planner, where known: the run was started by this server (its call '
+        'log) or its lines record it'
+    )
+    episodes: int = Field(description='episode lines written (an open episode has none yet)')
+    succeeded: int
+    aborted: int
+    cartons: int
+    placed: int
+    outcome: Literal['success', 'failure', 'aborted', 'open'] = Field(
+        description='success: every episode succeeded; open: no episode line yet'
+    )
+    oracle: bool = Field(description='whether any stub (oracle) was in use')
+
+
+class RunList(_Result):
+    runs: list[RunSummary] = Field(description='newest first, at most `limit`')
+    total: int = Field(description='runs in the runs folder')
+    runs_dir: str
+    source: str = Field(description='where the runs are read from')
+
+
+class RunDetail(_Result):
+    run: RunSummary
+    episodes: list[dict[str, Any]] = Field(
+        description='its episode lines (episodes.jsonl: docs/telemetry.md), in order'
+    )
+    run_dir: str

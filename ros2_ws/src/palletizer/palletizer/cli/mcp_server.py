@@ -17,31 +17,35 @@ import logging
 import os
 import secrets
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from palletizer.cli.mcp_cell import SPEED_CAP, SPEED_CAP_MAX, Cell
+from palletizer.cli.mcp_calls import CALL_LOG, CallLog, ToolRefused, bearer_app, logged
+from palletizer.cli.mcp_cell import ROBOTS, SPEED_CAP_MAX, Cell
 from palletizer.cli.mcp_models import (
     CellState,
     EpisodeOutcome,
     LevelList,
     PreviewResult,
+    RunDetail,
+    RunList,
     Seed,
     SpecDoc,
     SpecResult,
     StopResult,
 )
 from palletizer.cli.mcp_preview import DIM_MAX_M
+from palletizer.cli.mcp_runs import RUNS_LIMIT, RUNS_LIMIT_MAX, Runs
+from palletizer.cli.mcp_stability import StabilityResult
+from palletizer.cli.mcp_stability import check_stability as check_stability_of
 from palletizer.core.config import load_config
-from palletizer.core.errors import PalletizerError
+from palletizer.core.errors import InvalidValue, PalletizerError
 from palletizer.core.vocab import PerceptionMode, PlannerKind
 from palletizer.panel.listen import LOOPBACK, listen_problem
 
@@ -57,31 +61,17 @@ _RUN = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_h
 _STOP = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 
 
-class ToolRefused(PalletizerError, ToolError):
-    """A tool call the server refuses; the assistant reads its message (what was wrong and what
-    is allowed) as the tool's error result."""
-
-
-@contextmanager
-def _call(tool: str, args: dict[str, Any] | None = None, done: str = 'ok') -> Iterator[None]:
-    """Log the call with its arguments and outcome (stderr); the project's errors become tool
-    errors (the SDK shows a ToolError's text to the model, and hides any other exception's)."""
-    try:
-        yield
-    except PalletizerError as exc:
-        _log.info('%s(%s): refused: %s', tool, args or {}, exc)
-        raise ToolRefused(str(exc)) from exc
-    _log.info('%s(%s): %s', tool, args or {}, done)
-
-
 Dims = Annotated[
     list[Annotated[float, Field(gt=0.0, le=DIM_MAX_M)]],
     Field(min_length=3, max_length=3, description='carton L, W, H [m]'),
 ]
 
 
-def build_server(cell: Cell) -> MCPServer:
-    """The MCP server over `cell`: its tools and the `cell://state` resource."""
+def build_server(cell: Cell, calls: CallLog | None = None) -> MCPServer:
+    """The MCP server over `cell`: its tools and the `cell://state` resource. Each call is
+    logged to `calls` (default: the call log in the cell's runs folder)."""
+    calls = calls or CallLog(cell.runs_dir / CALL_LOG)
+    runs = Runs(cell.runs_dir, calls)
     mcp = MCPServer(
         'palletizer',
         title='palletizer cell',
@@ -89,7 +79,12 @@ def build_server(cell: Cell) -> MCPServer:
             'A simulated UR10e palletizing cell. Read list_levels and get_cell_state first. '
             'set_pallet_spec validates a pallet spec; preview_placement asks the planner '
             'without moving anything; run_episode runs one episode (seeds 1-100, one at a '
-            'time) and stop stops it.'
+            'time) and stop stops it; list_runs and get_run read the runs back from disk.'
+            if cell.robot == 'sim'
+            else 'A real UR10e palletizing cell: the simulation-only tools run_episode and '
+            'check_stability are off. '
+            'list_levels, the pallet spec, preview_placement, '
+            'get_cell_state, list_runs and get_run work as in simulation.'
         ),
         log_level='WARNING',
     )
@@ -97,14 +92,14 @@ def build_server(cell: Cell) -> MCPServer:
     @mcp.tool(annotations=_READ)
     def list_levels() -> LevelList:
         """The levels (configs/levels.yaml): id, carton source, name and carton count."""
-        with _call('list_levels'):
-            return cell.levels()
+        with logged(calls, 'list_levels') as done:
+            return done(cell.levels())
 
     @mcp.tool(annotations=_READ)
     def get_pallet_spec() -> SpecResult:
         """The current pallet spec, which preview_placement and the next run_episode use."""
-        with _call('get_pallet_spec'):
-            return cell.spec_result()
+        with logged(calls, 'get_pallet_spec') as done:
+            return done(cell.spec_result())
 
     @mcp.tool(annotations=_SET)
     def set_pallet_spec(spec: SpecDoc = None) -> SpecResult:
@@ -113,8 +108,8 @@ def build_server(cell: Cell) -> MCPServer:
         Returns the normalised spec, or an error naming each bad key, the value given and what
         is allowed; the current spec is then left as it was. null or {} clears it.
         """
-        with _call('set_pallet_spec', {'spec': spec}):
-            return cell.set_spec(spec)
+        with logged(calls, 'set_pallet_spec', {'spec': spec}) as done:
+            return done(cell.set_spec(spec))
 
     @mcp.tool(annotations=_READ)
     def preview_placement(
@@ -128,8 +123,9 @@ def build_server(cell: Cell) -> MCPServer:
     ) -> PreviewResult:
         """Where the planner would put a carton of these dimensions and mass, with its score
         terms and the stack's stability margin. Nothing moves."""
-        with _call('preview_placement', {'dims_m': dims_m, 'mass_kg': mass_kg, 'stack': stack}):
-            return cell.preview(dims_m, mass_kg, stack, planner)
+        args = {'dims_m': dims_m, 'mass_kg': mass_kg, 'stack': stack, 'planner': planner.value}
+        with logged(calls, 'preview_placement', args) as done:
+            return done(cell.preview(dims_m, mass_kg, stack, planner))
 
     @mcp.tool(annotations=_RUN)
     async def run_episode(
@@ -158,18 +154,19 @@ def build_server(cell: Cell) -> MCPServer:
             'speed': speed,
             'perception': perception.value,
         }
-        with _call('run_episode', args, done='started'):
+        with logged(calls, 'run_episode', args, done='started') as done:
             cell.start(cell.request(level, seed, planner, speed, perception))
+            done(f'started: pid {cell.run_info().pid}')
         total = cell.cartons_total
         try:
             while True:
                 finished = cell.done
                 new = cell.poll()
                 before = cell.cartons_done - len(new)
-                for done, row in enumerate(new, start=before + 1):
+                for n, row in enumerate(new, start=before + 1):
                     status = 'placed' if row.placed else 'NOT PLACED'
                     await ctx.report_progress(
-                        done, total, f'{row.package_id} ({row.type}) L{row.layer}: {status}'
+                        n, total, f'{row.package_id} ({row.type}) L{row.layer}: {status}'
                     )
                 if finished:
                     break
@@ -179,23 +176,69 @@ def build_server(cell: Cell) -> MCPServer:
             # synchronous (a signal to the launcher), so it runs inside a cancelled scope too.
             cell.stop()
             _log.info('run_episode(%s): cancelled; the episode was told to stop', args)
+            calls.append(
+                'run_episode', args, 'error', 'cancelled; the episode was told to stop',
+                run_dir=cell.run_info().run_dir,
+            )  # fmt: skip
             raise
-        with _call('run_episode', args, done='ended'):
-            return cell.outcome()
+        with logged(calls, 'run_episode', args, done='ended') as done:
+            out = cell.outcome()
+            done.extra['run_dir'] = out.run.run_dir
+            return done(out)
 
     @mcp.tool(annotations=_STOP)
     def stop() -> StopResult:
         """Stop the running episode (as Ctrl-C would: telemetry closes it as aborted). Always
         allowed; with nothing running it says so."""
-        with _call('stop'):
-            return cell.stop()
+        with logged(calls, 'stop') as done:
+            return done(cell.stop())
 
     @mcp.tool(annotations=_READ)
     def get_cell_state() -> CellState:
         """The run, the episode's cartons so far with their margins, the held carton, the last
         episode line, the last failure, the pallet spec and the run limits."""
-        with _call('get_cell_state'):
-            return cell.state()
+        with logged(calls, 'get_cell_state') as done:
+            return done(cell.state())
+
+    @mcp.tool(annotations=_READ)
+    def list_runs(
+        limit: Annotated[
+            int, Field(ge=1, le=RUNS_LIMIT_MAX, description='the most runs to list (newest first)')
+        ] = RUNS_LIMIT,
+    ) -> RunList:
+        """The runs in the runs folder the episodes write to, newest first: level, seeds,
+        planner, episodes and outcome of each. Read from disk, the source of truth."""
+        with logged(calls, 'list_runs', {'limit': limit}) as done:
+            return done(runs.list(limit))
+
+    @mcp.tool(annotations=_READ)
+    def get_run(
+        run_id: Annotated[str, Field(description="a run's id (folder name) from list_runs")],
+    ) -> RunDetail:
+        """One run by its id (list_runs): its summary and its episode lines as telemetry
+        wrote them to disk (episodes.jsonl)."""
+        with logged(calls, 'get_run', {'run_id': run_id}) as done:
+            return done(runs.get(run_id))
+
+    @mcp.tool(annotations=_READ)
+    async def check_stability(
+        run_id: Annotated[
+            str | None,
+            Field(description="a run's id from list_runs; null: this server's last episode"),
+        ] = None,
+        seed: Annotated[
+            Seed | None, Field(description="the episode's seed; null: the run's last")
+        ] = None,
+    ) -> StabilityResult:
+        """The jolt, beam and EUMOS trials (configs/stability.yaml) on an episode's stack,
+        rebuilt from its placements in the simulated cell (simulation only; a few seconds to
+        a minute). Nothing real moves."""
+        with logged(calls, 'check_stability', {'run_id': run_id, 'seed': seed}) as done:
+            return done(
+                await anyio.to_thread.run_sync(
+                    lambda: check_stability_of(cell, runs, run_id, seed)
+                )
+            )
 
     @mcp.resource('cell://state', mime_type='application/json')
     def cell_state() -> str:
@@ -203,36 +246,6 @@ def build_server(cell: Cell) -> MCPServer:
         return cell.state().model_dump_json()
 
     return mcp
-
-
-def bearer_app(app: Any, token: str) -> Any:
-    """An ASGI app that answers 401 to any HTTP request without `Authorization: Bearer
-    <token>`, and passes the rest (and the lifespan) to `app`."""
-    expected = f'Bearer {token}'.encode()
-
-    async def guarded(scope: Any, receive: Any, send: Any) -> None:
-        if scope['type'] == 'http':
-            auth = dict(scope.get('headers') or []).get(b'authorization', b'')
-            if not secrets.compare_digest(auth, expected):
-                body = (
-                    b'{"error": "this needs the bearer token scripts/mcp printed when it '
-                    b'started (Authorization: Bearer <token>)"}'
-                )
-                await send(
-                    {
-                        'type': 'http.response.start',
-                        'status': 401,
-                        'headers': [
-                            (b'content-type', b'application/json'),
-                            (b'www-authenticate', b'Bearer'),
-                        ],
-                    }
-                )
-                await send({'type': 'http.response.body', 'body': body})
-                return
-        await app(scope, receive, send)
-
-    return guarded
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -256,9 +269,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         '--max-speed',
         type=float,
-        default=SPEED_CAP,
-        help=f'the speed cap of run_episode, > 0 and <= {SPEED_CAP_MAX} (default {SPEED_CAP}: '
-        'real UR10e speed; 0, fast-forward, is always allowed)',
+        default=None,
+        help="lower run_episode's speed cap below telemetry.yaml mcp.speed_cap (default: that "
+        'cap, 1 = real UR10e speed; 0, fast-forward, is always allowed)',
+    )
+    p.add_argument(
+        '--robot',
+        choices=ROBOTS,
+        default='sim',
+        help="as scripts/palletize robot:=; 'ur': the server stands beside a real UR10e cell "
+        'and its simulation-only tools (run_episode, check_stability) are off',
     )
     p.add_argument(
         '--runs',
@@ -275,9 +295,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format='[mcp] %(message)s')
-    runs_dir = Path(os.path.expanduser(args.runs or load_config().telemetry.runs_dir))
     try:
-        cell = Cell(Path.cwd(), runs_dir.resolve(), speed_cap=args.max_speed)
+        telemetry = load_config().telemetry
+        cap = telemetry.mcp.speed_cap
+        if args.max_speed is not None:
+            if not 0.0 < args.max_speed <= cap:
+                raise InvalidValue(
+                    f'--max-speed {args.max_speed}; expected > 0 and <= {cap} (telemetry.yaml '
+                    'mcp.speed_cap: the flag may lower the cap, not raise it)'
+                )
+            cap = args.max_speed
+        runs_dir = Path(os.path.expanduser(args.runs or telemetry.runs_dir))
+        cell = Cell(Path.cwd(), runs_dir.resolve(), speed_cap=cap, robot=args.robot)
     except PalletizerError as exc:
         print(f'mcp: error: {exc}', file=sys.stderr)
         return 2

@@ -371,4 +371,6 @@ _TELEMETRY = {
         'postgres': {'dsn': _text_or_empty},
         'supabase': {'bucket': _text},
     },
+    # scripts/mcp (docs/mcp.md): optional, these defaults when absent
+    'mcp': _Opt({'speed_cap': _num(0.01, 2.0)}, {'speed_cap': 1.0}),
 }

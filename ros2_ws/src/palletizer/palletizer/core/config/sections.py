@@ -289,6 +289,14 @@ class ReplicaSettings:
 
 
 @dataclass(frozen=True)
+class McpSettings:
+    """configs/telemetry.yaml `mcp`: the speed cap of scripts/mcp's run_episode (1 = real UR10e
+    speed; --max-speed may lower it)."""
+
+    speed_cap: float = 1.0
+
+
+@dataclass(frozen=True)
 class TelemetryConfig:
     """configs/telemetry.yaml: mode (never off: that is chosen per run), the runs folder, the free
     space it needs [MB], the bag, the snapshots and the replica."""
@@ -299,6 +307,7 @@ class TelemetryConfig:
     bag: BagSettings
     snapshots: SnapshotSettings
     replica: ReplicaSettings
+    mcp: McpSettings = McpSettings()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,6 +389,7 @@ def _telemetry(d: Mapping[str, Any]) -> TelemetryConfig:
             postgres=PostgresSettings(r['postgres']['dsn']),
             supabase=SupabaseSettings(r['supabase']['bucket']),
         ),
+        mcp=McpSettings(speed_cap=float(d['mcp']['speed_cap'])),
     )
 
 
