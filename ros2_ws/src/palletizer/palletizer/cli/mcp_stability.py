@@ -11,7 +11,6 @@ is off.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +54,6 @@ class StabilityResult(_Result):
     trials: list[Trial]
 
 
-@dataclass(frozen=True)
-class _Carton:
-    """The draw-like record a scene carton is built from (sim/scene.py)."""
-
-    index: int
-    package_id: str
-    dims: tuple[float, float, float]
-    mass: float
-    cog_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    rgba: tuple[float, float, float, float] = (0.7, 0.5, 0.3, 1.0)
-    friction: tuple[float, float, float] = (0.95, 0.01, 0.001)
-
-
 def _which(cell: Cell, runs: Runs, run_id: str | None, seed: int | None) -> tuple[Path, int]:
     """The run folder and seed whose stack is tested (CellRefusal / RunRefusal naming why)."""
     current = cell.run_info()
@@ -91,13 +77,24 @@ def _which(cell: Cell, runs: Runs, run_id: str | None, seed: int | None) -> tupl
 
 
 def _scene(stack: list[Placement]) -> list[Any]:
+    from palletizer.core.loads import CartonDraw
     from palletizer.sim.scene import CartonPlacement
 
-    pallet = PalletGeometry.from_config(load_config().cell.pallet)
+    cfg = load_config()
+    pallet = PalletGeometry.from_config(cfg.cell.pallet)
     out = []
     for i, p in enumerate(stack):
         x, y, z, yaw = pallet_to_world(p.actual_pose, pallet)
-        draw = _Carton(i, p.package_id, (p.dims_m[0], p.dims_m[1], p.dims_m[2]), p.mass_kg)
+        draw = CartonDraw(
+            index=i,
+            package_id=p.package_id,
+            type_name=p.package_type,
+            dims=(p.dims_m[0], p.dims_m[1], p.dims_m[2]),
+            mass=p.mass_kg,
+            cog_offset=(0.0, 0.0, 0.0),  # the weighed offsets are not in the placements
+            rgba=(0.7, 0.5, 0.3, 1.0),
+            friction=cfg.catalogue.friction,
+        )
         quat = (math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0))
         out.append(CartonPlacement(draw, (x, y, z + LIFT_M * p.layer), quat))
     return out
