@@ -90,9 +90,9 @@ class CellBridgeNode(Node):
         cams = cell_cfg.cameras
         # 'photo' cameras (the side view) render only on request, for the per-layer snapshots.
         roles = ('pallet', 'pick', 'photo')
-        # A camera only the label reading uses runs on a level with labels only.
-        skip = () if self.cfg.level(level).labels else label_only_cameras(self.cfg)
-        self.cameras = {n: c for n, c in cams.items() if c.role in roles and n not in skip}
+        self.cameras = {n: c for n, c in cams.items() if c.role in roles}
+        # A camera only the label reading uses streams on a level with labels only.
+        quiet = () if self.cfg.level(level).labels else label_only_cameras(self.cfg)
         self.pallet_cams = [n for n, c in self.cameras.items() if c.role == 'pallet']
         self.options = CellOptions.from_config(cell_cfg)
 
@@ -124,7 +124,11 @@ class CellBridgeNode(Node):
         # and pick cameras as realsense2_camera does, 16UC1 in millimetres.
         self.images = CameraPublisher(
             self,
-            [n for n, c in self.cameras.items() if not self.hardware or c.role != 'photo'],
+            [
+                n
+                for n, c in self.cameras.items()
+                if not self.hardware or (c.role != 'photo' and n not in quiet)
+            ],
             p.topics,
             '16UC1' if self.hardware else '32FC1',
         )
